@@ -1,0 +1,207 @@
+//! `CircuitBreaker`: one atomic word, and the only compare-and-swap loops in the crate.
+
+use core::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+use crate::blocked::Blocked;
+use crate::config::{Builder, Config};
+use crate::permit::Permit;
+use crate::state::{self, Admission, Limits, MAX_TIME_MS, Report, State, Transition, Word};
+use crate::sync::{AtomicU64, Ordering};
+
+/// A lock-free circuit breaker for one dependency.
+///
+/// State, consecutive failure count and opened-at time live in one 64-bit word (layout in the
+/// `state` module's docs) that changes only by compare-and-swap, so the probe slot is claimed
+/// without a lock and a reader never sees one state with another state's timestamp.
+///
+/// Costs: while closed with no failures, [`try_acquire`](Self::try_acquire) is one atomic load and
+/// recording a success is one load and no store; neither reads the clock. While open, a rejection
+/// is one load and one clock read. A compare-and-swap happens only on a real change.
+///
+/// # Memory ordering
+///
+/// Every transition is published with release ordering and every admission decision reads the
+/// word with acquire ordering. So everything a caller did before recording the outcome that moved
+/// the breaker (for example, the probe that closed it) happens-before whatever a caller does after
+/// a [`try_acquire`](Self::try_acquire) that observes the new state.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use toolbreaker::{CircuitBreaker, FailureKind, Outcome, State};
+///
+/// let (clock, mock) = quanta::Clock::mock();
+/// let breaker = CircuitBreaker::builder()
+///     .failure_threshold(2)
+///     .cooldown(Duration::from_millis(100))
+///     .clock(clock)
+///     .build()?;
+///
+/// for _ in 0..2 {
+///     let permit = breaker.try_acquire().expect("closed admits");
+///     permit.record(Outcome::Failure(FailureKind::Unavailable));
+/// }
+/// assert_eq!(breaker.state(), State::Open);
+/// let blocked = breaker.try_acquire().unwrap_err();
+/// assert_eq!(blocked.retry_after(), Duration::from_millis(100));
+///
+/// mock.increment(Duration::from_millis(100));
+/// assert_eq!(breaker.state(), State::HalfOpen);
+/// let probe = breaker.try_acquire().expect("one probe after the cooldown");
+/// assert!(breaker.try_acquire().is_err(), "only one probe");
+/// probe.record(Outcome::Success);
+/// assert_eq!(breaker.state(), State::Closed);
+/// # Ok::<(), toolbreaker::ConfigError>(())
+/// ```
+#[derive(Debug)]
+pub struct CircuitBreaker {
+    // The word, its read-only settings and the clock share one padded block: the non-healthy paths
+    // read them together, they are never written after construction, and the padding keeps the
+    // word's line away from neighbours (an `Arc`'s counts, other breakers in a map).
+    inner: CachePadded<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    word: AtomicU64,
+    limits: Limits,
+    config: Config,
+    clock: quanta::Clock,
+    epoch: quanta::Instant,
+}
+
+impl CircuitBreaker {
+    /// A builder with the documented defaults (threshold 5, cooldown 30 s, probe timeout 30 s,
+    /// the system clock).
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// A closed breaker with `config`, reading time from `clock`. Its epoch is `clock`'s current
+    /// reading.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{CircuitBreaker, Config, State};
+    ///
+    /// let breaker = CircuitBreaker::new(Config::default(), quanta::Clock::new());
+    /// assert_eq!(breaker.state(), State::Closed);
+    /// ```
+    pub fn new(config: Config, clock: quanta::Clock) -> Self {
+        let epoch = clock.now();
+        CircuitBreaker {
+            inner: CachePadded::new(Inner {
+                word: AtomicU64::new(Word::INITIAL.0),
+                limits: config.limits(),
+                config,
+                clock,
+                epoch,
+            }),
+        }
+    }
+
+    /// The configuration this breaker was built with.
+    pub fn config(&self) -> Config {
+        self.inner.config
+    }
+
+    /// The effective state now.
+    ///
+    /// Side-effect free: it writes nothing and takes no probe slot, however often it is called.
+    /// An open breaker whose cooldown has elapsed reads [`State::HalfOpen`] without any call in
+    /// between; a probe past its lease reads [`State::Open`]. Reads the clock only when not closed.
+    pub fn state(&self) -> State {
+        // Acquire: pairs with the release of the transition that stored this word, so a caller
+        // that sees the new state also sees what the reporter did before it.
+        let word = Word(self.inner.word.load(Ordering::Acquire));
+        state::view(word, &self.inner.limits, || self.now_ms()).state()
+    }
+
+    /// Ask to make one call to the dependency.
+    ///
+    /// Closed: admitted. Open: [`Blocked`] with the remaining cooldown. Half-open: exactly one
+    /// caller, however many race, is admitted as the probe; the others get [`Blocked`] with the
+    /// time left on the probe's lease.
+    ///
+    /// # Errors
+    ///
+    /// [`Blocked`] when the breaker does not admit the call; nothing has been sent.
+    pub fn try_acquire(&self) -> Result<Permit<'_>, Blocked> {
+        // Acquire: pairs with the release of whichever transition stored this word (see
+        // `# Memory ordering`).
+        let mut word = Word(self.inner.word.load(Ordering::Acquire));
+        let mut now = None;
+        loop {
+            let (admission, next) = state::acquire(word, &self.inner.limits, || {
+                *now.get_or_insert_with(|| self.now_ms())
+            });
+            if let Some(next) = next {
+                // AcqRel on success: release publishes the claim of the probe slot; acquire
+                // orders this probe after the transition that opened the slot. Acquire on
+                // failure: we decide again from the word that beat us, as if we had loaded it.
+                // Weak: a spurious failure only costs another turn of the loop.
+                if let Err(actual) = self.inner.word.compare_exchange_weak(
+                    word.0,
+                    next.0,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    word = Word(actual);
+                    continue;
+                }
+            }
+            return match admission {
+                Admission::Admit { generation, probe } => Ok(Permit::new(self, generation, probe)),
+                Admission::Reject {
+                    state,
+                    reason,
+                    retry_after_ms,
+                } => Err(Blocked::new(
+                    state,
+                    reason,
+                    Duration::from_millis(retry_after_ms),
+                )),
+            };
+        }
+    }
+
+    /// Apply a permit's report. Returns the state change it caused, if any.
+    pub(crate) fn report(&self, generation: u32, report: Report) -> Option<Transition> {
+        // Acquire: as in `try_acquire`; this report is judged against the newest transition.
+        let mut word = Word(self.inner.word.load(Ordering::Acquire));
+        let mut now = None;
+        loop {
+            let step = state::report(word, generation, report, &self.inner.limits, || {
+                *now.get_or_insert_with(|| self.now_ms())
+            })?;
+            // AcqRel on success: release publishes this outcome (and everything its caller did
+            // before reporting) to every later reader; acquire orders it after the word it
+            // replaces. Acquire on failure: the report is judged again against the newer word,
+            // which may make it stale. Weak: a spurious failure only costs another turn.
+            match self.inner.word.compare_exchange_weak(
+                word.0,
+                step.next.0,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return step.transition,
+                Err(actual) => word = Word(actual),
+            }
+        }
+    }
+
+    /// Milliseconds since the breaker's epoch, saturating at both ends: a clock that reads before
+    /// the epoch reads 0, one past the word's range reads its end.
+    fn now_ms(&self) -> u64 {
+        let elapsed = self
+            .inner
+            .clock
+            .now()
+            .saturating_duration_since(self.inner.epoch);
+        u64::try_from(elapsed.as_millis()).map_or(MAX_TIME_MS, |ms| ms.min(MAX_TIME_MS))
+    }
+}

@@ -1,0 +1,193 @@
+//! Guarded calls: acquire, run, classify and record in one step, sync or async.
+
+use core::fmt;
+use core::future::Future;
+use core::time::Duration;
+
+use crate::blocked::Blocked;
+use crate::breaker::CircuitBreaker;
+use crate::classify::Outcome;
+
+/// Why a guarded call returned no value.
+#[derive(Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CallError<E> {
+    /// The breaker did not admit the call; the operation never ran.
+    Blocked(Blocked),
+    /// The operation ran and returned this error (already classified and recorded).
+    Inner(E),
+    /// The operation did not finish within this per-call timeout; recorded as
+    /// [`FailureKind::Timeout`](crate::FailureKind::Timeout). Only
+    /// `run_with_timeout` (feature `tokio`) returns it.
+    TimedOut(Duration),
+}
+
+impl<E> CallError<E> {
+    /// The `Blocked` value, if the call was blocked.
+    pub fn blocked(&self) -> Option<&Blocked> {
+        match self {
+            CallError::Blocked(blocked) => Some(blocked),
+            _ => None,
+        }
+    }
+
+    /// The operation's own error, if it returned one.
+    pub fn into_inner(self) -> Option<E> {
+        match self {
+            CallError::Inner(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for CallError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::Blocked(blocked) => blocked.fmt(f),
+            CallError::Inner(e) => e.fmt(f),
+            CallError::TimedOut(after) => {
+                write!(f, "call timed out after {:.3} s", after.as_secs_f64())
+            }
+        }
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for CallError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CallError::Blocked(blocked) => Some(blocked),
+            CallError::Inner(e) => Some(e),
+            CallError::TimedOut(_) => None,
+        }
+    }
+}
+
+impl CircuitBreaker {
+    /// Run `op` if the breaker admits it, classify its result and record the outcome.
+    ///
+    /// The operation is not run when the call is blocked. If it panics, the panic propagates, the
+    /// permit is dropped unrecorded (a probe's slot is released) and nothing is counted.
+    ///
+    /// # Errors
+    ///
+    /// [`CallError::Blocked`] when the breaker does not admit the call, [`CallError::Inner`] with
+    /// the operation's error otherwise.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{CallError, CircuitBreaker, FailureKind, Outcome};
+    ///
+    /// let breaker = CircuitBreaker::builder().failure_threshold(1).build()?;
+    /// let classify = |r: &Result<u32, &str>| match r {
+    ///     Ok(_) => Outcome::Success,
+    ///     Err(_) => Outcome::Failure(FailureKind::Unavailable),
+    /// };
+    /// assert_eq!(breaker.call(|| Ok(7), classify), Ok(7));
+    /// assert_eq!(breaker.call(|| Err("503"), classify), Err(CallError::Inner("503")));
+    ///
+    /// let mut ran = false;
+    /// let blocked = breaker.call(|| { ran = true; Ok(1) }, classify);
+    /// assert!(matches!(blocked, Err(CallError::Blocked(_))));
+    /// assert!(!ran, "an open breaker never runs the operation");
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn call<T, E>(
+        &self,
+        op: impl FnOnce() -> Result<T, E>,
+        classify: impl Fn(&Result<T, E>) -> Outcome,
+    ) -> Result<T, CallError<E>> {
+        let permit = self.try_acquire().map_err(CallError::Blocked)?;
+        let result = op();
+        permit.record(classify(&result));
+        result.map_err(CallError::Inner)
+    }
+
+    /// The async twin of [`call`](Self::call), for any executor.
+    ///
+    /// `fut` is not polled when the call is blocked. Dropping the returned future mid-call (a
+    /// cancelled request, a `select!` that went the other way) drops the permit unrecorded: a
+    /// probe's slot is released and nothing is counted.
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](Self::call).
+    ///
+    /// # Examples
+    ///
+    /// No runtime is needed: here a ready future is polled once by hand.
+    ///
+    /// ```
+    /// use std::future::Future;
+    /// use std::pin::pin;
+    /// use std::task::{Context, Poll, Waker};
+    /// use toolbreaker::{CircuitBreaker, Outcome};
+    ///
+    /// let breaker = CircuitBreaker::builder().build()?;
+    /// let call = pin!(breaker.run(async { Ok::<_, ()>(42) }, |_| Outcome::Success));
+    /// let polled = call.poll(&mut Context::from_waker(Waker::noop()));
+    /// assert_eq!(polled, Poll::Ready(Ok(42)));
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub async fn run<F, T, E>(
+        &self,
+        fut: F,
+        classify: impl Fn(&Result<T, E>) -> Outcome,
+    ) -> Result<T, CallError<E>>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        let permit = self.try_acquire().map_err(CallError::Blocked)?;
+        let result = fut.await;
+        permit.record(classify(&result));
+        result.map_err(CallError::Inner)
+    }
+
+    /// [`run`](Self::run) under a per-call timeout (feature `tokio`; needs a tokio runtime with
+    /// time enabled).
+    ///
+    /// A call that does not finish within `timeout` is dropped, recorded as
+    /// [`FailureKind::Timeout`](crate::FailureKind::Timeout) (so a timed-out probe reopens the
+    /// breaker rather than holding its slot) and returned as [`CallError::TimedOut`].
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](Self::call), plus [`CallError::TimedOut`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolbreaker::{CallError, CircuitBreaker, Outcome, State};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
+    /// let breaker = CircuitBreaker::builder().failure_threshold(1).build().unwrap();
+    /// let hung = std::future::pending::<Result<(), ()>>();
+    /// let answer = breaker.run_with_timeout(Duration::from_millis(200), hung, |_| Outcome::Success).await;
+    /// assert_eq!(answer, Err(CallError::TimedOut(Duration::from_millis(200))));
+    /// assert_eq!(breaker.state(), State::Open);
+    /// # });
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub async fn run_with_timeout<F, T, E>(
+        &self,
+        timeout: Duration,
+        fut: F,
+        classify: impl Fn(&Result<T, E>) -> Outcome,
+    ) -> Result<T, CallError<E>>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        let permit = self.try_acquire().map_err(CallError::Blocked)?;
+        match tokio::time::timeout(timeout, fut).await {
+            Ok(result) => {
+                permit.record(classify(&result));
+                result.map_err(CallError::Inner)
+            }
+            Err(_elapsed) => {
+                permit.record(Outcome::Failure(crate::FailureKind::Timeout));
+                Err(CallError::TimedOut(timeout))
+            }
+        }
+    }
+}

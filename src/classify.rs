@@ -1,0 +1,138 @@
+//! Outcomes, failure kinds, and the classification of a call's result.
+//!
+//! Only failures that say the dependency is unhealthy count toward tripping a breaker. A call that
+//! failed because of the caller (bad arguments, auth, not found) is [`Outcome::Ignored`]: it neither
+//! counts nor clears the run of failures.
+
+use core::time::Duration;
+
+#[cfg(feature = "http")]
+pub mod http;
+
+/// How one call went, as far as the dependency's health is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The dependency answered well. Clears the consecutive-failure count; closes a half-open breaker.
+    Success,
+    /// The dependency is unhealthy. Counts toward the threshold; reopens a half-open breaker.
+    Failure(FailureKind),
+    /// The call failed, but not because of the dependency. Counts nothing, clears nothing; a probe
+    /// reporting it gives back its slot.
+    Ignored,
+}
+
+impl Outcome {
+    /// The dependency's hint of how long to wait before calling again, if it gave one
+    /// (`Retry-After` on a 429).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolbreaker::{FailureKind, Outcome};
+    ///
+    /// let limited = Outcome::Failure(FailureKind::RateLimited { retry_after: Some(Duration::from_secs(2)) });
+    /// assert_eq!(limited.retry_after(), Some(Duration::from_secs(2)));
+    /// assert_eq!(Outcome::Success.retry_after(), None);
+    /// ```
+    pub const fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Outcome::Failure(FailureKind::RateLimited { retry_after }) => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// Whether this outcome counts toward tripping the breaker.
+    pub const fn is_counted_failure(&self) -> bool {
+        matches!(self, Outcome::Failure(_))
+    }
+}
+
+/// Why a counted failure counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// The call, or the dependency behind a gateway, ran out of time (HTTP 408, 504; a client timeout).
+    Timeout,
+    /// No connection could be made.
+    Connect,
+    /// The dependency is shedding load (HTTP 429), with its `Retry-After` hint when it sent one.
+    RateLimited {
+        /// How long the dependency asked callers to wait, if it said.
+        retry_after: Option<Duration>,
+    },
+    /// The dependency reported itself unavailable or broken (HTTP 5xx).
+    Unavailable,
+    /// Any other failure that says the dependency is unhealthy (a malformed response, say).
+    Other,
+}
+
+impl FailureKind {
+    /// The kind's name as used in logs and JSON: `timeout`, `connect`, `rate_limited`,
+    /// `unavailable`, `other`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(toolbreaker::FailureKind::Unavailable.as_str(), "unavailable");
+    /// ```
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            FailureKind::Timeout => "timeout",
+            FailureKind::Connect => "connect",
+            FailureKind::RateLimited { .. } => "rate_limited",
+            FailureKind::Unavailable => "unavailable",
+            FailureKind::Other => "other",
+        }
+    }
+}
+
+/// A dependency's classification: from a call's result to an [`Outcome`].
+///
+/// Implemented for every `Fn(&Result<T, E>) -> Outcome`, so a closure is a classification. Write a
+/// type when the rule has settings or is shared between dependencies.
+///
+/// # Examples
+///
+/// A search API whose client returns a status code, where 404 means the index is missing (the
+/// dependency is broken) rather than the query being bad:
+///
+/// ```
+/// use toolbreaker::{Classify, FailureKind, Outcome};
+///
+/// struct SearchErrors;
+///
+/// impl Classify<String, u16> for SearchErrors {
+///     fn classify(&self, result: &Result<String, u16>) -> Outcome {
+///         match result {
+///             Ok(_) => Outcome::Success,
+///             Err(404) | Err(500..=599) => Outcome::Failure(FailureKind::Unavailable),
+///             Err(429) => Outcome::Failure(FailureKind::RateLimited { retry_after: None }),
+///             Err(_) => Outcome::Ignored,
+///         }
+///     }
+/// }
+///
+/// assert_eq!(SearchErrors.classify(&Ok("hit".into())), Outcome::Success);
+/// assert_eq!(SearchErrors.classify(&Err(404)), Outcome::Failure(FailureKind::Unavailable));
+/// assert_eq!(SearchErrors.classify(&Err(400)), Outcome::Ignored);
+///
+/// // A closure is a classification too, and `call` takes one.
+/// let breaker = toolbreaker::CircuitBreaker::builder().build()?;
+/// let answer = breaker.call(|| Err::<String, u16>(400), |r| SearchErrors.classify(r));
+/// assert!(matches!(answer, Err(toolbreaker::CallError::Inner(400))));
+/// # Ok::<(), toolbreaker::ConfigError>(())
+/// ```
+pub trait Classify<T, E> {
+    /// The outcome of one call's result.
+    fn classify(&self, result: &Result<T, E>) -> Outcome;
+}
+
+impl<T, E, F> Classify<T, E> for F
+where
+    F: Fn(&Result<T, E>) -> Outcome,
+{
+    fn classify(&self, result: &Result<T, E>) -> Outcome {
+        self(result)
+    }
+}

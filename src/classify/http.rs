@@ -1,0 +1,238 @@
+//! Classification of HTTP responses (feature `http`) and `reqwest` results (feature `reqwest`).
+//!
+//! | response | outcome |
+//! |---|---|
+//! | 1xx, 2xx, 3xx | [`Outcome::Success`] for 2xx and 3xx; [`Outcome::Ignored`] for 1xx (not a final answer, and not a sign of ill health) |
+//! | 408 Request Timeout, 504 Gateway Timeout | [`FailureKind::Timeout`] |
+//! | 429 Too Many Requests | [`FailureKind::RateLimited`], carrying `Retry-After` (delay-seconds or HTTP-date, RFC 9110 §10.2.3) |
+//! | 500, 502, 503 and every other 5xx | [`FailureKind::Unavailable`] |
+//! | 400, 401, 403, 404, 409, 422 and every other 4xx | [`Outcome::Ignored`]: the request was at fault, not the dependency |
+//!
+//! | transport error (`reqwest`) | outcome |
+//! |---|---|
+//! | timed out | [`FailureKind::Timeout`] |
+//! | could not connect | [`FailureKind::Connect`] |
+//! | the request could not be built (bad URL, bad header) | [`Outcome::Ignored`] |
+//! | anything else (a broken body, a redirect loop, a decode error) | [`FailureKind::Other`] |
+//!
+//! A dependency whose codes mean something else overrides single statuses with
+//! [`HttpClassifier::status`].
+
+use core::time::Duration;
+use std::time::SystemTime;
+
+use http::{HeaderMap, Response, StatusCode, header::RETRY_AFTER};
+
+use crate::classify::{Classify, FailureKind, Outcome};
+
+/// The outcome of a status code by the table above; a 429 carries no hint (see
+/// [`classify_response`] for one that reads `Retry-After`).
+///
+/// # Examples
+///
+/// ```
+/// use http::StatusCode;
+/// use toolbreaker::{FailureKind, Outcome, http::classify_status};
+///
+/// assert_eq!(classify_status(StatusCode::SERVICE_UNAVAILABLE), Outcome::Failure(FailureKind::Unavailable));
+/// assert_eq!(classify_status(StatusCode::BAD_REQUEST), Outcome::Ignored);
+/// ```
+pub fn classify_status(status: StatusCode) -> Outcome {
+    match status.as_u16() {
+        200..=399 => Outcome::Success,
+        408 | 504 => Outcome::Failure(FailureKind::Timeout),
+        429 => Outcome::Failure(FailureKind::RateLimited { retry_after: None }),
+        500..=599 => Outcome::Failure(FailureKind::Unavailable),
+        // 1xx, every other 4xx, and codes outside the registered classes (600-999), which no
+        // healthy-or-not reading can be taken from.
+        _ => Outcome::Ignored,
+    }
+}
+
+/// The outcome of a response by the table above, with a 429's `Retry-After` hint.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use toolbreaker::{FailureKind, Outcome, http::classify_response};
+///
+/// let response = http::Response::builder().status(429).header("retry-after", "2").body(()).unwrap();
+/// assert_eq!(
+///     classify_response(&response),
+///     Outcome::Failure(FailureKind::RateLimited { retry_after: Some(Duration::from_secs(2)) })
+/// );
+/// ```
+pub fn classify_response<B>(response: &Response<B>) -> Outcome {
+    with_hint(
+        classify_status(response.status()),
+        response.headers(),
+        SystemTime::now(),
+    )
+}
+
+fn with_hint(outcome: Outcome, headers: &HeaderMap, now: SystemTime) -> Outcome {
+    match outcome {
+        Outcome::Failure(FailureKind::RateLimited { .. }) => {
+            Outcome::Failure(FailureKind::RateLimited {
+                retry_after: retry_after(headers, now),
+            })
+        }
+        other => other,
+    }
+}
+
+/// The `Retry-After` header as a wait from `now`: delay-seconds, or an HTTP-date (RFC 9110
+/// §10.2.3). A date in the past is a wait of zero. A malformed or absent header is `None`.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+/// use http::HeaderMap;
+/// use toolbreaker::http::retry_after;
+///
+/// let mut headers = HeaderMap::new();
+/// headers.insert("retry-after", "120".parse().unwrap());
+/// assert_eq!(retry_after(&headers, SystemTime::now()), Some(Duration::from_secs(120)));
+///
+/// headers.insert("retry-after", "Thu, 01 Jan 1970 00:01:00 GMT".parse().unwrap());
+/// assert_eq!(retry_after(&headers, UNIX_EPOCH), Some(Duration::from_secs(60)));
+///
+/// headers.insert("retry-after", "soon".parse().unwrap());
+/// assert_eq!(retry_after(&headers, SystemTime::now()), None);
+/// ```
+pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        // Too many digits for a u64 is malformed, not a panic.
+        return value.parse().ok().map(Duration::from_secs);
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// HTTP classification with per-status overrides for one dependency.
+///
+/// # Examples
+///
+/// A dependency whose 404 means its index is missing, not that the query was bad:
+///
+/// ```
+/// use http::StatusCode;
+/// use toolbreaker::{FailureKind, Outcome, http::HttpClassifier};
+///
+/// let classify = HttpClassifier::new().status(StatusCode::NOT_FOUND, Outcome::Failure(FailureKind::Unavailable));
+/// let not_found = http::Response::builder().status(404).body(()).unwrap();
+/// assert_eq!(classify.response(&not_found), Outcome::Failure(FailureKind::Unavailable));
+/// let bad_request = http::Response::builder().status(400).body(()).unwrap();
+/// assert_eq!(classify.response(&bad_request), Outcome::Ignored);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HttpClassifier {
+    overrides: Vec<(StatusCode, Outcome)>,
+}
+
+impl HttpClassifier {
+    /// The table in the module docs, with no overrides.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Classify `status` as `outcome` instead of by the table. A later override of the same
+    /// status replaces an earlier one. A `RateLimited` override still gets the response's
+    /// `Retry-After` hint.
+    pub fn status(mut self, status: StatusCode, outcome: Outcome) -> Self {
+        self.overrides.retain(|(s, _)| *s != status);
+        self.overrides.push((status, outcome));
+        self
+    }
+
+    /// The outcome of a status, overrides first.
+    pub fn classify_status(&self, status: StatusCode) -> Outcome {
+        self.overrides
+            .iter()
+            .find(|(s, _)| *s == status)
+            .map_or_else(|| classify_status(status), |(_, outcome)| *outcome)
+    }
+
+    /// The outcome of a response, overrides first, with a 429's `Retry-After` hint.
+    pub fn response<B>(&self, response: &Response<B>) -> Outcome {
+        with_hint(
+            self.classify_status(response.status()),
+            response.headers(),
+            SystemTime::now(),
+        )
+    }
+}
+
+#[cfg(feature = "reqwest")]
+mod reqwest_support {
+    use super::*;
+
+    /// The outcome of a `reqwest` call by the tables in the module docs.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{Outcome, http::classify_reqwest};
+    ///
+    /// // A URL that cannot be parsed is the caller's fault, not the dependency's.
+    /// let client = reqwest::Client::new();
+    /// let built = client.get("not a url").build().map(|_| unreachable!());
+    /// assert_eq!(classify_reqwest(&built), Outcome::Ignored);
+    /// ```
+    pub fn classify_reqwest(result: &Result<reqwest::Response, reqwest::Error>) -> Outcome {
+        HttpClassifier::default().reqwest(result)
+    }
+
+    /// The outcome of a transport error alone.
+    pub fn classify_reqwest_error(error: &reqwest::Error) -> Outcome {
+        if error.is_timeout() {
+            Outcome::Failure(FailureKind::Timeout)
+        } else if error.is_connect() {
+            Outcome::Failure(FailureKind::Connect)
+        } else if error.is_builder() {
+            Outcome::Ignored
+        } else if let Some(status) = error.status() {
+            classify_status(status)
+        } else {
+            Outcome::Failure(FailureKind::Other)
+        }
+    }
+
+    impl HttpClassifier {
+        /// The outcome of a `reqwest` call: the response by status (overrides first), or the
+        /// transport error.
+        pub fn reqwest(&self, result: &Result<reqwest::Response, reqwest::Error>) -> Outcome {
+            match result {
+                Ok(response) => with_hint(
+                    self.classify_status(response.status()),
+                    response.headers(),
+                    SystemTime::now(),
+                ),
+                Err(error) => classify_reqwest_error(error),
+            }
+        }
+    }
+
+    impl Classify<reqwest::Response, reqwest::Error> for HttpClassifier {
+        fn classify(&self, result: &Result<reqwest::Response, reqwest::Error>) -> Outcome {
+            self.reqwest(result)
+        }
+    }
+}
+
+#[cfg(feature = "reqwest")]
+pub use reqwest_support::{classify_reqwest, classify_reqwest_error};
+
+impl<B, E> Classify<Response<B>, E> for HttpClassifier {
+    /// A response by status; an error from a generic HTTP service is a failure of kind `Other`,
+    /// since nothing more is known about it.
+    fn classify(&self, result: &Result<Response<B>, E>) -> Outcome {
+        match result {
+            Ok(response) => self.response(response),
+            Err(_) => Outcome::Failure(FailureKind::Other),
+        }
+    }
+}

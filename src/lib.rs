@@ -1,0 +1,102 @@
+//! Lock-free circuit breakers for the tools an AI agent calls, one per dependency.
+//!
+//! When a tool's dependency is failing (timeouts, 503, 429), the agent runtime should stop sending
+//! it calls, answer at once with a structured *blocked* result the model can act on, let exactly
+//! one *probe* through after a *cooldown*, and close again when the dependency recovers. Only
+//! failures that say the dependency is unhealthy count: bad arguments, auth errors and not-found
+//! never trip a breaker.
+//!
+//! A breaker's state, failure count and opened-at time live in one atomic word changed only by
+//! compare-and-swap. While closed and healthy, admitting a call is one atomic load and recording its
+//! success is one load and no store, with no clock read.
+//!
+//! # Quick start
+//!
+//! ```
+//! use std::time::Duration;
+//! use toolbreaker::{CallError, Config, FailureKind, Outcome, Registry, State};
+//!
+//! let (clock, mock) = quanta::Clock::mock(); // a real registry leaves the clock out
+//! let registry = Registry::builder()
+//!     .default_config(Config::new(2, Duration::from_millis(100), Duration::from_secs(1))?)
+//!     .clock(clock)
+//!     .build();
+//! let search = registry.get("search");
+//!
+//! let classify = |r: &Result<&str, u16>| match r {
+//!     Ok(_) => Outcome::Success,
+//!     Err(503) => Outcome::Failure(FailureKind::Unavailable),
+//!     Err(_) => Outcome::Ignored, // 400, 401, 404: the request's fault, never counted
+//! };
+//! for _ in 0..2 {
+//!     let _ = search.call(|| Err(503), classify);
+//! }
+//! assert_eq!(search.state(), State::Open);
+//!
+//! let mut sent = 0;
+//! let answer = search.call(|| { sent += 1; Ok("hits") }, classify);
+//! assert!(matches!(answer, Err(CallError::Blocked(_))));
+//! assert_eq!(sent, 0, "an open breaker sends nothing");
+//!
+//! mock.increment(Duration::from_millis(100)); // the cooldown passes
+//! assert_eq!(search.state(), State::HalfOpen);
+//! assert_eq!(search.call(|| Ok("hits"), classify), Ok("hits")); // the probe succeeds
+//! assert_eq!(search.state(), State::Closed);
+//! # Ok::<(), toolbreaker::ConfigError>(())
+//! ```
+//!
+//! # Behaviour contract
+//!
+//! 1. One breaker per dependency; one dependency's outage never blocks another.
+//! 2. Only counted failures ([`Outcome::Failure`]) count; [`Outcome::Ignored`] neither counts nor
+//!    clears the run of failures; a success clears it.
+//! 3. Open rejects before any external effect with [`Blocked`], whose `retry_after` is the
+//!    remaining cooldown.
+//! 4. Half-open admits exactly one probe, however many callers race.
+//! 5. The probe's success closes; its counted failure reopens with a fresh cooldown; its `Ignored`
+//!    outcome, or dropping its permit, releases the slot for the next caller.
+//! 6. A probe that does not report within the probe timeout counts as failed; the cooldown restarts
+//!    from the lease's end.
+//! 7. Every transition starts a new *generation*; an outcome from an older one never moves the state.
+//! 8. [`CircuitBreaker::state`] never writes, and is correct from the clock alone.
+//! 9. Invalid configuration is a [`ConfigError`] naming the field; nothing is clamped.
+//!
+//! # Features
+//!
+//! | feature | adds |
+//! |---|---|
+//! | `tokio` | [`CircuitBreaker::run_with_timeout`]: an async call under a per-call timeout |
+//! | `serde` | [`ToolResult`], the JSON the model receives; `Serialize` for [`State`] and [`BlockedReason`] |
+//! | `http` | [`http`]: classification of status codes and `Retry-After` |
+//! | `reqwest` | classification of `reqwest` results and transport errors (implies `http`) |
+
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+
+mod blocked;
+mod breaker;
+mod call;
+mod classify;
+mod config;
+mod permit;
+mod registry;
+mod state;
+mod sync;
+#[cfg(feature = "serde")]
+mod tool;
+
+pub use blocked::Blocked;
+pub use breaker::CircuitBreaker;
+pub use call::CallError;
+#[cfg(feature = "http")]
+pub use classify::http;
+pub use classify::{Classify, FailureKind, Outcome};
+pub use config::{
+    Builder, Config, ConfigError, DEFAULT_COOLDOWN, DEFAULT_FAILURE_THRESHOLD,
+    DEFAULT_PROBE_TIMEOUT, MAX_DURATION, Problem,
+};
+pub use permit::Permit;
+pub use registry::{Registry, RegistryBuilder};
+pub use state::{BlockedReason, MAX_GENERATION, MAX_TIME_MS, State, Transition};
+#[cfg(feature = "serde")]
+pub use tool::ToolResult;

@@ -1,0 +1,867 @@
+//! The packed state word and the pure transition functions.
+//!
+//! Nothing here touches an atomic, reads a clock or allocates: a word and an event come in, a
+//! decision and the next word go out. The breaker owns the compare-and-swap loops that apply these
+//! functions; keeping them pure is what lets them be tested exhaustively and reused by other
+//! storage (the governor crate splits `gcra.rs` from its state store the same way).
+//!
+//! # Layout
+//!
+//! ```text
+//!  63 62 61                  42 41                                         0
+//! | kind | generation (20 bits) | payload (42 bits)                          |
+//!
+//! kind = CLOSED    payload = consecutive counted failures
+//! kind = OPEN      payload = opened-at, ms since the breaker's epoch
+//! kind = PROBING   payload = probe-started-at, ms since the epoch (the probe slot is taken)
+//! kind = HALF_OPEN payload = 0 (the cooldown is over and the probe slot is free)
+//! ```
+//!
+//! No bit is spare. The split between generation and payload is a trade: 42 bits of milliseconds
+//! cover 139 years of a breaker's life (time saturates there), and 20 bits of generation mean a
+//! permit would have to be held across 1,048,576 transitions before its generation could be
+//! mistaken for the current one (design.md proposed 16/46; 16 bits wrap after 65,536 transitions,
+//! which a flapping dependency and a long-held permit can reach, while 46 bits of milliseconds
+//! cover two millennia nobody needs).
+//!
+//! Half-open is usually not stored: it is an open word whose cooldown has elapsed, or a probing
+//! word whose lease has run out plus a cooldown. It is stored only after a probe gives its slot back
+//! (outcome `Ignored`, or dropped), because then there is no time to derive it from.
+
+use core::time::Duration;
+
+/// Bits of the kind field.
+pub(crate) const KIND_BITS: u32 = 2;
+/// Bits of the generation field.
+pub(crate) const GENERATION_BITS: u32 = 20;
+/// Bits of the payload field.
+pub(crate) const PAYLOAD_BITS: u32 = 64 - KIND_BITS - GENERATION_BITS;
+
+pub(crate) const PAYLOAD_SHIFT: u32 = 0;
+pub(crate) const GENERATION_SHIFT: u32 = PAYLOAD_BITS;
+pub(crate) const KIND_SHIFT: u32 = PAYLOAD_BITS + GENERATION_BITS;
+
+pub(crate) const PAYLOAD_MASK: u64 = (1 << PAYLOAD_BITS) - 1;
+pub(crate) const GENERATION_MASK: u64 = (1 << GENERATION_BITS) - 1;
+pub(crate) const KIND_MASK: u64 = (1 << KIND_BITS) - 1;
+
+/// The largest generation; the next one after it is zero.
+pub const MAX_GENERATION: u32 = GENERATION_MASK as u32;
+/// The largest time the word holds, in milliseconds since the breaker's epoch (about 139 years).
+/// Later times read as this one.
+pub const MAX_TIME_MS: u64 = PAYLOAD_MASK;
+/// The largest consecutive-failure count the word holds.
+pub(crate) const MAX_FAILURES: u64 = PAYLOAD_MASK;
+
+// Every `u32` threshold fits in the failure payload, so no threshold is ever refused for size.
+const _: () = assert!(u32::MAX as u64 <= MAX_FAILURES);
+
+const CLOSED: u64 = 0;
+const OPEN: u64 = 1;
+const PROBING: u64 = 2;
+const HALF_OPEN: u64 = 3;
+
+/// The effective state of a breaker.
+///
+/// Derived from the stored word and the clock; reading it never changes anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum State {
+    /// Calls are admitted; counted failures accumulate toward the threshold.
+    Closed,
+    /// Calls are rejected until the cooldown has elapsed.
+    Open,
+    /// The cooldown has elapsed: exactly one probe is admitted (or is in flight).
+    HalfOpen,
+}
+
+impl State {
+    /// The state's name as used in logs and JSON: `closed`, `open`, `half_open`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(toolbreaker::State::HalfOpen.as_str(), "half_open");
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            State::Closed => "closed",
+            State::Open => "open",
+            State::HalfOpen => "half_open",
+        }
+    }
+}
+
+impl core::fmt::Display for State {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The stored kind of a word. `Probing` and `HalfOpen` both read as [`State::HalfOpen`] while the
+/// probe lease holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Closed,
+    Open,
+    Probing,
+    HalfOpen,
+}
+
+/// One packed state word.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Word(pub(crate) u64);
+
+impl Word {
+    /// The word a new breaker starts with: closed, generation 0, no failures.
+    pub(crate) const INITIAL: Word = Word(0);
+
+    const fn pack(kind: u64, generation: u32, payload: u64) -> Word {
+        debug_assert!(payload <= PAYLOAD_MASK);
+        Word(
+            (kind << KIND_SHIFT)
+                | ((generation as u64 & GENERATION_MASK) << GENERATION_SHIFT)
+                | ((payload & PAYLOAD_MASK) << PAYLOAD_SHIFT),
+        )
+    }
+
+    pub(crate) const fn closed(generation: u32, failures: u64) -> Word {
+        Word::pack(CLOSED, generation, clamp(failures, MAX_FAILURES))
+    }
+
+    pub(crate) const fn open(generation: u32, opened_at_ms: u64) -> Word {
+        Word::pack(OPEN, generation, clamp(opened_at_ms, MAX_TIME_MS))
+    }
+
+    pub(crate) const fn probing(generation: u32, started_at_ms: u64) -> Word {
+        Word::pack(PROBING, generation, clamp(started_at_ms, MAX_TIME_MS))
+    }
+
+    pub(crate) const fn half_open(generation: u32) -> Word {
+        Word::pack(HALF_OPEN, generation, 0)
+    }
+
+    pub(crate) const fn kind(self) -> Kind {
+        match (self.0 >> KIND_SHIFT) & KIND_MASK {
+            CLOSED => Kind::Closed,
+            OPEN => Kind::Open,
+            PROBING => Kind::Probing,
+            _ => Kind::HalfOpen,
+        }
+    }
+
+    pub(crate) const fn generation(self) -> u32 {
+        ((self.0 >> GENERATION_SHIFT) & GENERATION_MASK) as u32
+    }
+
+    pub(crate) const fn payload(self) -> u64 {
+        (self.0 >> PAYLOAD_SHIFT) & PAYLOAD_MASK
+    }
+
+    /// The generation of a closed word, or `None` for any other kind. This is the whole of the
+    /// closed fast path: one shift and compare.
+    #[inline(always)]
+    pub(crate) const fn closed_generation(self) -> Option<u32> {
+        if self.0 >> KIND_SHIFT == CLOSED {
+            Some(self.generation())
+        } else {
+            None
+        }
+    }
+}
+
+impl core::fmt::Debug for Word {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Word")
+            .field("kind", &self.kind())
+            .field("generation", &self.generation())
+            .field("payload", &self.payload())
+            .finish()
+    }
+}
+
+const fn clamp(value: u64, max: u64) -> u64 {
+    if value > max { max } else { value }
+}
+
+/// The next generation, wrapping within the field.
+const fn next_generation(generation: u32) -> u32 {
+    ((generation as u64 + 1) & GENERATION_MASK) as u32
+}
+
+/// A validated configuration in the word's units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// Consecutive counted failures that trip the breaker, at least 1.
+    pub(crate) failure_threshold: u64,
+    /// Cooldown in ms, at least 1.
+    pub(crate) cooldown_ms: u64,
+    /// Probe lease in ms, at least 1.
+    pub(crate) probe_timeout_ms: u64,
+}
+
+/// What a caller that is not admitted is told.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum BlockedReason {
+    /// The breaker is open and its cooldown has not elapsed.
+    DependencyOpen,
+    /// The breaker is half-open and another caller holds the probe slot.
+    ProbeInFlight,
+}
+
+impl BlockedReason {
+    /// The reason as used in logs and JSON: `dependency_open` or `probe_in_flight`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(toolbreaker::BlockedReason::ProbeInFlight.as_str(), "probe_in_flight");
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            BlockedReason::DependencyOpen => "dependency_open",
+            BlockedReason::ProbeInFlight => "probe_in_flight",
+        }
+    }
+}
+
+/// The effective state of a word at a time, with what a caller needs to know about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum View {
+    /// Closed: admit.
+    Closed,
+    /// Open: reject for `remaining_ms` more (at least 1).
+    Open { remaining_ms: u64 },
+    /// Half-open with the probe slot free: the next caller becomes the probe.
+    HalfOpen,
+    /// Half-open with a probe in flight whose lease ends in `remaining_ms` (at least 1).
+    ProbeInFlight { remaining_ms: u64 },
+}
+
+impl View {
+    pub(crate) const fn state(self) -> State {
+        match self {
+            View::Closed => State::Closed,
+            View::Open { .. } => State::Open,
+            View::HalfOpen | View::ProbeInFlight { .. } => State::HalfOpen,
+        }
+    }
+}
+
+/// Where an open period that began at `opened_at_ms` stands at `now_ms`.
+///
+/// Saturating: a clock that reads earlier than the opening keeps the breaker open for the whole
+/// cooldown counted from the opening, so a backwards step delays the probe and never admits it early.
+const fn open_view(opened_at_ms: u64, now_ms: u64, limits: &Limits) -> View {
+    let ready_at = opened_at_ms.saturating_add(limits.cooldown_ms);
+    if now_ms >= ready_at {
+        View::HalfOpen
+    } else {
+        View::Open {
+            remaining_ms: ready_at - now_ms,
+        }
+    }
+}
+
+/// The effective state of `word` at `now_ms`. `now` is called only when the word is not closed.
+#[inline]
+pub(crate) fn view(word: Word, limits: &Limits, now: impl FnOnce() -> u64) -> View {
+    match word.kind() {
+        Kind::Closed => View::Closed,
+        Kind::HalfOpen => View::HalfOpen,
+        Kind::Open => open_view(word.payload(), now(), limits),
+        Kind::Probing => {
+            let now_ms = now();
+            let lease_end = word.payload().saturating_add(limits.probe_timeout_ms);
+            if now_ms < lease_end {
+                View::ProbeInFlight {
+                    remaining_ms: lease_end - now_ms,
+                }
+            } else {
+                // A probe that outlived its lease failed: open, with the cooldown counted from the
+                // lease's end (design.md, behaviour contract 6).
+                open_view(lease_end, now_ms, limits)
+            }
+        }
+    }
+}
+
+/// The answer to one admission request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// Admitted; the permit carries `generation`; `probe` says it holds the probe slot.
+    Admit { generation: u32, probe: bool },
+    /// Not admitted.
+    Reject {
+        state: State,
+        reason: BlockedReason,
+        retry_after_ms: u64,
+    },
+}
+
+/// Decide one admission request.
+///
+/// Returns the decision and, when the decision takes the probe slot, the word to install with a
+/// compare-and-swap; the decision holds only if that swap succeeds. `now` is called only when the
+/// word is not closed.
+#[inline]
+pub(crate) fn acquire(
+    word: Word,
+    limits: &Limits,
+    now: impl FnOnce() -> u64,
+) -> (Admission, Option<Word>) {
+    if let Some(generation) = word.closed_generation() {
+        return (
+            Admission::Admit {
+                generation,
+                probe: false,
+            },
+            None,
+        );
+    }
+    // Every other kind needs the time: to judge the cooldown or lease, or to start the probe's.
+    let now_ms = now();
+    match view(word, limits, || now_ms) {
+        View::Closed => unreachable!("closed words return above"),
+        View::HalfOpen => {
+            let generation = next_generation(word.generation());
+            (
+                Admission::Admit {
+                    generation,
+                    probe: true,
+                },
+                Some(Word::probing(generation, now_ms)),
+            )
+        }
+        View::Open { remaining_ms } => (
+            Admission::Reject {
+                state: State::Open,
+                reason: BlockedReason::DependencyOpen,
+                retry_after_ms: remaining_ms,
+            },
+            None,
+        ),
+        View::ProbeInFlight { remaining_ms } => (
+            Admission::Reject {
+                state: State::HalfOpen,
+                reason: BlockedReason::ProbeInFlight,
+                retry_after_ms: remaining_ms,
+            },
+            None,
+        ),
+    }
+}
+
+/// What the holder of a permit reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Report {
+    /// The call succeeded.
+    Success,
+    /// The call failed in a way that says the dependency is unhealthy.
+    Failure,
+    /// The call failed, but not because of the dependency.
+    Ignored,
+    /// The permit was dropped without an outcome (cancelled, panicked).
+    Dropped,
+}
+
+/// A change of effective state caused by a report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Transition {
+    from: State,
+    to: State,
+    generation: u32,
+}
+
+impl Transition {
+    pub(crate) const fn new(from: State, to: State, generation: u32) -> Self {
+        Transition {
+            from,
+            to,
+            generation,
+        }
+    }
+
+    /// The state before the transition.
+    pub const fn from(&self) -> State {
+        self.from
+    }
+
+    /// The state after the transition.
+    pub const fn to(&self) -> State {
+        self.to
+    }
+
+    /// The generation the breaker entered with this transition (wraps after [`MAX_GENERATION`]).
+    pub const fn generation(&self) -> u32 {
+        self.generation
+    }
+}
+
+/// The word to install for a report, and the state change it makes, if any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Step {
+    pub(crate) next: Word,
+    pub(crate) transition: Option<Transition>,
+}
+
+/// Apply a report from a permit of `generation` to `word`.
+///
+/// `None` means the report changes nothing and nothing is written: a stale generation, an ignored
+/// or dropped outcome of an ordinary call, a success with no failures to clear, or a probe report
+/// that arrives after its lease ran out (the probe already counts as failed). `now` is called only
+/// when the report trips the breaker or comes from the probe.
+#[inline]
+pub(crate) fn report(
+    word: Word,
+    generation: u32,
+    report: Report,
+    limits: &Limits,
+    now: impl FnOnce() -> u64,
+) -> Option<Step> {
+    if word.generation() != generation {
+        return None;
+    }
+    match word.kind() {
+        Kind::Closed => {
+            let failures = word.payload();
+            match report {
+                Report::Success if failures == 0 => None,
+                Report::Success => Some(Step {
+                    next: Word::closed(generation, 0),
+                    transition: None,
+                }),
+                Report::Failure => {
+                    let failures = failures.saturating_add(1);
+                    if failures >= limits.failure_threshold {
+                        let next = next_generation(generation);
+                        Some(Step {
+                            next: Word::open(next, now()),
+                            transition: Some(Transition::new(State::Closed, State::Open, next)),
+                        })
+                    } else {
+                        Some(Step {
+                            next: Word::closed(generation, failures),
+                            transition: None,
+                        })
+                    }
+                }
+                Report::Ignored | Report::Dropped => None,
+            }
+        }
+        Kind::Probing => {
+            let now_ms = now();
+            let lease_end = word.payload().saturating_add(limits.probe_timeout_ms);
+            if now_ms >= lease_end {
+                return None;
+            }
+            let next = next_generation(generation);
+            Some(match report {
+                Report::Success => Step {
+                    next: Word::closed(next, 0),
+                    transition: Some(Transition::new(State::HalfOpen, State::Closed, next)),
+                },
+                Report::Failure => Step {
+                    next: Word::open(next, now_ms),
+                    transition: Some(Transition::new(State::HalfOpen, State::Open, next)),
+                },
+                Report::Ignored | Report::Dropped => Step {
+                    next: Word::half_open(next),
+                    transition: None,
+                },
+            })
+        }
+        // No permit is ever issued in these generations: an open or free half-open word takes a
+        // new generation when its probe slot is claimed.
+        Kind::Open | Kind::HalfOpen => None,
+    }
+}
+
+/// Milliseconds in `duration`, rounded up, or `None` if it exceeds [`MAX_TIME_MS`].
+pub(crate) fn duration_to_ms(duration: Duration) -> Option<u64> {
+    let ms = duration.as_nanos().div_ceil(1_000_000);
+    u64::try_from(ms).ok().filter(|&ms| ms <= MAX_TIME_MS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: Limits = Limits {
+        failure_threshold: 3,
+        cooldown_ms: 100,
+        probe_timeout_ms: 1_000,
+    };
+
+    fn never() -> u64 {
+        panic!("the clock must not be read here")
+    }
+
+    fn admit(word: Word, now: u64) -> (Admission, Option<Word>) {
+        acquire(word, &LIMITS, || now)
+    }
+
+    #[test]
+    fn layout_fields_are_disjoint_and_cover_the_word() {
+        let kind = KIND_MASK << KIND_SHIFT;
+        let generation = GENERATION_MASK << GENERATION_SHIFT;
+        let payload = PAYLOAD_MASK << PAYLOAD_SHIFT;
+        assert_eq!(kind & generation, 0);
+        assert_eq!(kind & payload, 0);
+        assert_eq!(generation & payload, 0);
+        assert_eq!(kind | generation | payload, u64::MAX);
+    }
+
+    #[test]
+    fn every_kind_round_trips_at_the_limits_of_its_fields() {
+        for generation in [0, 1, MAX_GENERATION / 2, MAX_GENERATION] {
+            for payload in [0, 1, PAYLOAD_MASK - 1, PAYLOAD_MASK] {
+                let closed = Word::closed(generation, payload);
+                assert_eq!(
+                    (closed.kind(), closed.generation(), closed.payload()),
+                    (Kind::Closed, generation, payload)
+                );
+                let open = Word::open(generation, payload);
+                assert_eq!(
+                    (open.kind(), open.generation(), open.payload()),
+                    (Kind::Open, generation, payload)
+                );
+                let probing = Word::probing(generation, payload);
+                assert_eq!(
+                    (probing.kind(), probing.generation(), probing.payload()),
+                    (Kind::Probing, generation, payload)
+                );
+                let half = Word::half_open(generation);
+                assert_eq!(
+                    (half.kind(), half.generation(), half.payload()),
+                    (Kind::HalfOpen, generation, 0)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn oversized_payloads_saturate_instead_of_spilling_into_other_fields() {
+        let w = Word::open(7, u64::MAX);
+        assert_eq!(
+            (w.kind(), w.generation(), w.payload()),
+            (Kind::Open, 7, MAX_TIME_MS)
+        );
+        let w = Word::closed(MAX_GENERATION, u64::MAX);
+        assert_eq!(
+            (w.kind(), w.generation(), w.payload()),
+            (Kind::Closed, MAX_GENERATION, MAX_FAILURES)
+        );
+    }
+
+    #[test]
+    fn generation_wraps_to_zero_within_its_field() {
+        assert_eq!(next_generation(MAX_GENERATION), 0);
+        assert_eq!(next_generation(0), 1);
+        // A trip at the last generation opens in generation 0 and leaves the kind intact.
+        let word = Word::closed(MAX_GENERATION, 2);
+        let step = report(word, MAX_GENERATION, Report::Failure, &LIMITS, || 5).unwrap();
+        assert_eq!(step.next, Word::open(0, 5));
+    }
+
+    #[test]
+    fn the_initial_word_is_closed_with_no_failures() {
+        assert_eq!(Word::INITIAL, Word::closed(0, 0));
+        assert_eq!(view(Word::INITIAL, &LIMITS, never), View::Closed);
+    }
+
+    #[test]
+    fn saturated_failure_count_still_trips_and_never_wraps() {
+        let limits = Limits {
+            failure_threshold: u32::MAX as u64,
+            ..LIMITS
+        };
+        let word = Word::closed(0, u32::MAX as u64 - 1);
+        let step = report(word, 0, Report::Failure, &limits, || 9).unwrap();
+        assert_eq!(step.next, Word::open(1, 9));
+        let word = Word::closed(0, MAX_FAILURES);
+        let step = report(word, 0, Report::Failure, &limits, || 9).unwrap();
+        assert_eq!(step.next.kind(), Kind::Open);
+    }
+
+    // ---- acquire, for every kind ----
+
+    #[test]
+    fn acquire_closed_admits_without_reading_the_clock_or_writing() {
+        for failures in [0, 1, 2] {
+            let (decision, next) = acquire(Word::closed(4, failures), &LIMITS, never);
+            assert_eq!(
+                decision,
+                Admission::Admit {
+                    generation: 4,
+                    probe: false
+                }
+            );
+            assert_eq!(next, None);
+        }
+    }
+
+    #[test]
+    fn acquire_open_rejects_with_remaining_cooldown_until_it_elapses() {
+        let word = Word::open(1, 50);
+        for (now, remaining) in [(50, 100), (51, 99), (149, 1)] {
+            assert_eq!(
+                admit(word, now),
+                (
+                    Admission::Reject {
+                        state: State::Open,
+                        reason: BlockedReason::DependencyOpen,
+                        retry_after_ms: remaining
+                    },
+                    None
+                )
+            );
+        }
+        for now in [150, 151, MAX_TIME_MS] {
+            assert_eq!(
+                admit(word, now),
+                (
+                    Admission::Admit {
+                        generation: 2,
+                        probe: true
+                    },
+                    Some(Word::probing(2, now))
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn acquire_open_with_the_clock_behind_the_opening_waits_a_full_cooldown_from_it() {
+        let word = Word::open(1, 5_000);
+        let (decision, next) = admit(word, 0);
+        assert_eq!(
+            decision,
+            Admission::Reject {
+                state: State::Open,
+                reason: BlockedReason::DependencyOpen,
+                retry_after_ms: 5_100
+            }
+        );
+        assert_eq!(next, None);
+    }
+
+    #[test]
+    fn acquire_half_open_takes_the_probe_slot() {
+        assert_eq!(
+            admit(Word::half_open(6), 7),
+            (
+                Admission::Admit {
+                    generation: 7,
+                    probe: true
+                },
+                Some(Word::probing(7, 7))
+            )
+        );
+    }
+
+    #[test]
+    fn acquire_probing_rejects_during_the_lease_then_reads_open_then_half_open() {
+        let word = Word::probing(2, 100);
+        // During the lease: half-open, probe in flight, retry when the lease ends.
+        for (now, remaining) in [(100, 1_000), (1_099, 1)] {
+            assert_eq!(
+                admit(word, now).0,
+                Admission::Reject {
+                    state: State::HalfOpen,
+                    reason: BlockedReason::ProbeInFlight,
+                    retry_after_ms: remaining
+                }
+            );
+        }
+        // Lease over at 1_100: a failed probe, open for a cooldown counted from the lease's end.
+        for (now, remaining) in [(1_100, 100), (1_199, 1)] {
+            assert_eq!(
+                admit(word, now).0,
+                Admission::Reject {
+                    state: State::Open,
+                    reason: BlockedReason::DependencyOpen,
+                    retry_after_ms: remaining
+                }
+            );
+        }
+        assert_eq!(
+            admit(word, 1_200),
+            (
+                Admission::Admit {
+                    generation: 3,
+                    probe: true
+                },
+                Some(Word::probing(3, 1_200))
+            )
+        );
+    }
+
+    #[test]
+    fn time_arithmetic_saturates_at_the_end_of_the_clock() {
+        let word = Word::probing(0, MAX_TIME_MS);
+        let limits = Limits {
+            failure_threshold: 1,
+            cooldown_ms: MAX_TIME_MS,
+            probe_timeout_ms: MAX_TIME_MS,
+        };
+        assert_eq!(
+            view(word, &limits, || u64::MAX),
+            View::HalfOpen,
+            "u64::MAX is past every saturated deadline"
+        );
+        assert!(matches!(
+            view(word, &limits, || MAX_TIME_MS),
+            View::ProbeInFlight { .. }
+        ));
+    }
+
+    // ---- report, for every (kind, report) pair ----
+
+    #[test]
+    fn closed_success_clears_failures_and_writes_only_when_there_were_some() {
+        assert_eq!(
+            report(Word::closed(3, 0), 3, Report::Success, &LIMITS, never),
+            None
+        );
+        assert_eq!(
+            report(Word::closed(3, 2), 3, Report::Success, &LIMITS, never),
+            Some(Step {
+                next: Word::closed(3, 0),
+                transition: None
+            })
+        );
+    }
+
+    #[test]
+    fn closed_failure_counts_then_trips_at_the_threshold_reading_the_clock_only_to_trip() {
+        assert_eq!(
+            report(Word::closed(3, 0), 3, Report::Failure, &LIMITS, never),
+            Some(Step {
+                next: Word::closed(3, 1),
+                transition: None
+            })
+        );
+        assert_eq!(
+            report(Word::closed(3, 1), 3, Report::Failure, &LIMITS, never),
+            Some(Step {
+                next: Word::closed(3, 2),
+                transition: None
+            })
+        );
+        assert_eq!(
+            report(Word::closed(3, 2), 3, Report::Failure, &LIMITS, || 42),
+            Some(Step {
+                next: Word::open(4, 42),
+                transition: Some(Transition::new(State::Closed, State::Open, 4))
+            })
+        );
+    }
+
+    #[test]
+    fn closed_ignored_and_dropped_neither_count_nor_clear() {
+        for r in [Report::Ignored, Report::Dropped] {
+            for failures in [0, 2] {
+                assert_eq!(
+                    report(Word::closed(3, failures), 3, r, &LIMITS, never),
+                    None
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn probe_reports_within_the_lease_move_the_state() {
+        let word = Word::probing(5, 100);
+        let now = || 600;
+        assert_eq!(
+            report(word, 5, Report::Success, &LIMITS, now),
+            Some(Step {
+                next: Word::closed(6, 0),
+                transition: Some(Transition::new(State::HalfOpen, State::Closed, 6))
+            })
+        );
+        assert_eq!(
+            report(word, 5, Report::Failure, &LIMITS, now),
+            Some(Step {
+                next: Word::open(6, 600),
+                transition: Some(Transition::new(State::HalfOpen, State::Open, 6))
+            })
+        );
+        for r in [Report::Ignored, Report::Dropped] {
+            assert_eq!(
+                report(word, 5, r, &LIMITS, now),
+                Some(Step {
+                    next: Word::half_open(6),
+                    transition: None
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn probe_reports_after_the_lease_change_nothing() {
+        let word = Word::probing(5, 100);
+        for r in [
+            Report::Success,
+            Report::Failure,
+            Report::Ignored,
+            Report::Dropped,
+        ] {
+            assert_eq!(report(word, 5, r, &LIMITS, || 1_100), None);
+            assert_eq!(report(word, 5, r, &LIMITS, || u64::MAX), None);
+        }
+    }
+
+    #[test]
+    fn stale_generations_never_move_any_kind() {
+        let words = [
+            Word::closed(9, 0),
+            Word::closed(9, 2),
+            Word::open(9, 10),
+            Word::probing(9, 10),
+            Word::half_open(9),
+        ];
+        for word in words {
+            for stale in [8, 10, 0, MAX_GENERATION] {
+                for r in [
+                    Report::Success,
+                    Report::Failure,
+                    Report::Ignored,
+                    Report::Dropped,
+                ] {
+                    assert_eq!(
+                        report(word, stale, r, &LIMITS, never),
+                        None,
+                        "{word:?} {r:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn open_and_free_half_open_words_ignore_even_a_matching_generation() {
+        for word in [Word::open(9, 10), Word::half_open(9)] {
+            for r in [Report::Success, Report::Failure] {
+                assert_eq!(report(word, 9, r, &LIMITS, never), None);
+            }
+        }
+    }
+
+    #[test]
+    fn durations_convert_to_whole_milliseconds_rounding_up() {
+        assert_eq!(duration_to_ms(Duration::ZERO), Some(0));
+        assert_eq!(duration_to_ms(Duration::from_nanos(1)), Some(1));
+        assert_eq!(duration_to_ms(Duration::from_micros(1_500)), Some(2));
+        assert_eq!(
+            duration_to_ms(Duration::from_millis(MAX_TIME_MS)),
+            Some(MAX_TIME_MS)
+        );
+        assert_eq!(duration_to_ms(Duration::from_millis(MAX_TIME_MS + 1)), None);
+        assert_eq!(duration_to_ms(Duration::MAX), None);
+    }
+}
