@@ -80,8 +80,7 @@ impl CircuitBreaker {
         Builder::default()
     }
 
-    /// A closed breaker with `config`, reading time from `clock`. Its epoch is `clock`'s current
-    /// reading.
+    /// A closed breaker with `config`, reading time from `clock`.
     ///
     /// # Examples
     ///
@@ -194,14 +193,30 @@ impl CircuitBreaker {
         }
     }
 
-    /// Milliseconds since the breaker's epoch, saturating at both ends: a clock that reads before
-    /// the epoch reads 0, one past the word's range reads its end.
+    /// The clock's reading in the word's unit: milliseconds since the word's origin, which lies
+    /// [`CLOCK_HEADROOM_MS`] before the clock's reading at construction. So the clock may step back
+    /// that far (about 35 years) and every deadline still reads true; readings clamp at 0 before
+    /// that and at [`MAX_TIME_MS`] after about 104 years.
     fn now_ms(&self) -> u64 {
-        let elapsed = self
-            .inner
-            .clock
-            .now()
-            .saturating_duration_since(self.inner.epoch);
-        u64::try_from(elapsed.as_millis()).map_or(MAX_TIME_MS, |ms| ms.min(MAX_TIME_MS))
+        let now = self.inner.clock.now();
+        let epoch = self.inner.epoch;
+        let ms = match now.checked_duration_since(epoch) {
+            Some(ahead) => CLOCK_HEADROOM_MS.saturating_add(millis_floor(ahead)),
+            // Behind the construction time: round away from it, so time stays floor-rounded.
+            None => CLOCK_HEADROOM_MS.saturating_sub(millis_ceil(epoch.duration_since(now))),
+        };
+        ms.min(MAX_TIME_MS)
     }
+}
+
+/// How far before its construction a breaker's time origin lies, in ms (2^40 ms, about 35 years):
+/// the room a clock has to step backwards before its readings clamp.
+pub(crate) const CLOCK_HEADROOM_MS: u64 = 1 << 40;
+
+fn millis_floor(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn millis_ceil(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }

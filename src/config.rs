@@ -162,7 +162,6 @@ impl Builder {
     }
 
     /// The clock the breaker reads. Tests pass `quanta::Clock::mock()` and advance it by hand.
-    /// The breaker's epoch is this clock's reading when `build` runs.
     pub fn clock(mut self, clock: quanta::Clock) -> Self {
         self.clock = Some(clock);
         self

@@ -12,13 +12,15 @@
 //! | kind | generation (20 bits) | payload (42 bits)                          |
 //!
 //! kind = CLOSED    payload = consecutive counted failures
-//! kind = OPEN      payload = opened-at, ms since the breaker's epoch
-//! kind = PROBING   payload = probe-started-at, ms since the epoch (the probe slot is taken)
+//! kind = OPEN      payload = opened-at, ms since the breaker's time origin
+//! kind = PROBING   payload = probe-started-at, ms since the origin (the probe slot is taken)
 //! kind = HALF_OPEN payload = 0 (the cooldown is over and the probe slot is free)
 //! ```
 //!
 //! No bit is spare. The split between generation and payload is a trade: 42 bits of milliseconds
-//! cover 139 years of a breaker's life (time saturates there), and 20 bits of generation mean a
+//! cover 139 years (the breaker puts its time origin 2^40 ms, about 35 years, before its
+//! construction, so a clock may step back that far and still read true, and reaches the end of
+//! the range after about 104 years of uptime, where time saturates), and 20 bits of generation mean a
 //! permit would have to be held across 1,048,576 transitions before its generation could be
 //! mistaken for the current one (design.md proposed 16/46; 16 bits wrap after 65,536 transitions,
 //! which a flapping dependency and a long-held permit can reach, while 46 bits of milliseconds
@@ -47,8 +49,8 @@ pub(crate) const KIND_MASK: u64 = (1 << KIND_BITS) - 1;
 
 /// The largest generation; the next one after it is zero.
 pub const MAX_GENERATION: u32 = GENERATION_MASK as u32;
-/// The largest time the word holds, in milliseconds since the breaker's epoch (about 139 years).
-/// Later times read as this one.
+/// The largest time the word holds, in milliseconds since the breaker's time origin (about 139
+/// years). Later times read as this one.
 pub const MAX_TIME_MS: u64 = PAYLOAD_MASK;
 /// The largest consecutive-failure count the word holds.
 pub(crate) const MAX_FAILURES: u64 = PAYLOAD_MASK;
