@@ -1,0 +1,286 @@
+//! HTTP classification: the status table, `Retry-After`, overrides, and reqwest transport errors
+//! over real loopback sockets.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use http::{HeaderMap, Response, StatusCode};
+use toolbreaker::http::{
+    HttpClassifier, classify_reqwest, classify_reqwest_error, classify_response, classify_status,
+    retry_after,
+};
+use toolbreaker::{FailureKind, Outcome};
+
+const TIMEOUT: Outcome = Outcome::Failure(FailureKind::Timeout);
+const UNAVAILABLE: Outcome = Outcome::Failure(FailureKind::Unavailable);
+
+/// The table in the module docs, written out independently.
+fn expected(code: u16) -> Outcome {
+    match code {
+        408 | 504 => TIMEOUT,
+        429 => Outcome::Failure(FailureKind::RateLimited { retry_after: None }),
+        200..=399 => Outcome::Success,
+        500..=599 => UNAVAILABLE,
+        100..=199 | 400..=499 => Outcome::Ignored,
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn every_status_code_follows_the_table() {
+    for code in 100..=599 {
+        let status = StatusCode::from_u16(code).unwrap();
+        assert_eq!(classify_status(status), expected(code), "{code}");
+    }
+}
+
+#[test]
+fn the_named_codes_of_the_contract() {
+    for code in [200, 201, 204, 301, 304] {
+        assert_eq!(
+            classify_status(StatusCode::from_u16(code).unwrap()),
+            Outcome::Success
+        );
+    }
+    for code in [408, 504] {
+        assert_eq!(
+            classify_status(StatusCode::from_u16(code).unwrap()),
+            TIMEOUT,
+            "{code}"
+        );
+    }
+    for code in [500, 502, 503, 599] {
+        assert_eq!(
+            classify_status(StatusCode::from_u16(code).unwrap()),
+            UNAVAILABLE,
+            "{code}"
+        );
+    }
+    for code in [400, 401, 403, 404, 409, 422, 451] {
+        assert_eq!(
+            classify_status(StatusCode::from_u16(code).unwrap()),
+            Outcome::Ignored,
+            "{code} is the request's fault and never trips"
+        );
+    }
+}
+
+fn headers(value: &str) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert("retry-after", value.parse().unwrap());
+    h
+}
+
+#[test]
+fn retry_after_reads_seconds_and_http_dates_and_rejects_the_malformed() {
+    let now = UNIX_EPOCH + Duration::from_secs(1_000_000);
+    assert_eq!(retry_after(&headers("0"), now), Some(Duration::ZERO));
+    assert_eq!(
+        retry_after(&headers("2"), now),
+        Some(Duration::from_secs(2))
+    );
+    assert_eq!(
+        retry_after(&headers(" 7 "), now),
+        Some(Duration::from_secs(7))
+    );
+    let in_90s = httpdate::fmt_http_date(now + Duration::from_secs(90));
+    assert_eq!(
+        retry_after(&headers(&in_90s), now),
+        Some(Duration::from_secs(90))
+    );
+    let past = httpdate::fmt_http_date(now - Duration::from_secs(90));
+    assert_eq!(retry_after(&headers(&past), now), Some(Duration::ZERO));
+    for bad in [
+        "",
+        "-1",
+        "1.5",
+        "soon",
+        "99999999999999999999999",
+        "Thu, 99 Foo 2026",
+    ] {
+        assert_eq!(retry_after(&headers(bad), now), None, "{bad:?}");
+    }
+    assert_eq!(retry_after(&HeaderMap::new(), now), None);
+}
+
+#[test]
+fn a_429_carries_its_hint_and_other_statuses_ignore_the_header() {
+    let resp = |status: u16, value: &str| {
+        Response::builder()
+            .status(status)
+            .header("retry-after", value)
+            .body(())
+            .unwrap()
+    };
+    assert_eq!(
+        classify_response(&resp(429, "3")),
+        Outcome::Failure(FailureKind::RateLimited {
+            retry_after: Some(Duration::from_secs(3))
+        })
+    );
+    assert_eq!(
+        classify_response(&resp(429, "garbage")),
+        Outcome::Failure(FailureKind::RateLimited { retry_after: None }),
+        "a malformed hint is dropped, the 429 still counts"
+    );
+    assert_eq!(classify_response(&resp(503, "3")), UNAVAILABLE);
+    let date = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(3_600));
+    let Outcome::Failure(FailureKind::RateLimited {
+        retry_after: Some(wait),
+    }) = classify_response(&resp(429, &date))
+    else {
+        panic!("a dated hint");
+    };
+    assert!(wait > Duration::from_secs(3_500) && wait <= Duration::from_secs(3_600));
+}
+
+#[test]
+fn per_dependency_overrides_win_and_the_rest_follows_the_table() {
+    let classify = HttpClassifier::new()
+        .status(StatusCode::NOT_FOUND, UNAVAILABLE)
+        .status(StatusCode::SERVICE_UNAVAILABLE, Outcome::Ignored)
+        .status(
+            StatusCode::CONFLICT,
+            Outcome::Failure(FailureKind::RateLimited { retry_after: None }),
+        );
+    for code in 100..=599 {
+        let status = StatusCode::from_u16(code).unwrap();
+        let want = match code {
+            404 => UNAVAILABLE,
+            503 => Outcome::Ignored,
+            409 => Outcome::Failure(FailureKind::RateLimited { retry_after: None }),
+            _ => expected(code),
+        };
+        assert_eq!(classify.classify_status(status), want, "{code}");
+    }
+    let conflict = Response::builder()
+        .status(409)
+        .header("retry-after", "4")
+        .body(())
+        .unwrap();
+    assert_eq!(
+        classify.response(&conflict).retry_after(),
+        Some(Duration::from_secs(4))
+    );
+}
+
+// ---- reqwest, over real loopback sockets ----
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap()
+}
+
+/// A loopback server that answers each connection with `reply` (or holds it open if `None`).
+fn raw_server(reply: Option<&'static str>) -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let handle = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut buf = [0; 1024];
+        let _ = stream.read(&mut buf);
+        match reply {
+            Some(reply) => {
+                stream.write_all(reply.as_bytes()).unwrap();
+            }
+            // Hold the connection without answering until the client gives up and closes it.
+            None => while stream.read(&mut buf).map(|n| n > 0).unwrap_or(false) {},
+        }
+    });
+    (addr, handle)
+}
+
+#[test]
+fn reqwest_connection_refused_is_a_connect_failure() {
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    // The listener is dropped: nothing listens on that port.
+    let result = runtime().block_on(reqwest::get(format!("http://{addr}/")));
+    assert_eq!(
+        classify_reqwest(&result),
+        Outcome::Failure(FailureKind::Connect)
+    );
+}
+
+#[test]
+fn reqwest_timeout_is_a_timeout_failure() {
+    let (addr, server) = raw_server(None);
+    let result = runtime().block_on(async {
+        // Paused time: the 5 s timeout fires as soon as the runtime is idle, without waiting.
+        reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .unwrap()
+            .get(format!("http://{addr}/"))
+            .send()
+            .await
+    });
+    assert_eq!(classify_reqwest(&result), TIMEOUT);
+    drop(result);
+    server.join().unwrap();
+}
+
+#[test]
+fn reqwest_status_responses_follow_the_table() {
+    for (reply, want) in [
+        (
+            "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n",
+            UNAVAILABLE,
+        ),
+        (
+            "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n",
+            Outcome::Ignored,
+        ),
+        (
+            "HTTP/1.1 429 Too Many Requests\r\nretry-after: 1\r\ncontent-length: 0\r\n\r\n",
+            Outcome::Failure(FailureKind::RateLimited {
+                retry_after: Some(Duration::from_secs(1)),
+            }),
+        ),
+        (
+            "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok",
+            Outcome::Success,
+        ),
+    ] {
+        let (addr, server) = raw_server(Some(reply));
+        let result = runtime().block_on(reqwest::get(format!("http://{addr}/")));
+        assert_eq!(classify_reqwest(&result), want, "{reply:?}");
+        assert_eq!(HttpClassifier::new().reqwest(&result), want);
+        server.join().unwrap();
+    }
+}
+
+#[test]
+fn reqwest_malformed_responses_are_classified_not_panics() {
+    // A body cut short of its declared length, and a reply that is not HTTP at all.
+    let (addr, server) = raw_server(Some("HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nshort"));
+    let err = runtime().block_on(async {
+        let response = reqwest::get(format!("http://{addr}/")).await.unwrap();
+        response.text().await.unwrap_err()
+    });
+    assert_eq!(
+        classify_reqwest_error(&err),
+        Outcome::Failure(FailureKind::Other)
+    );
+    server.join().unwrap();
+
+    let (addr, server) = raw_server(Some("this is not http\r\n\r\n"));
+    let result = runtime().block_on(reqwest::get(format!("http://{addr}/")));
+    assert_eq!(
+        classify_reqwest(&result),
+        Outcome::Failure(FailureKind::Other)
+    );
+    server.join().unwrap();
+}
+
+#[test]
+fn reqwest_requests_that_cannot_be_built_are_ignored() {
+    let result = runtime().block_on(reqwest::get("http://[::1"));
+    assert_eq!(classify_reqwest(&result), Outcome::Ignored);
+}
