@@ -100,3 +100,8 @@ pub use registry::{Registry, RegistryBuilder};
 pub use state::{BlockedReason, MAX_GENERATION, MAX_TIME_MS, State, Transition};
 #[cfg(feature = "serde")]
 pub use tool::ToolResult;
+
+// The README's example runs as a doctest, so the front door stays true.
+#[cfg(all(doctest, feature = "serde"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
