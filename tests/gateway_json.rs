@@ -29,7 +29,14 @@ fn search_opened_and_files_never_did() {
     let deps = &report["dependencies"];
     for name in ["search", "weather", "quotes", "files"] {
         let dep = &deps[name];
-        for key in ["attempted", "sent", "blocked", "successes", "failures", "ignored"] {
+        for key in [
+            "attempted",
+            "sent",
+            "blocked",
+            "successes",
+            "failures",
+            "ignored",
+        ] {
             assert!(dep[key].is_u64(), "{name}.{key} in {text}");
         }
         assert_eq!(
@@ -38,8 +45,21 @@ fn search_opened_and_files_never_did() {
             "{name}: every attempt was either sent or blocked"
         );
     }
-    assert!(transitions_to(&deps["search"], "open") >= 1, "search never opened: {text}");
-    assert_eq!(transitions_to(&deps["files"], "open"), 0, "files opened: {text}");
-    assert!(deps["files"]["ignored"].as_u64().unwrap() > 0, "files saw no 400s");
-    assert!(deps["search"]["blocked"].as_u64().unwrap() > 0, "search blocked nothing");
+    assert!(
+        transitions_to(&deps["search"], "open") >= 1,
+        "search never opened: {text}"
+    );
+    assert_eq!(
+        transitions_to(&deps["files"], "open"),
+        0,
+        "files opened: {text}"
+    );
+    assert!(
+        deps["files"]["ignored"].as_u64().unwrap() > 0,
+        "files saw no 400s"
+    );
+    assert!(
+        deps["search"]["blocked"].as_u64().unwrap() > 0,
+        "search blocked nothing"
+    );
 }

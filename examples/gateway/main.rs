@@ -1,0 +1,509 @@
+//! An agent gateway whose tools fail and recover, guarded by one circuit breaker per dependency.
+//!
+//! ```text
+//! cargo run --release --example gateway                      # 10 s, 64 agent runs, a table
+//! cargo run --release --example gateway -- --duration 4 --json
+//! ```
+//!
+//! Four tool servers run in this process on real sockets (axum, `127.0.0.1`, ephemeral ports;
+//! nothing else is contacted), and many concurrent agent runs call them over HTTP (reqwest)
+//! through a [`Registry`] of breakers. Part-way through the run the servers start failing, each in
+//! its own way, and recover later. The schedule is in fractions of `--duration`, so a short run
+//! still goes through every phase:
+//!
+//! | tool | behaviour |
+//! |---|---|
+//! | `search` | healthy; **503** from 20 % to 55 % of the run; healthy again |
+//! | `weather` | healthy; **hangs** (never answers) from 35 % to 65 %, so calls time out |
+//! | `quotes` | healthy; **429 with `Retry-After: 1`** from 50 % to 75 % |
+//! | `files` | always up, but answers **400** to invalid arguments, which the agent sends on 1 call in 8 |
+//!
+//! What to look for in the output:
+//!
+//! - each failing dependency's breaker trips after 5 counted failures and from then on blocks its
+//!   calls without sending them: almost every call attempted during an outage is never sent;
+//! - 500 ms (the cooldown) after each trip or failed probe, exactly one probe goes through;
+//!   while the dependency is still failing the probe reopens the breaker, and once it has
+//!   recovered the probe closes it;
+//! - one outage never blocks another tool: the other breakers stay closed;
+//! - `files` never trips, however many 400s in a row it answers: a bad argument is the caller's
+//!   fault (`ignored`), not a sign that the dependency is unhealthy;
+//! - a blocked call is answered with a structured result the model can act on; one taken from
+//!   the run is printed at the end.
+//!
+//! Settings:
+//!
+//! | setting | value | why |
+//! |---|---|---|
+//! | failure threshold | 5 consecutive counted failures | at this load a 503 outage trips within a millisecond, a hang within one per-call timeout |
+//! | cooldown | 500 ms | several probes fit in each outage, even in a 4 s run (`search` is down 1.4 s of it) |
+//! | probe timeout | 2 s | the probe's lease; longer than the per-call timeout, so a probe always reports |
+//! | per-call timeout | 250 ms | how long a call to the hanging `weather` waits before it counts as a timeout |
+//! | think time | 1 ms after each call | an agent run does something between tool calls; it also keeps the blocked calls from spinning |
+//!
+//! The breaker does not stretch its cooldown to a 429's `Retry-After`; the hint is reported so you
+//! can compare the two.
+//!
+//! Options: `--duration SECS` (default 10), `--concurrency N` agent runs (default 64), `--json`
+//! (print one JSON object and nothing else on stdout; the progress lines go to stderr), `--help`.
+
+mod report;
+mod tools;
+
+use std::error::Error;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use toolbreaker::{CircuitBreaker, Config, Registry};
+
+use report::{DependencyStats, Window};
+use tools::{Mode, Tool, ToolServer, call_tool};
+
+const FAILURE_THRESHOLD: u32 = 5;
+const COOLDOWN: Duration = Duration::from_millis(500);
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+const PER_CALL_TIMEOUT: Duration = Duration::from_millis(250);
+const THINK_TIME: Duration = Duration::from_millis(1);
+/// One call to `files` in this many carries invalid arguments.
+const INVALID_ARGS_ONE_IN: u64 = 8;
+
+const DEFAULT_DURATION_SECS: f64 = 10.0;
+const MAX_DURATION_SECS: f64 = 3600.0;
+const DEFAULT_CONCURRENCY: usize = 64;
+const MAX_CONCURRENCY: usize = 1000;
+
+/// One stretch of a server failing, in fractions of the run.
+struct Phase {
+    tool: Tool,
+    mode: Mode,
+    from: f64,
+    to: f64,
+}
+
+const SCHEDULE: [Phase; 3] = [
+    Phase {
+        tool: Tool::Search,
+        mode: Mode::Unavailable,
+        from: 0.20,
+        to: 0.55,
+    },
+    Phase {
+        tool: Tool::Weather,
+        mode: Mode::Hang,
+        from: 0.35,
+        to: 0.65,
+    },
+    Phase {
+        tool: Tool::Quotes,
+        mode: Mode::RateLimited {
+            retry_after_secs: 1,
+        },
+        from: 0.50,
+        to: 0.75,
+    },
+];
+
+const USAGE: &str = "\
+usage: gateway [--duration SECS] [--concurrency N] [--json]
+
+  --duration SECS    how long the agent runs call the tools (default 10; up to 3600)
+  --concurrency N    how many agent runs call the tools at once (default 64; up to 1000)
+  --json             print one JSON object with every counter, and nothing else, on stdout
+  -h, --help         print this help";
+
+#[derive(Debug, PartialEq)]
+struct Args {
+    duration: Duration,
+    concurrency: usize,
+    json: bool,
+}
+
+#[derive(Debug, PartialEq)]
+enum Command {
+    Run(Args),
+    Help,
+}
+
+fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
+    let mut parsed = Args {
+        duration: Duration::from_secs_f64(DEFAULT_DURATION_SECS),
+        concurrency: DEFAULT_CONCURRENCY,
+        json: false,
+    };
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => {
+                (flag.to_owned(), Some(value.to_owned()))
+            }
+            _ => (arg, None),
+        };
+        let mut value = |what: &str| {
+            inline
+                .clone()
+                .or_else(|| args.next())
+                .ok_or_else(|| format!("{flag} needs a value ({what})"))
+        };
+        match flag.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--json" if inline.is_none() => parsed.json = true,
+            "--json" => return Err("--json takes no value".to_owned()),
+            "--duration" => {
+                let text = value("seconds")?;
+                let secs: f64 = text
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("--duration: `{text}` is not a number of seconds"))?;
+                if !(secs > 0.0 && secs <= MAX_DURATION_SECS) {
+                    return Err(format!(
+                        "--duration: `{text}` is out of range; give more than 0 and at most {MAX_DURATION_SECS} seconds"
+                    ));
+                }
+                parsed.duration = Duration::from_secs_f64(secs);
+            }
+            "--concurrency" => {
+                let text = value("a number of agent runs")?;
+                let n: usize = text
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("--concurrency: `{text}` is not a whole number"))?;
+                if !(1..=MAX_CONCURRENCY).contains(&n) {
+                    return Err(format!(
+                        "--concurrency: {n} is out of range; give 1 to {MAX_CONCURRENCY}"
+                    ));
+                }
+                parsed.concurrency = n;
+            }
+            other => return Err(format!("unknown argument `{other}`")),
+        }
+    }
+    Ok(Command::Run(parsed))
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(Command::Run(args)) => args,
+        Ok(Command::Help) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(message) => {
+            eprintln!("gateway: {message}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("gateway: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// What every agent run shares.
+struct Shared {
+    client: reqwest::Client,
+    dependencies: Vec<Dependency>,
+    start: Instant,
+    deadline: Instant,
+}
+
+/// One tool as the agent sees it: where to call it, how its server is doing (for the counters
+/// only), and its counters.
+struct Dependency {
+    tool: Tool,
+    control: Arc<tools::Control>,
+    valid_url: String,
+    invalid_url: String,
+    stats: DependencyStats,
+}
+
+/// Where the progress lines and events go: stdout for the table, stderr with `--json`.
+#[derive(Clone, Copy)]
+struct Log {
+    to_stderr: bool,
+}
+
+impl Log {
+    fn line(self, line: &str) {
+        if self.to_stderr {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), Box<dyn Error>> {
+    let log = Log {
+        to_stderr: args.json,
+    };
+    let config = Config::new(FAILURE_THRESHOLD, COOLDOWN, PROBE_TIMEOUT)?;
+    let registry = Registry::builder().default_config(config).build();
+
+    let mut servers = Vec::with_capacity(Tool::ALL.len());
+    for tool in Tool::ALL {
+        servers.push(ToolServer::spawn(tool).await?);
+    }
+    let start = Instant::now();
+    let shared = Arc::new(Shared {
+        client: tools::client()?,
+        dependencies: servers
+            .iter()
+            .map(|server| Dependency {
+                tool: server.tool,
+                control: Arc::clone(&server.control),
+                valid_url: server.valid_url.clone(),
+                invalid_url: server.invalid_url.clone(),
+                stats: DependencyStats::new(server.tool),
+            })
+            .collect(),
+        start,
+        deadline: start + args.duration,
+    });
+    let listening: Vec<String> = servers
+        .iter()
+        .map(|server| format!("{} at {}", server.tool.name(), server.addr))
+        .collect();
+    log.line(&format!(
+        "gateway: {} agent runs for {:.1} s; tools: {}",
+        args.concurrency,
+        args.duration.as_secs_f64(),
+        listening.join(", "),
+    ));
+    log.line(&format!(
+        "breakers: threshold {FAILURE_THRESHOLD}, cooldown {} ms, probe timeout {} ms; \
+         per-call timeout {} ms",
+        COOLDOWN.as_millis(),
+        PROBE_TIMEOUT.as_millis(),
+        PER_CALL_TIMEOUT.as_millis(),
+    ));
+
+    let (finish, finished) = watch::channel(false);
+    let scheduler = tokio::spawn(schedule(
+        Arc::clone(&shared),
+        args.duration,
+        finished.clone(),
+        log,
+    ));
+    let progress = tokio::spawn(progress(
+        Arc::clone(&shared),
+        registry_handles(&registry),
+        finished,
+        log,
+    ));
+    let agents: Vec<_> = (0..args.concurrency)
+        .map(|id| {
+            // Each run looks its breakers up once and keeps the handles: no lookup per call.
+            tokio::spawn(agent(id, Arc::clone(&shared), registry_handles(&registry)))
+        })
+        .collect();
+    for agent in agents {
+        agent.await?;
+    }
+    let elapsed = start.elapsed();
+    finish.send_replace(true);
+    scheduler.await?;
+    progress.await?;
+
+    let mut hits = Vec::with_capacity(servers.len());
+    for server in servers {
+        hits.push(server.control.hits());
+        if let Err(error) = server.shutdown(Duration::from_secs(2)).await {
+            eprintln!("gateway: warning: {error}");
+        }
+    }
+
+    let snapshots: Vec<_> = shared
+        .dependencies
+        .iter()
+        .zip(hits)
+        .map(|(dependency, hits)| {
+            dependency
+                .stats
+                .snapshot(outage_window(dependency.tool, args.duration), hits)
+        })
+        .collect();
+    let calls: u64 = shared
+        .dependencies
+        .iter()
+        .map(|d| d.stats.attempted())
+        .sum();
+    let calls_per_second = calls as f64 / elapsed.as_secs_f64();
+    // A real blocked call from the run, preferably the `search` outage's first.
+    let blocked_example = shared
+        .dependencies
+        .iter()
+        .find_map(|d| Some((d.tool, d.stats.first_blocked()?)))
+        .and_then(|(tool, blocked)| Some((tool, report::blocked_tool_result(tool, &blocked)?)));
+
+    if args.json {
+        let dependencies: serde_json::Map<String, serde_json::Value> = snapshots
+            .iter()
+            .zip(&shared.dependencies)
+            .map(|(snapshot, d)| (d.tool.name().to_owned(), snapshot.json()))
+            .collect();
+        let report = serde_json::json!({
+            "duration_ms": u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+            "concurrency": args.concurrency,
+            "calls": calls,
+            "calls_per_second": calls_per_second.round(),
+            "settings": {
+                "failure_threshold": FAILURE_THRESHOLD,
+                "cooldown_ms": COOLDOWN.as_millis() as u64,
+                "probe_timeout_ms": PROBE_TIMEOUT.as_millis() as u64,
+                "per_call_timeout_ms": PER_CALL_TIMEOUT.as_millis() as u64,
+            },
+            "dependencies": dependencies,
+            "blocked_example": blocked_example.map(|(_, (_, value))| value),
+        });
+        println!("{report}");
+    } else {
+        println!();
+        println!(
+            "{calls} calls in {:.2} s by {} agent runs: {calls_per_second:.0} calls/s",
+            elapsed.as_secs_f64(),
+            args.concurrency
+        );
+        for snapshot in &snapshots {
+            println!();
+            print!("{}", snapshot.table());
+        }
+        println!();
+        match blocked_example {
+            Some((tool, (text, _))) => {
+                println!(
+                    "A blocked call to {}, as the model receives it:",
+                    tool.name()
+                );
+                println!("{text}");
+            }
+            None => println!("No call was blocked in this run."),
+        }
+    }
+    Ok(())
+}
+
+fn registry_handles(registry: &Registry) -> Vec<Arc<CircuitBreaker>> {
+    Tool::ALL
+        .iter()
+        .map(|tool| registry.get(tool.name()))
+        .collect()
+}
+
+/// The scheduled outage of `tool`, in ms since the start.
+fn outage_window(tool: Tool, duration: Duration) -> Option<Window> {
+    let ms = |fraction: f64| (duration.as_secs_f64() * fraction * 1000.0).round() as u64;
+    SCHEDULE
+        .iter()
+        .find(|phase| phase.tool == tool)
+        .map(|phase| Window {
+            mode: phase.mode,
+            from_ms: ms(phase.from),
+            to_ms: ms(phase.to),
+        })
+}
+
+/// Switch the servers' modes at the scheduled times, until the run is over.
+async fn schedule(
+    shared: Arc<Shared>,
+    duration: Duration,
+    mut finished: watch::Receiver<bool>,
+    log: Log,
+) {
+    let mut switches: Vec<(Duration, Tool, Mode)> = SCHEDULE
+        .iter()
+        .flat_map(|phase| {
+            [
+                (duration.mul_f64(phase.from), phase.tool, phase.mode),
+                (duration.mul_f64(phase.to), phase.tool, Mode::Healthy),
+            ]
+        })
+        .collect();
+    switches.sort_by_key(|(at, _, _)| *at);
+    for (at, tool, mode) in switches {
+        tokio::select! {
+            () = tokio::time::sleep_until(shared.start + at) => {}
+            _ = finished.wait_for(|finished| *finished) => return,
+        }
+        if let Some(dependency) = shared.dependencies.iter().find(|d| d.tool == tool) {
+            dependency.control.set_mode(mode);
+            log.line(&format!(
+                "[{:>6.2} s] {} server is now {}",
+                shared.start.elapsed().as_secs_f64(),
+                tool.name(),
+                mode.describe()
+            ));
+        }
+    }
+}
+
+/// One progress line a second: elapsed time, calls per second, each breaker's state.
+async fn progress(
+    shared: Arc<Shared>,
+    breakers: Vec<Arc<CircuitBreaker>>,
+    mut finished: watch::Receiver<bool>,
+    log: Log,
+) {
+    let total = |shared: &Shared| -> u64 {
+        shared
+            .dependencies
+            .iter()
+            .map(|d| d.stats.attempted())
+            .sum()
+    };
+    let mut last = (shared.start, 0);
+    let mut tick = tokio::time::interval_at(
+        shared.start + Duration::from_secs(1),
+        Duration::from_secs(1),
+    );
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = finished.wait_for(|finished| *finished) => return,
+        }
+        let now = Instant::now();
+        let calls = total(&shared);
+        let rate = (calls - last.1) as f64 / now.duration_since(last.0).as_secs_f64();
+        last = (now, calls);
+        let mut line = format!(
+            "[{:>6.2} s] {rate:>8.0} calls/s ",
+            now.duration_since(shared.start).as_secs_f64()
+        );
+        for (dependency, breaker) in shared.dependencies.iter().zip(&breakers) {
+            line.push_str(&format!(
+                "  {} {:<9}",
+                dependency.tool.name(),
+                breaker.state().as_str()
+            ));
+        }
+        log.line(line.trim_end());
+    }
+}
+
+/// One agent run: call a tool, think, repeat, until the deadline. Blocked calls are answered at
+/// once, and the run moves on to its next step as a model would.
+async fn agent(id: usize, shared: Arc<Shared>, breakers: Vec<Arc<CircuitBreaker>>) {
+    let mut rng = fastrand::Rng::with_seed(id as u64);
+    while Instant::now() < shared.deadline {
+        let index = rng.usize(..shared.dependencies.len());
+        let dependency = &shared.dependencies[index];
+        let valid = dependency.tool != Tool::Files || rng.u64(..INVALID_ARGS_ONE_IN) != 0;
+        let url = if valid {
+            &dependency.valid_url
+        } else {
+            &dependency.invalid_url
+        };
+        let in_outage = dependency.control.mode().is_failing();
+        let started = shared.start.elapsed();
+        let call = call_tool(&shared.client, &breakers[index], url, PER_CALL_TIMEOUT).await;
+        let ended = shared.start.elapsed();
+        dependency.stats.record(&call, in_outage, started, ended);
+        tokio::time::sleep(THINK_TIME).await;
+    }
+}

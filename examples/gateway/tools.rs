@@ -1,0 +1,456 @@
+//! The four tool servers of the gateway demo, and the client side of one guarded tool call.
+//!
+//! Shared by the example (`main.rs`) and the integration test (`tests/gateway.rs`).
+//!
+//! Each server is an axum app on `127.0.0.1`, port 0 (the system picks a free one), with a
+//! [`Control`]: its current [`Mode`] and a count of the requests that reached it, both plain
+//! atomics, so the request path takes no lock. Whoever holds the control switches the mode: in the
+//! example a scheduler by elapsed time, in the test the test itself.
+//!
+//! [`call_tool`] is the agent side: one HTTP call guarded by the dependency's breaker, classified
+//! with the crate's HTTP rules, and reported back as a [`CallRecord`].
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::serve::ListenerExt;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use toolbreaker::http::{classify_reqwest, classify_reqwest_error};
+use toolbreaker::{Blocked, CircuitBreaker, FailureKind, Outcome, Transition};
+
+/// The tools the agent can call; each is its own dependency with its own server and breaker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Tool {
+    /// A web search API.
+    Search,
+    /// A weather API.
+    Weather,
+    /// A stock quotes API.
+    Quotes,
+    /// A file store. Always up, but it answers 400 to invalid arguments.
+    Files,
+}
+
+impl Tool {
+    /// Every tool, in display order.
+    pub const ALL: [Tool; 4] = [Tool::Search, Tool::Weather, Tool::Quotes, Tool::Files];
+
+    /// The dependency's name: the breaker's key in the registry and the server's path.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Tool::Search => "search",
+            Tool::Weather => "weather",
+            Tool::Quotes => "quotes",
+            Tool::Files => "files",
+        }
+    }
+
+    /// The query string of a call with valid arguments.
+    const fn valid_query(self) -> &'static str {
+        match self {
+            Tool::Search => "q=circuit+breaker+pattern",
+            Tool::Weather => "city=Lisbon",
+            Tool::Quotes => "symbol=ACME",
+            Tool::Files => "path=notes%2Fplan.md",
+        }
+    }
+
+    /// The query string of a call with invalid arguments. Only `files` checks its arguments; the
+    /// others answer it like a valid one.
+    const fn invalid_query(self) -> &'static str {
+        match self {
+            Tool::Files => "path=..%2F..%2Fetc%2Fpasswd",
+            other => other.valid_query(),
+        }
+    }
+}
+
+/// How a tool server answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// 200 with a small JSON body (or 400 to invalid arguments, for `files`).
+    Healthy,
+    /// 503 Service Unavailable.
+    Unavailable,
+    /// Never answers (until the server shuts down): the caller's per-call timeout must fire.
+    Hang,
+    /// 429 Too Many Requests with `Retry-After: retry_after_secs`.
+    RateLimited {
+        /// The `Retry-After` header's delay-seconds.
+        retry_after_secs: u32,
+    },
+}
+
+impl Mode {
+    /// Whether the dependency is unhealthy in this mode.
+    pub const fn is_failing(self) -> bool {
+        !matches!(self, Mode::Healthy)
+    }
+
+    /// The mode in a few words, for logs.
+    pub fn describe(self) -> String {
+        match self {
+            Mode::Healthy => "healthy".to_owned(),
+            Mode::Unavailable => "503 unavailable".to_owned(),
+            Mode::Hang => "hanging (never answers)".to_owned(),
+            Mode::RateLimited { retry_after_secs } => {
+                format!("429 rate limited, Retry-After: {retry_after_secs}")
+            }
+        }
+    }
+
+    // One word holds the mode and its parameter, so a switch is a single store and a reader never
+    // sees one mode with another's parameter: the low 8 bits are the mode, the next 32 the
+    // `Retry-After` seconds.
+    const fn encode(self) -> u64 {
+        match self {
+            Mode::Healthy => 0,
+            Mode::Unavailable => 1,
+            Mode::Hang => 2,
+            Mode::RateLimited { retry_after_secs } => 3 | ((retry_after_secs as u64) << 8),
+        }
+    }
+
+    const fn decode(word: u64) -> Mode {
+        match word & 0xff {
+            1 => Mode::Unavailable,
+            2 => Mode::Hang,
+            3 => Mode::RateLimited {
+                retry_after_secs: (word >> 8) as u32,
+            },
+            _ => Mode::Healthy,
+        }
+    }
+}
+
+/// A server's switchboard: its mode and how many requests reached it. Lock-free.
+#[derive(Debug, Default)]
+pub struct Control {
+    mode: AtomicU64,
+    hits: AtomicU64,
+}
+
+impl Control {
+    /// Switch the server to `mode`; requests that arrive afterwards are answered in it.
+    pub fn set_mode(&self, mode: Mode) {
+        // Relaxed: the mode is a self-contained value; nothing else is published with it.
+        self.mode.store(mode.encode(), Ordering::Relaxed);
+    }
+
+    /// The current mode.
+    pub fn mode(&self) -> Mode {
+        Mode::decode(self.mode.load(Ordering::Relaxed))
+    }
+
+    /// How many requests have reached the server's handler.
+    pub fn hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+}
+
+struct ServerState {
+    tool: Tool,
+    control: Arc<Control>,
+    /// Becomes `true` when the server shuts down; releases the hanging handlers.
+    stopping: watch::Receiver<bool>,
+}
+
+/// One running tool server.
+#[derive(Debug)]
+pub struct ToolServer {
+    /// Which tool this server is.
+    pub tool: Tool,
+    /// Where it listens (always on 127.0.0.1).
+    pub addr: SocketAddr,
+    /// Its mode and hit counter.
+    pub control: Arc<Control>,
+    /// A request with valid arguments.
+    pub valid_url: String,
+    /// A request with invalid arguments (`files` answers it 400; the others treat it as valid).
+    pub invalid_url: String,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<io::Result<()>>,
+}
+
+impl ToolServer {
+    /// Start `tool`'s server on an ephemeral port of 127.0.0.1, healthy.
+    ///
+    /// # Errors
+    ///
+    /// The error of binding the listener.
+    pub async fn spawn(tool: Tool) -> io::Result<ToolServer> {
+        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        let addr = listener.local_addr()?;
+        // Small requests and answers: send them at once.
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let control = Arc::new(Control::default());
+        let (stop, stopping) = watch::channel(false);
+        let state = Arc::new(ServerState {
+            tool,
+            control: Arc::clone(&control),
+            stopping: stopping.clone(),
+        });
+        let app = Router::new()
+            .route(&format!("/{}", tool.name()), get(handle))
+            .with_state(state);
+        let mut signal = stopping;
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = signal.wait_for(|stopping| *stopping).await;
+                })
+                .await
+        });
+        let base = format!("http://{addr}/{}", tool.name());
+        Ok(ToolServer {
+            tool,
+            addr,
+            control,
+            valid_url: format!("{base}?{}", tool.valid_query()),
+            invalid_url: format!("{base}?{}", tool.invalid_query()),
+            stop,
+            task,
+        })
+    }
+
+    /// Stop accepting, release hanging handlers, let in-flight requests finish and close every
+    /// connection. Gives up (and aborts the server) after `grace`.
+    ///
+    /// # Errors
+    ///
+    /// The server's own error, or a note that it did not stop within `grace`.
+    pub async fn shutdown(self, grace: Duration) -> io::Result<()> {
+        self.stop.send_replace(true);
+        let mut task = self.task;
+        match tokio::time::timeout(grace, &mut task).await {
+            Ok(Ok(served)) => served,
+            Ok(Err(join)) => Err(io::Error::other(join)),
+            Err(_) => {
+                task.abort();
+                Err(io::Error::other(format!(
+                    "{} server did not stop within {grace:?}",
+                    self.tool.name()
+                )))
+            }
+        }
+    }
+}
+
+async fn handle(
+    State(server): State<Arc<ServerState>>,
+    Query(args): Query<HashMap<String, String>>,
+) -> Response {
+    server.control.hits.fetch_add(1, Ordering::Relaxed);
+    let tool = server.tool.name();
+    match server.control.mode() {
+        Mode::Healthy => {}
+        Mode::Unavailable => {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                tool,
+                "temporarily unavailable",
+            );
+        }
+        Mode::Hang => {
+            // Never answer: the caller's timeout has to fire. Only a shutdown releases the handler,
+            // so that the server can close its connections and the process can exit.
+            let mut stopping = server.stopping.clone();
+            tokio::select! {
+                () = std::future::pending::<()>() => {}
+                _ = stopping.wait_for(|stopping| *stopping) => {}
+            }
+            return error(StatusCode::SERVICE_UNAVAILABLE, tool, "shutting down");
+        }
+        Mode::RateLimited { retry_after_secs } => {
+            let mut response = error(StatusCode::TOO_MANY_REQUESTS, tool, "rate limited");
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, retry_after_secs.into());
+            return response;
+        }
+    }
+    let body = match server.tool {
+        Tool::Search => serde_json::json!({
+            "results": [
+                {"title": "Circuit breaker pattern", "snippet": "Stop calling a failing dependency."},
+                {"title": "Retry storms", "snippet": "Why immediate retries make outages worse."},
+            ]
+        }),
+        Tool::Weather => {
+            serde_json::json!({"city": args.get("city"), "sky": "clear", "temp_c": 21})
+        }
+        Tool::Quotes => serde_json::json!({"symbol": args.get("symbol"), "price": 101.25}),
+        Tool::Files => match args.get("path") {
+            Some(path) if !path.is_empty() && !path.contains("..") => {
+                serde_json::json!({"path": path, "content": "1. ship the breaker\n2. write the docs\n"})
+            }
+            _ => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    tool,
+                    "invalid argument `path`: must be a non-empty relative path without `..`",
+                );
+            }
+        },
+    };
+    json(StatusCode::OK, body.to_string())
+}
+
+fn error(status: StatusCode, tool: &str, message: &str) -> Response {
+    json(
+        status,
+        serde_json::json!({"tool": tool, "error": message}).to_string(),
+    )
+}
+
+fn json(status: StatusCode, body: String) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// How one guarded call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallOutcome {
+    /// The breaker did not admit the call; nothing was sent.
+    Blocked(Blocked),
+    /// The dependency answered well; the body was read.
+    Success {
+        /// The body's length.
+        body_bytes: usize,
+    },
+    /// A counted failure (503, 429, a transport error, a broken body).
+    Failure(FailureKind),
+    /// A failure that is not the dependency's (a 400 for bad arguments): counts nothing.
+    Ignored,
+    /// No answer within the per-call timeout; recorded as [`FailureKind::Timeout`].
+    TimedOut(Duration),
+}
+
+/// What one guarded call did, for the caller's counters and logs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallRecord {
+    /// How it ended.
+    pub outcome: CallOutcome,
+    /// Whether the call held the half-open probe slot.
+    pub probe: bool,
+    /// The HTTP status the dependency answered with, if it answered.
+    pub status: Option<u16>,
+    /// The state change recording the outcome caused, if any.
+    pub transition: Option<Transition>,
+}
+
+impl CallRecord {
+    /// Whether the call was sent to the dependency.
+    pub fn admitted(&self) -> bool {
+        !matches!(self.outcome, CallOutcome::Blocked(_))
+    }
+
+    /// The breaker's answer, if the call was blocked.
+    pub fn blocked(&self) -> Option<&Blocked> {
+        match &self.outcome {
+            CallOutcome::Blocked(blocked) => Some(blocked),
+            _ => None,
+        }
+    }
+
+    /// The kind of counted failure, if the call failed in a way that counts (a timeout included).
+    pub fn failure_kind(&self) -> Option<FailureKind> {
+        match self.outcome {
+            CallOutcome::Failure(kind) => Some(kind),
+            CallOutcome::TimedOut(_) => Some(FailureKind::Timeout),
+            _ => None,
+        }
+    }
+}
+
+/// Make one guarded call to a tool: ask `breaker` for a permit, send `GET url` with `client`, read
+/// the body, classify with the crate's HTTP rules ([`classify_reqwest`]) and record the outcome.
+///
+/// The whole exchange (request and body) runs under `timeout`; a call that runs past it is
+/// dropped and recorded as [`FailureKind::Timeout`], just as `CircuitBreaker::run_with_timeout`
+/// does. This spells the steps out instead of calling `run_with_timeout` because the caller
+/// wants what that hides: whether the permit was the probe, and the [`Transition`] that
+/// recording caused.
+pub async fn call_tool(
+    client: &reqwest::Client,
+    breaker: &CircuitBreaker,
+    url: &str,
+    timeout: Duration,
+) -> CallRecord {
+    let permit = match breaker.try_acquire() {
+        Ok(permit) => permit,
+        Err(blocked) => {
+            return CallRecord {
+                outcome: CallOutcome::Blocked(blocked),
+                probe: false,
+                status: None,
+                transition: None,
+            };
+        }
+    };
+    let probe = permit.is_probe();
+    let exchange = async {
+        let sent = client.get(url).send().await;
+        let outcome = classify_reqwest(&sent);
+        let Ok(response) = sent else {
+            return (outcome, None, 0);
+        };
+        let status = Some(response.status().as_u16());
+        // Read every body, failures included, so the connection can be reused.
+        match response.bytes().await {
+            Ok(body) => (outcome, status, body.len()),
+            // A success whose body broke off is the dependency's failure after all.
+            Err(broken) if outcome == Outcome::Success => {
+                let outcome = match classify_reqwest_error(&broken) {
+                    failure @ Outcome::Failure(_) => failure,
+                    _ => Outcome::Failure(FailureKind::Other),
+                };
+                (outcome, status, 0)
+            }
+            Err(_) => (outcome, status, 0),
+        }
+    };
+    match tokio::time::timeout(timeout, exchange).await {
+        Ok((outcome, status, body_bytes)) => CallRecord {
+            outcome: match outcome {
+                Outcome::Success => CallOutcome::Success { body_bytes },
+                Outcome::Failure(kind) => CallOutcome::Failure(kind),
+                Outcome::Ignored => CallOutcome::Ignored,
+            },
+            probe,
+            status,
+            transition: permit.record(outcome),
+        },
+        Err(_elapsed) => CallRecord {
+            outcome: CallOutcome::TimedOut(timeout),
+            probe,
+            status: None,
+            transition: permit.record(Outcome::Failure(FailureKind::Timeout)),
+        },
+    }
+}
+
+/// The HTTP client the agent shares across all its calls: plain HTTP, no proxy (every tool is on
+/// 127.0.0.1), and no timeout of its own (the breaker's per-call timeout governs).
+///
+/// # Errors
+///
+/// reqwest's, if the client cannot be built.
+pub fn client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .no_proxy()
+        .tcp_nodelay(true)
+        .pool_idle_timeout(Duration::from_secs(30))
+        .build()
+}
