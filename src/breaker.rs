@@ -113,6 +113,7 @@ impl CircuitBreaker {
     /// Side-effect free: it writes nothing and takes no probe slot, however often it is called.
     /// An open breaker whose cooldown has elapsed reads [`State::HalfOpen`] without any call in
     /// between; a probe past its lease reads [`State::Open`]. Reads the clock only when not closed.
+    #[inline]
     pub fn state(&self) -> State {
         // Acquire: pairs with the release of the transition that stored this word, so a caller
         // that sees the new state also sees what the reporter did before it.
@@ -129,10 +130,21 @@ impl CircuitBreaker {
     /// # Errors
     ///
     /// [`Blocked`] when the breaker does not admit the call; nothing has been sent.
+    #[inline]
     pub fn try_acquire(&self) -> Result<Permit<'_>, Blocked> {
         // Acquire: pairs with the release of whichever transition stored this word (see
         // `# Memory ordering`).
-        let mut word = Word(self.inner.word.load(Ordering::Acquire));
+        let word = Word(self.inner.word.load(Ordering::Acquire));
+        // The healthy path, kept small enough to inline: closed admits on the one load.
+        match word.closed_generation() {
+            Some(generation) => Ok(Permit::new(self, generation, false)),
+            None => self.try_acquire_not_closed(word),
+        }
+    }
+
+    /// The rest of `try_acquire`, out of line so the closed path stays a load and a compare.
+    #[inline(never)]
+    fn try_acquire_not_closed(&self, mut word: Word) -> Result<Permit<'_>, Blocked> {
         let mut now = None;
         loop {
             let (admission, next) = state::acquire(word, &self.inner.limits, || {
@@ -169,9 +181,21 @@ impl CircuitBreaker {
     }
 
     /// Apply a permit's report. Returns the state change it caused, if any.
+    #[inline]
     pub(crate) fn report(&self, generation: u32, report: Report) -> Option<Transition> {
         // Acquire: as in `try_acquire`; this report is judged against the newest transition.
-        let mut word = Word(self.inner.word.load(Ordering::Acquire));
+        let word = Word(self.inner.word.load(Ordering::Acquire));
+        // The healthy path: closed in the permit's generation with no failures to clear, and
+        // nothing to count. One load, no store, no clock read.
+        if word == Word::closed(generation, 0) && report != Report::Failure {
+            return None;
+        }
+        self.report_slow(word, generation, report)
+    }
+
+    /// The rest of `report`, out of line: counting, clearing, transitions, stale reports.
+    #[inline(never)]
+    fn report_slow(&self, mut word: Word, generation: u32, report: Report) -> Option<Transition> {
         let mut now = None;
         loop {
             let step = state::report(word, generation, report, &self.inner.limits, || {

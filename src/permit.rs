@@ -59,6 +59,7 @@ impl<'a> Permit<'a> {
     /// breaker (`closed → open`), a probe's success closes it, a probe's counted failure reopens
     /// it. An outcome from an older generation, or from a probe whose lease has run out, changes
     /// nothing and returns `None`.
+    #[inline]
     pub fn record(self, outcome: Outcome) -> Option<Transition> {
         // The report below replaces what `Drop` would do.
         let this = ManuallyDrop::new(self);
@@ -72,6 +73,7 @@ impl<'a> Permit<'a> {
 }
 
 impl Drop for Permit<'_> {
+    #[inline]
     fn drop(&mut self) {
         // Only the probe's slot needs giving back: an unrecorded ordinary call counts nothing and
         // costs nothing to drop.
