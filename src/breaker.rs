@@ -182,23 +182,34 @@ impl CircuitBreaker {
 
     /// Apply a permit's report. Returns the state change it caused, if any.
     #[inline]
-    pub(crate) fn report(&self, generation: u32, report: Report) -> Option<Transition> {
+    pub(crate) fn report(
+        &self,
+        generation: u32,
+        probe: bool,
+        report: Report,
+    ) -> Option<Transition> {
         // Acquire: as in `try_acquire`; this report is judged against the newest transition.
         let word = Word(self.inner.word.load(Ordering::Acquire));
         // The healthy path: closed in the permit's generation with no failures to clear, and
         // nothing to count. One load, no store, no clock read.
-        if word == Word::closed(generation, 0) && report != Report::Failure {
+        if !probe && word == Word::closed(generation, 0) && report != Report::Failure {
             return None;
         }
-        self.report_slow(word, generation, report)
+        self.report_slow(word, generation, probe, report)
     }
 
     /// The rest of `report`, out of line: counting, clearing, transitions, stale reports.
     #[inline(never)]
-    fn report_slow(&self, mut word: Word, generation: u32, report: Report) -> Option<Transition> {
+    fn report_slow(
+        &self,
+        mut word: Word,
+        generation: u32,
+        probe: bool,
+        report: Report,
+    ) -> Option<Transition> {
         let mut now = None;
         loop {
-            let step = state::report(word, generation, report, &self.inner.limits, || {
+            let step = state::report(word, generation, probe, report, &self.inner.limits, || {
                 *now.get_or_insert_with(|| self.now_ms())
             })?;
             // AcqRel on success: release publishes this outcome (and everything its caller did

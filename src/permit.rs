@@ -68,7 +68,7 @@ impl<'a> Permit<'a> {
             Outcome::Failure(_) => Report::Failure,
             Outcome::Ignored => Report::Ignored,
         };
-        this.breaker.report(this.generation, report)
+        this.breaker.report(this.generation, this.probe, report)
     }
 }
 
@@ -78,7 +78,7 @@ impl Drop for Permit<'_> {
         // Only the probe's slot needs giving back: an unrecorded ordinary call counts nothing and
         // costs nothing to drop.
         if self.probe {
-            self.breaker.report(self.generation, Report::Dropped);
+            self.breaker.report(self.generation, true, Report::Dropped);
         }
     }
 }

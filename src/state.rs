@@ -20,11 +20,23 @@
 //! No bit is spare. The split between generation and payload is a trade: 42 bits of milliseconds
 //! cover 139 years (the breaker puts its time origin 2^40 ms, about 35 years, before its
 //! construction, so a clock may step back that far and still read true, and reaches the end of
-//! the range after about 104 years of uptime, where time saturates), and 20 bits of generation mean a
-//! permit would have to be held across 1,048,576 transitions before its generation could be
-//! mistaken for the current one (design.md proposed 16/46; 16 bits wrap after 65,536 transitions,
-//! which a flapping dependency and a long-held permit can reach, while 46 bits of milliseconds
-//! cover two millennia nobody needs).
+//! the range after about 104 years of uptime, where time saturates), and 20 bits of generation
+//! make a held permit safe across 1,048,575 generation changes. (A 16/46 split would wrap after
+//! 65,536 changes, and 46 bits of milliseconds cover two millennia nobody needs.)
+//!
+//! # Generations
+//!
+//! A permit carries the generation of the word that issued it and whether it is the probe. It is
+//! current only for a word of its own kind and generation: an ordinary permit for a closed word,
+//! the probe's for a probing word. The generation changes on each transition that can leave a
+//! permit behind: a trip, a probe's verdict (closed or reopened), and a new probe claimed after an
+//! expired lease (the expired probe may still report). Claiming the probe slot of an open word, or
+//! of one a probe gave back, keeps the generation, because no probe of that generation is alive.
+//!
+//! So the generation moves only when time has passed: of any two consecutive changes, one ends an
+//! open period that lasted at least a cooldown. A permit can be mistaken for a current one only if
+//! it is held while the generation goes all the way round, which takes at least 2^19 cooldowns of
+//! clock time (six days at a 1 s cooldown, half a year at 30 s).
 //!
 //! Half-open is usually not stored: it is an open word whose cooldown has elapsed, or a probing
 //! word whose lease has run out plus a cooldown. It is stored only after a probe gives its slot back
@@ -329,7 +341,13 @@ pub(crate) fn acquire(
     match view(word, limits, || now_ms) {
         View::Closed => unreachable!("closed words return above"),
         View::HalfOpen => {
-            let generation = next_generation(word.generation());
+            // A new probe after an expired lease takes a new generation, because the expired
+            // probe may still report. Claiming the slot of an open word, or of one a probe gave
+            // back, keeps it: no probe permit of that generation is alive (see `report`).
+            let generation = match word.kind() {
+                Kind::Probing => next_generation(word.generation()),
+                _ => word.generation(),
+            };
             (
                 Admission::Admit {
                     generation,
@@ -410,16 +428,20 @@ pub(crate) struct Step {
     pub(crate) transition: Option<Transition>,
 }
 
-/// Apply a report from a permit of `generation` to `word`.
+/// Apply a report from a permit of `generation` to `word`; `probe` says whether the permit held
+/// the probe slot.
 ///
-/// `None` means the report changes nothing and nothing is written: a stale generation, an ignored
-/// or dropped outcome of an ordinary call, a success with no failures to clear, or a probe report
-/// that arrives after its lease ran out (the probe already counts as failed). `now` is called only
-/// when the report trips the breaker or comes from the probe.
+/// A permit is current only for a word of its own kind and generation: an ordinary permit for a
+/// closed word, a probe's for a probing word. `None` means the report changes nothing and nothing
+/// is written: a stale permit, an ignored or dropped outcome of an ordinary call, a success with no
+/// failures to clear, or a probe report that arrives after its lease ran out (the probe already
+/// counts as failed). `now` is called only when the report trips the breaker or comes from the
+/// probe.
 #[inline]
 pub(crate) fn report(
     word: Word,
     generation: u32,
+    probe: bool,
     report: Report,
     limits: &Limits,
     now: impl FnOnce() -> u64,
@@ -427,8 +449,8 @@ pub(crate) fn report(
     if word.generation() != generation {
         return None;
     }
-    match word.kind() {
-        Kind::Closed => {
+    match (word.kind(), probe) {
+        (Kind::Closed, false) => {
             let failures = word.payload();
             match report {
                 Report::Success if failures == 0 => None,
@@ -454,7 +476,7 @@ pub(crate) fn report(
                 Report::Ignored | Report::Dropped => None,
             }
         }
-        Kind::Probing => {
+        (Kind::Probing, true) => {
             let now_ms = now();
             let lease_end = word.payload().saturating_add(limits.probe_timeout_ms);
             if now_ms >= lease_end {
@@ -470,15 +492,17 @@ pub(crate) fn report(
                     next: Word::open(next, now_ms),
                     transition: Some(Transition::new(State::HalfOpen, State::Open, next)),
                 },
+                // The slot is free again and this permit is consumed, so the next probe may
+                // reuse the generation.
                 Report::Ignored | Report::Dropped => Step {
-                    next: Word::half_open(next),
+                    next: Word::half_open(generation),
                     transition: None,
                 },
             })
         }
-        // No permit is ever issued in these generations: an open or free half-open word takes a
-        // new generation when its probe slot is claimed.
-        Kind::Open | Kind::HalfOpen => None,
+        // A permit of the other kind, or a word that issues no permits (open, or half-open with
+        // the slot free): stale.
+        _ => None,
     }
 }
 
@@ -565,7 +589,7 @@ mod tests {
         assert_eq!(next_generation(0), 1);
         // A trip at the last generation opens in generation 0 and leaves the kind intact.
         let word = Word::closed(MAX_GENERATION, 2);
-        let step = report(word, MAX_GENERATION, Report::Failure, &LIMITS, || 5).unwrap();
+        let step = report(word, MAX_GENERATION, false, Report::Failure, &LIMITS, || 5).unwrap();
         assert_eq!(step.next, Word::open(0, 5));
     }
 
@@ -582,10 +606,10 @@ mod tests {
             ..LIMITS
         };
         let word = Word::closed(0, u32::MAX as u64 - 1);
-        let step = report(word, 0, Report::Failure, &limits, || 9).unwrap();
+        let step = report(word, 0, false, Report::Failure, &limits, || 9).unwrap();
         assert_eq!(step.next, Word::open(1, 9));
         let word = Word::closed(0, MAX_FAILURES);
-        let step = report(word, 0, Report::Failure, &limits, || 9).unwrap();
+        let step = report(word, 0, false, Report::Failure, &limits, || 9).unwrap();
         assert_eq!(step.next.kind(), Kind::Open);
     }
 
@@ -627,10 +651,10 @@ mod tests {
                 admit(word, now),
                 (
                     Admission::Admit {
-                        generation: 2,
+                        generation: 1,
                         probe: true
                     },
-                    Some(Word::probing(2, now))
+                    Some(Word::probing(1, now))
                 )
             );
         }
@@ -657,10 +681,10 @@ mod tests {
             admit(Word::half_open(6), 7),
             (
                 Admission::Admit {
-                    generation: 7,
+                    generation: 6,
                     probe: true
                 },
-                Some(Word::probing(7, 7))
+                Some(Word::probing(6, 7))
             )
         );
     }
@@ -726,11 +750,25 @@ mod tests {
     #[test]
     fn closed_success_clears_failures_and_writes_only_when_there_were_some() {
         assert_eq!(
-            report(Word::closed(3, 0), 3, Report::Success, &LIMITS, never),
+            report(
+                Word::closed(3, 0),
+                3,
+                false,
+                Report::Success,
+                &LIMITS,
+                never
+            ),
             None
         );
         assert_eq!(
-            report(Word::closed(3, 2), 3, Report::Success, &LIMITS, never),
+            report(
+                Word::closed(3, 2),
+                3,
+                false,
+                Report::Success,
+                &LIMITS,
+                never
+            ),
             Some(Step {
                 next: Word::closed(3, 0),
                 transition: None
@@ -741,21 +779,42 @@ mod tests {
     #[test]
     fn closed_failure_counts_then_trips_at_the_threshold_reading_the_clock_only_to_trip() {
         assert_eq!(
-            report(Word::closed(3, 0), 3, Report::Failure, &LIMITS, never),
+            report(
+                Word::closed(3, 0),
+                3,
+                false,
+                Report::Failure,
+                &LIMITS,
+                never
+            ),
             Some(Step {
                 next: Word::closed(3, 1),
                 transition: None
             })
         );
         assert_eq!(
-            report(Word::closed(3, 1), 3, Report::Failure, &LIMITS, never),
+            report(
+                Word::closed(3, 1),
+                3,
+                false,
+                Report::Failure,
+                &LIMITS,
+                never
+            ),
             Some(Step {
                 next: Word::closed(3, 2),
                 transition: None
             })
         );
         assert_eq!(
-            report(Word::closed(3, 2), 3, Report::Failure, &LIMITS, || 42),
+            report(
+                Word::closed(3, 2),
+                3,
+                false,
+                Report::Failure,
+                &LIMITS,
+                || 42
+            ),
             Some(Step {
                 next: Word::open(4, 42),
                 transition: Some(Transition::new(State::Closed, State::Open, 4))
@@ -768,7 +827,7 @@ mod tests {
         for r in [Report::Ignored, Report::Dropped] {
             for failures in [0, 2] {
                 assert_eq!(
-                    report(Word::closed(3, failures), 3, r, &LIMITS, never),
+                    report(Word::closed(3, failures), 3, false, r, &LIMITS, never),
                     None
                 );
             }
@@ -780,14 +839,14 @@ mod tests {
         let word = Word::probing(5, 100);
         let now = || 600;
         assert_eq!(
-            report(word, 5, Report::Success, &LIMITS, now),
+            report(word, 5, true, Report::Success, &LIMITS, now),
             Some(Step {
                 next: Word::closed(6, 0),
                 transition: Some(Transition::new(State::HalfOpen, State::Closed, 6))
             })
         );
         assert_eq!(
-            report(word, 5, Report::Failure, &LIMITS, now),
+            report(word, 5, true, Report::Failure, &LIMITS, now),
             Some(Step {
                 next: Word::open(6, 600),
                 transition: Some(Transition::new(State::HalfOpen, State::Open, 6))
@@ -795,9 +854,9 @@ mod tests {
         );
         for r in [Report::Ignored, Report::Dropped] {
             assert_eq!(
-                report(word, 5, r, &LIMITS, now),
+                report(word, 5, true, r, &LIMITS, now),
                 Some(Step {
-                    next: Word::half_open(6),
+                    next: Word::half_open(5),
                     transition: None
                 })
             );
@@ -813,8 +872,8 @@ mod tests {
             Report::Ignored,
             Report::Dropped,
         ] {
-            assert_eq!(report(word, 5, r, &LIMITS, || 1_100), None);
-            assert_eq!(report(word, 5, r, &LIMITS, || u64::MAX), None);
+            assert_eq!(report(word, 5, true, r, &LIMITS, || 1_100), None);
+            assert_eq!(report(word, 5, true, r, &LIMITS, || u64::MAX), None);
         }
     }
 
@@ -829,28 +888,63 @@ mod tests {
         ];
         for word in words {
             for stale in [8, 10, 0, MAX_GENERATION] {
-                for r in [
-                    Report::Success,
-                    Report::Failure,
-                    Report::Ignored,
-                    Report::Dropped,
-                ] {
-                    assert_eq!(
-                        report(word, stale, r, &LIMITS, never),
-                        None,
-                        "{word:?} {r:?}"
-                    );
+                for probe in [false, true] {
+                    for r in ALL_REPORTS {
+                        assert_eq!(
+                            report(word, stale, probe, r, &LIMITS, never),
+                            None,
+                            "{word:?} {r:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    const ALL_REPORTS: [Report; 4] = [
+        Report::Success,
+        Report::Failure,
+        Report::Ignored,
+        Report::Dropped,
+    ];
+
+    #[test]
+    fn a_permit_of_the_other_kind_is_stale_even_with_a_matching_generation() {
+        // An ordinary permit never moves a probing word, a probe's never moves a closed word,
+        // and open and free half-open words issue no permits at all.
+        for r in ALL_REPORTS {
+            assert_eq!(
+                report(Word::probing(9, 10), 9, false, r, &LIMITS, || 20),
+                None
+            );
+            assert_eq!(report(Word::closed(9, 1), 9, true, r, &LIMITS, never), None);
+            for probe in [false, true] {
+                for word in [Word::open(9, 10), Word::half_open(9)] {
+                    assert_eq!(report(word, 9, probe, r, &LIMITS, never), None);
                 }
             }
         }
     }
 
     #[test]
-    fn open_and_free_half_open_words_ignore_even_a_matching_generation() {
-        for word in [Word::open(9, 10), Word::half_open(9)] {
-            for r in [Report::Success, Report::Failure] {
-                assert_eq!(report(word, 9, r, &LIMITS, never), None);
-            }
+    fn the_generation_moves_on_trips_verdicts_and_expired_leases_only() {
+        // Claiming the slot of an open or released word keeps the generation.
+        assert_eq!(admit(Word::open(4, 0), 100).1, Some(Word::probing(4, 100)));
+        assert_eq!(admit(Word::half_open(4), 7).1, Some(Word::probing(4, 7)));
+        // A release keeps it too: the released permit is consumed.
+        let release = report(Word::probing(4, 7), 4, true, Report::Dropped, &LIMITS, || 8);
+        assert_eq!(release.unwrap().next, Word::half_open(4));
+        // A claim after an expired lease moves it: the expired probe may still report.
+        assert_eq!(
+            admit(Word::probing(4, 0), 1_100).1,
+            Some(Word::probing(5, 1_100))
+        );
+        // Trips and verdicts move it.
+        let trip = report(Word::closed(4, 2), 4, false, Report::Failure, &LIMITS, || 9);
+        assert_eq!(trip.unwrap().next.generation(), 5);
+        for r in [Report::Success, Report::Failure] {
+            let verdict = report(Word::probing(4, 7), 4, true, r, &LIMITS, || 8);
+            assert_eq!(verdict.unwrap().next.generation(), 5);
         }
     }
 

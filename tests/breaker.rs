@@ -744,10 +744,11 @@ fn a_success_while_closed_with_no_failures_changes_nothing() {
 }
 
 #[test]
-fn a_breaker_survives_more_transitions_than_its_generation_field_holds() {
-    // 2^20 + a few transitions (each round: trip, probe, close = 3 generations).
+fn a_breaker_survives_more_generation_changes_than_its_field_holds() {
+    // Each round moves the generation twice (trip, close): 2^20 + a few changes in all.
     let (breaker, mock) = breaker_with(1);
-    let rounds = (toolbreaker::MAX_GENERATION as usize + 1) / 3 + 2;
+    let generations = toolbreaker::MAX_GENERATION as usize + 1;
+    let rounds = generations / 2 + 2;
     for _ in 0..rounds {
         fail_once(&breaker);
         mock.increment(COOLDOWN);
@@ -756,4 +757,48 @@ fn a_breaker_survives_more_transitions_than_its_generation_field_holds() {
     assert_eq!(breaker.state(), State::Closed);
     fail_once(&breaker);
     assert_eq!(breaker.state(), State::Open);
+}
+
+/// P6's class at the limit of the generation field: however many times probes give their slot
+/// back (a tool answering 400 to every probe, or probes cancelled), a call admitted before the trip
+/// stays stale. Releases spend no generation, and an ordinary permit never matches a probe.
+#[test]
+fn p6_a_call_from_before_the_trip_stays_stale_across_any_number_of_probe_releases() {
+    let generations = toolbreaker::MAX_GENERATION as usize + 1;
+    // The count at which a generation spent per claim and release would come back round to the
+    // old permit's, and more releases than the field holds.
+    for releases in [generations / 2 - 1, generations + 2] {
+        for (verdict, released_by_drop) in [(Outcome::Success, false), (FAIL, true)] {
+            let (breaker, mock) = breaker_with(1);
+            let slow = breaker.try_acquire().unwrap();
+            let slow_generation = slow.generation();
+            fail_once(&breaker);
+            mock.increment(COOLDOWN);
+            let mut probe_generations = std::collections::BTreeSet::new();
+            for _ in 0..releases {
+                let probe = breaker.try_acquire().unwrap();
+                probe_generations.insert(probe.generation());
+                if released_by_drop {
+                    drop(probe);
+                } else {
+                    probe.record(Outcome::Ignored);
+                }
+            }
+            assert_eq!(probe_generations.len(), 1, "releases spend no generation");
+            let probe = breaker.try_acquire().unwrap();
+            assert!(probe.is_probe());
+            assert_eq!(
+                slow.record(verdict),
+                None,
+                "{verdict:?} after {releases} releases"
+            );
+            assert_eq!(breaker.state(), State::HalfOpen);
+            assert!(
+                breaker.try_acquire().is_err(),
+                "the probe still holds the slot"
+            );
+            probe.record(Outcome::Success);
+            assert_ne!(breaker.try_acquire().unwrap().generation(), slow_generation);
+        }
+    }
 }
