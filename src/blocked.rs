@@ -16,7 +16,7 @@ use crate::state::{BlockedReason, State};
 /// use std::time::Duration;
 /// use toolbreaker::{BlockedReason, CircuitBreaker, FailureKind, Outcome, State};
 ///
-/// let (clock, _mock) = quanta::Clock::mock();
+/// let (clock, _mock) = toolbreaker::quanta::Clock::mock();
 /// let breaker = CircuitBreaker::builder()
 ///     .failure_threshold(1)
 ///     .cooldown(Duration::from_secs(2))

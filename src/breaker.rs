@@ -20,6 +20,14 @@ use crate::sync::{AtomicU64, Ordering};
 /// recording a success is one load and no store; neither reads the clock. While open, a rejection
 /// is one load and one clock read. A compare-and-swap happens only on a real change.
 ///
+/// # Time
+///
+/// Deadlines are judged in whole milliseconds on the breaker's clock, as it reads at each call.
+/// A clock that steps backwards can only delay: an open breaker stays open until the clock again
+/// passes its opened-at time plus the cooldown, and a probe whose lease had run out counts as in
+/// flight again until the clock passes the lease's end once more. The clock may step back up to
+/// about 35 years behind the breaker's construction; it saturates about 104 years after it.
+///
 /// # Memory ordering
 ///
 /// Every transition is published with release ordering and every admission decision reads the
@@ -33,7 +41,7 @@ use crate::sync::{AtomicU64, Ordering};
 /// use std::time::Duration;
 /// use toolbreaker::{CircuitBreaker, FailureKind, Outcome, State};
 ///
-/// let (clock, mock) = quanta::Clock::mock();
+/// let (clock, mock) = toolbreaker::quanta::Clock::mock();
 /// let breaker = CircuitBreaker::builder()
 ///     .failure_threshold(2)
 ///     .cooldown(Duration::from_millis(100))

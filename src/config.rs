@@ -3,7 +3,7 @@
 use core::fmt;
 use core::time::Duration;
 
-use crate::state::{self, Limits, MAX_TIME_MS};
+use crate::state::{self, Limits};
 
 /// Consecutive counted failures that trip a breaker unless configured otherwise.
 pub const DEFAULT_FAILURE_THRESHOLD: u32 = 5;
@@ -11,9 +11,13 @@ pub const DEFAULT_FAILURE_THRESHOLD: u32 = 5;
 pub const DEFAULT_COOLDOWN: Duration = Duration::from_secs(30);
 /// The probe's lease unless configured otherwise.
 pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(30);
-/// The longest cooldown or probe timeout a breaker accepts: the time its state word can hold
-/// (2^42 − 1 ms, about 139 years).
-pub const MAX_DURATION: Duration = Duration::from_millis(MAX_TIME_MS);
+/// The longest cooldown or probe timeout a breaker accepts: 2^40 ms, about 35 years.
+///
+/// The state word's clock runs about 104 years past a breaker's construction before it
+/// saturates; with durations up to this one, every deadline of a breaker that opens within its
+/// first 35 years of life falls inside that range, so no cooldown is longer than the clock.
+pub const MAX_DURATION: Duration = Duration::from_millis(MAX_DURATION_MS);
+const MAX_DURATION_MS: u64 = 1 << 40;
 
 /// A validated breaker configuration.
 ///
@@ -106,7 +110,9 @@ fn duration_field(field: &'static str, value: Duration) -> Result<u64, ConfigErr
     if value.is_zero() {
         return Err(ConfigError::new(field, Problem::Zero));
     }
-    state::duration_to_ms(value).ok_or(ConfigError::new(field, Problem::TooLong))
+    state::duration_to_ms(value)
+        .filter(|&ms| ms <= MAX_DURATION_MS)
+        .ok_or(ConfigError::new(field, Problem::TooLong))
 }
 
 /// Builds a [`CircuitBreaker`](crate::CircuitBreaker); start from
@@ -167,6 +173,30 @@ impl Builder {
         self
     }
 
+    /// Validate the settings into a [`Config`] (for a [`Registry`](crate::Registry)); the clock,
+    /// if set, is not part of it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Config::new`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolbreaker::CircuitBreaker;
+    ///
+    /// let config = CircuitBreaker::builder()
+    ///     .failure_threshold(3)
+    ///     .cooldown(Duration::from_secs(10))
+    ///     .build_config()?;
+    /// assert_eq!(config.probe_timeout(), Duration::from_secs(30), "the default");
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn build_config(&self) -> Result<Config, ConfigError> {
+        Config::new(self.failure_threshold, self.cooldown, self.probe_timeout)
+    }
+
     /// Build the breaker, closed with no failures.
     ///
     /// # Errors
@@ -183,7 +213,7 @@ impl Builder {
     /// assert_eq!(err.field(), "cooldown");
     /// ```
     pub fn build(self) -> Result<crate::CircuitBreaker, ConfigError> {
-        let config = Config::new(self.failure_threshold, self.cooldown, self.probe_timeout)?;
+        let config = self.build_config()?;
         Ok(crate::CircuitBreaker::new(
             config,
             self.clock.unwrap_or_default(),
@@ -244,8 +274,7 @@ impl fmt::Display for ConfigError {
             (Problem::Zero, _) => write!(f, "`{field}` must be at least 1 ms"),
             (Problem::TooLong, _) => write!(
                 f,
-                "`{field}` must be at most {} ms (about 139 years)",
-                MAX_TIME_MS
+                "`{field}` must be at most {MAX_DURATION_MS} ms (about 35 years)"
             ),
         }
     }

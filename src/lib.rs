@@ -16,7 +16,7 @@
 //! use std::time::Duration;
 //! use toolbreaker::{CallError, Config, FailureKind, Outcome, Registry, State};
 //!
-//! let (clock, mock) = quanta::Clock::mock(); // a real registry leaves the clock out
+//! let (clock, mock) = toolbreaker::quanta::Clock::mock(); // a real registry leaves the clock out
 //! let registry = Registry::builder()
 //!     .default_config(Config::new(2, Duration::from_millis(100), Duration::from_secs(1))?)
 //!     .clock(clock)
@@ -65,13 +65,19 @@
 //!
 //! | feature | adds |
 //! |---|---|
-//! | `tokio` | [`CircuitBreaker::run_with_timeout`]: an async call under a per-call timeout |
-//! | `serde` | [`ToolResult`], the JSON the model receives; `Serialize` for [`State`] and [`BlockedReason`] |
-//! | `http` | [`http`]: classification of status codes and `Retry-After` |
+//! | `tokio` | `CircuitBreaker::run_with_timeout`: an async call under a per-call timeout |
+//! | `serde` | `ToolResult`, the JSON the model receives; `Serialize` for [`State`] and [`BlockedReason`] |
+//! | `http` | the `http` module: classification of status codes and `Retry-After` |
 //! | `reqwest` | classification of `reqwest` results and transport errors (implies `http`) |
+//!
+//! # Time
+//!
+//! Breakers read a [`quanta::Clock`], re-exported as [`toolbreaker::quanta`](quanta) so tests
+//! use the same version: `quanta::Clock::mock()` gives a clock to advance by hand, and nothing in
+//! this crate sleeps.
 
 #![forbid(unsafe_code)]
-#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod blocked;
 mod breaker;
@@ -84,6 +90,8 @@ mod state;
 mod sync;
 #[cfg(feature = "serde")]
 mod tool;
+
+pub use quanta;
 
 pub use blocked::Blocked;
 pub use breaker::CircuitBreaker;

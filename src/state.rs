@@ -296,7 +296,7 @@ pub(crate) fn view(word: Word, limits: &Limits, now: impl FnOnce() -> u64) -> Vi
                 }
             } else {
                 // A probe that outlived its lease failed: open, with the cooldown counted from the
-                // lease's end (design.md, behaviour contract 6).
+                // lease's end (behaviour contract 6 in the crate docs).
                 open_view(lease_end, now_ms, limits)
             }
         }

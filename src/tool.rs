@@ -17,7 +17,7 @@ use crate::state::BlockedReason;
 /// use std::time::Duration;
 /// use toolbreaker::{CircuitBreaker, FailureKind, Outcome, ToolResult};
 ///
-/// let (clock, _mock) = quanta::Clock::mock();
+/// let (clock, _mock) = toolbreaker::quanta::Clock::mock();
 /// let search = CircuitBreaker::builder()
 ///     .failure_threshold(1)
 ///     .cooldown(Duration::from_millis(1840))

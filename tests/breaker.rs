@@ -58,7 +58,7 @@ fn poll_once<F: std::future::Future>(fut: std::pin::Pin<&mut F>) -> Poll<F::Outp
 }
 
 // ---------------------------------------------------------------------------------------------
-// The seed scenario (design.md's source article): two failures open; an open breaker runs
+// The seed scenario (from the article this crate grew from): two failures open; an open breaker runs
 // nothing; at the cooldown it reads half-open; a successful probe closes.
 
 #[test]
@@ -151,7 +151,8 @@ fn seed_a_failed_probe_reopens_with_a_fresh_cooldown() {
 
 #[test]
 fn seed_getstate_has_no_side_effects_and_a_late_success_from_before_the_trip_cannot_close() {
-    // The two faults design.md says the seed article had.
+    // The two faults of the seed article's breaker: its state read mutated, and a late success
+    // from before the trip closed it.
     let (breaker, mock) = new_breaker();
     let slow = breaker.try_acquire().unwrap();
     trip(&breaker);
