@@ -1,0 +1,208 @@
+//! Model checks of the real breaker code under loom: every interleaving of 2–3 threads, up to the
+//! preemption bound the script sets. Run with
+//!
+//! ```sh
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release --test loom
+//! ```
+//!
+//! Loom cannot model a clock, so time is a `quanta` mock clock that only the test moves, before the
+//! threads start or from inside one thread (a plain value read, not an explored atomic).
+#![cfg(loom)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use loom::thread;
+use toolbreaker::quanta::{Clock, Mock};
+use toolbreaker::{BlockedReason, CircuitBreaker, FailureKind, Outcome, State};
+
+const COOLDOWN: Duration = Duration::from_millis(100);
+const FAIL: Outcome = Outcome::Failure(FailureKind::Unavailable);
+
+/// A breaker for one model execution. Permits borrow their breaker and loom threads need
+/// `'static` data, so each execution leaks one breaker (a few hundred bytes).
+fn breaker(threshold: u32) -> (&'static CircuitBreaker, Arc<Mock>) {
+    let (clock, mock) = Clock::mock();
+    let breaker = CircuitBreaker::builder()
+        .failure_threshold(threshold)
+        .cooldown(COOLDOWN)
+        .probe_timeout(Duration::from_secs(1))
+        .clock(clock)
+        .build()
+        .unwrap();
+    (Box::leak(Box::new(breaker)), mock)
+}
+
+/// Trip with `threshold` failures and let the cooldown pass: half-open, slot free.
+fn half_open(breaker: &CircuitBreaker, mock: &Mock, threshold: u32) {
+    for _ in 0..threshold {
+        breaker.try_acquire().unwrap().record(FAIL);
+    }
+    mock.increment(COOLDOWN);
+    assert_eq!(breaker.state(), State::HalfOpen);
+}
+
+/// Model 1: Threads racing `try_acquire` at the end of the cooldown: exactly one probe is admitted.
+#[test]
+fn racing_acquires_at_the_cooldown_end_admit_exactly_one_probe() {
+    loom::model(|| {
+        let (breaker, mock) = breaker(1);
+        half_open(breaker, &mock, 1);
+        let racers: Vec<_> = (0..3)
+            .map(|_| {
+                thread::spawn(move || match breaker.try_acquire() {
+                    // Keep the slot until every racer has tried.
+                    Ok(permit) => Ok(std::mem::ManuallyDrop::new(permit)),
+                    Err(blocked) => Err(blocked),
+                })
+            })
+            .collect();
+        let results: Vec<_> = racers.into_iter().map(|r| r.join().unwrap()).collect();
+        let admitted: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+        assert_eq!(admitted.len(), 1, "exactly one of three admitted");
+        assert!(admitted[0].is_probe());
+        for blocked in results.iter().filter_map(|r| r.as_ref().err()) {
+            assert_eq!(blocked.reason(), BlockedReason::ProbeInFlight);
+            assert!(blocked.retry_after() > Duration::ZERO);
+        }
+    });
+}
+
+/// Model 2: Concurrent counted failures at the threshold: the breaker opens exactly once, and the
+/// opened-at time is the tripping failure's (one thread moves the clock before it reports).
+#[test]
+fn concurrent_failures_at_the_threshold_open_exactly_once_at_the_tripping_time() {
+    loom::model(|| {
+        let (breaker, mock) = breaker(2);
+        let reporters: Vec<_> = (0..3)
+            .map(|i| {
+                let permit = breaker.try_acquire().unwrap();
+                let mock = Arc::clone(&mock);
+                thread::spawn(move || {
+                    if i == 2 {
+                        mock.increment(Duration::from_millis(50));
+                    }
+                    let before = mock.value();
+                    let transition = permit.record(FAIL);
+                    let after = mock.value();
+                    transition.map(|t| (t.from(), t.to(), before, after))
+                })
+            })
+            .collect();
+        let trips: Vec<_> = reporters
+            .into_iter()
+            .filter_map(|r| r.join().unwrap())
+            .collect();
+        assert_eq!(trips.len(), 1, "opens exactly once: {trips:?}");
+        let (from, to, before, after) = trips[0];
+        assert_eq!((from, to), (State::Closed, State::Open));
+        // Opened at the tripping failure's time, read somewhere between `before` and `after`
+        // (another thread may move the clock while this one reports): half-open exactly one
+        // cooldown after it, never moved by the failure that came after the trip.
+        let now = mock.value();
+        let remaining = breaker.try_acquire().unwrap_err().retry_after();
+        let earliest = COOLDOWN - Duration::from_nanos(now - before);
+        let latest = COOLDOWN - Duration::from_nanos(now - after);
+        assert!(
+            (earliest..=latest).contains(&remaining),
+            "{remaining:?} not in {earliest:?}..={latest:?}"
+        );
+    });
+}
+
+/// Model 3: A late outcome from an older generation racing the probe's outcome: only the probe's
+/// outcome moves the state.
+#[test]
+fn a_stale_outcome_racing_the_probe_never_moves_the_state() {
+    for (stale, verdict, expected) in [
+        (FAIL, Outcome::Success, State::Closed),
+        (Outcome::Success, FAIL, State::Open),
+        (FAIL, Outcome::Ignored, State::HalfOpen),
+    ] {
+        loom::model(move || {
+            let (breaker, mock) = breaker(1);
+            let slow = breaker.try_acquire().unwrap(); // admitted while closed, reports late
+            breaker.try_acquire().unwrap().record(FAIL);
+            mock.increment(COOLDOWN);
+            let probe = breaker.try_acquire().unwrap();
+            let late = thread::spawn(move || slow.record(stale));
+            let prober = thread::spawn(move || probe.record(verdict));
+            assert_eq!(
+                late.join().unwrap(),
+                None,
+                "the stale outcome is no transition"
+            );
+            let moved = prober.join().unwrap();
+            assert_eq!(
+                moved.map(|t| t.to()),
+                (expected != State::HalfOpen).then_some(expected)
+            );
+            assert_eq!(breaker.state(), expected);
+        });
+    }
+}
+
+/// Model 4: A probe permit dropped unrecorded racing other callers' `try_acquire`: the slot is released
+/// exactly once, so exactly one later caller becomes the probe.
+#[test]
+fn a_dropped_probe_releases_its_slot_exactly_once() {
+    loom::model(|| {
+        let (breaker, mock) = breaker(1);
+        half_open(breaker, &mock, 1);
+        let probe = breaker.try_acquire().unwrap();
+        let dropper = thread::spawn(move || drop(probe));
+        let racer = thread::spawn(move || {
+            breaker
+                .try_acquire()
+                .map(|p| std::mem::ManuallyDrop::new(p).is_probe())
+        });
+        dropper.join().unwrap();
+        let raced = racer.join().unwrap();
+        let after = breaker
+            .try_acquire()
+            .map(|p| std::mem::ManuallyDrop::new(p).is_probe());
+        let probes = [&raced, &after].iter().filter(|r| r.is_ok()).count();
+        assert_eq!(probes, 1, "raced {raced:?}, after {after:?}");
+        assert!(
+            raced.unwrap_or(true) && after.unwrap_or(true),
+            "only probes are admitted"
+        );
+    });
+}
+
+/// Model 5: A success clearing the failure count racing a counted failure: no interleaving loses the
+/// failure. Either it came last and the count it left trips on the next failure, or it came
+/// first and tripped.
+#[test]
+fn a_success_racing_a_failure_never_loses_the_failure() {
+    loom::model(|| {
+        let (breaker, _mock) = breaker(2);
+        breaker.try_acquire().unwrap().record(FAIL); // one failure on the count
+        let success = breaker.try_acquire().unwrap();
+        let failure = breaker.try_acquire().unwrap();
+        let s = thread::spawn(move || success.record(Outcome::Success));
+        let f = thread::spawn(move || failure.record(FAIL));
+        assert_eq!(
+            s.join().unwrap(),
+            None,
+            "a success while closed is no transition"
+        );
+        match f.join().unwrap() {
+            Some(trip) => {
+                // The failure came before the success: two in a row, tripped.
+                assert_eq!((trip.from(), trip.to()), (State::Closed, State::Open));
+                assert_eq!(breaker.state(), State::Open);
+            }
+            None => {
+                // The success cleared the count first; the failure is on the count now.
+                assert_eq!(breaker.state(), State::Closed);
+                let next = breaker.try_acquire().unwrap().record(FAIL);
+                assert_eq!(
+                    next.map(|t| t.to()),
+                    Some(State::Open),
+                    "the racing failure counted"
+                );
+            }
+        }
+    });
+}
