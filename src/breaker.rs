@@ -254,7 +254,7 @@ impl CircuitBreaker {
 
 /// How far before its construction a breaker's time origin lies, in ms (2^40 ms, about 35 years):
 /// the room a clock has to step backwards before its readings clamp.
-pub(crate) const CLOCK_HEADROOM_MS: u64 = 1 << 40;
+pub const CLOCK_HEADROOM_MS: u64 = 1 << 40;
 
 fn millis_floor(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)

@@ -109,6 +109,45 @@ pub use state::{BlockedReason, MAX_GENERATION, MAX_TIME_MS, State, Transition};
 #[cfg(feature = "serde")]
 pub use tool::ToolResult;
 
+/// Internals for the fuzz targets (`fuzz/`), built only under `--cfg fuzzing`; not part of the
+/// API and not covered by semver.
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing {
+    use crate::state::{Kind, Word};
+
+    pub use crate::breaker::CLOCK_HEADROOM_MS;
+    pub use crate::state::{GENERATION_BITS, KIND_BITS, MAX_TIME_MS, PAYLOAD_BITS};
+
+    /// A word of `kind` (0 closed, 1 open, 2 probing, 3 half-open) built by its constructor.
+    pub fn pack(kind: u8, generation: u32, payload: u64) -> u64 {
+        match kind % 4 {
+            0 => Word::closed(generation, payload),
+            1 => Word::open(generation, payload),
+            2 => Word::probing(generation, payload),
+            _ => Word::half_open(generation),
+        }
+        .0
+    }
+
+    /// The fields of any 64-bit pattern: (kind 0–3, generation, payload).
+    pub fn unpack(bits: u64) -> (u8, u32, u64) {
+        let word = Word(bits);
+        let kind = match word.kind() {
+            Kind::Closed => 0,
+            Kind::Open => 1,
+            Kind::Probing => 2,
+            Kind::HalfOpen => 3,
+        };
+        (kind, word.generation(), word.payload())
+    }
+
+    /// The closed fast path's reading of any 64-bit pattern.
+    pub fn closed_generation(bits: u64) -> Option<u32> {
+        Word(bits).closed_generation()
+    }
+}
+
 // The README's example runs as a doctest, so the front door stays true.
 #[cfg(all(doctest, feature = "serde"))]
 #[doc = include_str!("../README.md")]

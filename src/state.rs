@@ -45,11 +45,11 @@
 use core::time::Duration;
 
 /// Bits of the kind field.
-pub(crate) const KIND_BITS: u32 = 2;
+pub const KIND_BITS: u32 = 2;
 /// Bits of the generation field.
-pub(crate) const GENERATION_BITS: u32 = 20;
+pub const GENERATION_BITS: u32 = 20;
 /// Bits of the payload field.
-pub(crate) const PAYLOAD_BITS: u32 = 64 - KIND_BITS - GENERATION_BITS;
+pub const PAYLOAD_BITS: u32 = 64 - KIND_BITS - GENERATION_BITS;
 
 pub(crate) const PAYLOAD_SHIFT: u32 = 0;
 pub(crate) const GENERATION_SHIFT: u32 = PAYLOAD_BITS;

@@ -1,0 +1,341 @@
+//! Differential fuzzing of the breaker against a reference model.
+//!
+//! An arbitrary configuration and sequence of operations — acquire (keeping every permit), record
+//! an outcome on any held permit, drop any held permit, move the mock clock forward or back by any
+//! amount, read the state — runs against the real `CircuitBreaker` and against `Model`: the
+//! behaviour contract written as plain sequential code, with no bit packing and no generations
+//! (permits are told apart by ids). After every step the admitted/blocked decision, the blocked
+//! value, the transition a record caused, and the state must agree.
+#![no_main]
+
+use std::time::Duration;
+
+use arbitrary::Arbitrary;
+use libfuzzer_sys::fuzz_target;
+use toolbreaker::fuzzing::{CLOCK_HEADROOM_MS, MAX_TIME_MS};
+use toolbreaker::quanta::Clock;
+use toolbreaker::{BlockedReason, CircuitBreaker, FailureKind, Outcome, Permit, State};
+
+const NS_PER_MS: u64 = 1_000_000;
+/// The longest duration a configuration may have, in ms (the documented `MAX_DURATION`).
+const MAX_DURATION_MS: u64 = 1 << 40;
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    threshold: u8,
+    cooldown: Span,
+    probe_timeout: Span,
+    ops: Vec<Op>,
+}
+
+/// A configured duration: usually a few milliseconds, sometimes anything at all (zero, a fraction
+/// of a millisecond, or too long), which the builder must then refuse or round up.
+#[derive(Arbitrary, Debug)]
+enum Span {
+    Ms(u8),
+    Ns(u64),
+}
+
+impl Span {
+    fn duration(&self) -> Duration {
+        match *self {
+            Span::Ms(ms) => Duration::from_millis(u64::from(ms)),
+            Span::Ns(ns) => Duration::from_nanos(ns),
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Verdict {
+    Success,
+    Failure,
+    Ignored,
+}
+
+#[derive(Arbitrary, Debug)]
+enum Op {
+    Acquire,
+    Record { index: u8, verdict: Verdict },
+    Drop { index: u8 },
+    AdvanceMs(u8),
+    AdvanceNs(u64),
+    BackMs(u8),
+    BackNs(u64),
+    State,
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reference model.
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ModelState {
+    Closed {
+        failures: u64,
+    },
+    Open {
+        since: u64,
+    },
+    /// Half-open, slot free (a probe gave it back).
+    Free,
+    Probing {
+        id: u64,
+        since: u64,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+enum ModelPermit {
+    /// Admitted while closed, in closed period `period`.
+    Ordinary {
+        period: u64,
+    },
+    Probe {
+        id: u64,
+    },
+}
+
+#[derive(Debug, PartialEq)]
+enum Seen {
+    Closed,
+    Open { remaining: u64 },
+    HalfOpenFree,
+    ProbeInFlight { remaining: u64 },
+}
+
+struct Model {
+    threshold: u64,
+    cooldown: u64,
+    probe_timeout: u64,
+    state: ModelState,
+    period: u64,
+    next_id: u64,
+}
+
+impl Model {
+    /// How the contract reads the clock: whole milliseconds (floor) since construction, counted
+    /// from a point the documented headroom before it, clamped to the word's range.
+    fn now(clock_ns: u64, built_ns: u64) -> u64 {
+        let since = i128::from(clock_ns) - i128::from(built_ns);
+        let ms = since.div_euclid(i128::from(NS_PER_MS)) + i128::from(CLOCK_HEADROOM_MS);
+        ms.clamp(0, i128::from(MAX_TIME_MS)) as u64
+    }
+
+    fn open_view(&self, since: u64, now: u64) -> Seen {
+        let ready = since + self.cooldown;
+        if now >= ready {
+            Seen::HalfOpenFree
+        } else {
+            Seen::Open {
+                remaining: ready - now,
+            }
+        }
+    }
+
+    fn see(&self, now: u64) -> Seen {
+        match self.state {
+            ModelState::Closed { .. } => Seen::Closed,
+            ModelState::Free => Seen::HalfOpenFree,
+            ModelState::Open { since } => self.open_view(since, now),
+            ModelState::Probing { since, .. } => {
+                let lease_end = since + self.probe_timeout;
+                if now < lease_end {
+                    Seen::ProbeInFlight {
+                        remaining: lease_end - now,
+                    }
+                } else {
+                    self.open_view(lease_end, now)
+                }
+            }
+        }
+    }
+
+    fn state(&self, now: u64) -> State {
+        match self.see(now) {
+            Seen::Closed => State::Closed,
+            Seen::Open { .. } => State::Open,
+            Seen::HalfOpenFree | Seen::ProbeInFlight { .. } => State::HalfOpen,
+        }
+    }
+
+    /// `Ok(permit)` or `Err((state, reason, retry_after_ms))`.
+    fn acquire(&mut self, now: u64) -> Result<ModelPermit, (State, BlockedReason, u64)> {
+        match self.see(now) {
+            Seen::Closed => Ok(ModelPermit::Ordinary {
+                period: self.period,
+            }),
+            Seen::HalfOpenFree => {
+                let id = self.next_id;
+                self.next_id += 1;
+                self.state = ModelState::Probing { id, since: now };
+                Ok(ModelPermit::Probe { id })
+            }
+            Seen::Open { remaining } => {
+                Err((State::Open, BlockedReason::DependencyOpen, remaining))
+            }
+            Seen::ProbeInFlight { remaining } => {
+                Err((State::HalfOpen, BlockedReason::ProbeInFlight, remaining))
+            }
+        }
+    }
+
+    /// The (from, to) change a verdict causes; `None` for a dropped permit's release too.
+    fn report(
+        &mut self,
+        permit: ModelPermit,
+        verdict: Option<Verdict>,
+        now: u64,
+    ) -> Option<(State, State)> {
+        match (permit, self.state) {
+            (ModelPermit::Ordinary { period }, ModelState::Closed { failures })
+                if period == self.period =>
+            {
+                match verdict {
+                    Some(Verdict::Success) => {
+                        self.state = ModelState::Closed { failures: 0 };
+                        None
+                    }
+                    Some(Verdict::Failure) => {
+                        if failures + 1 >= self.threshold {
+                            self.state = ModelState::Open { since: now };
+                            self.period += 1;
+                            Some((State::Closed, State::Open))
+                        } else {
+                            self.state = ModelState::Closed {
+                                failures: failures + 1,
+                            };
+                            None
+                        }
+                    }
+                    Some(Verdict::Ignored) | None => None,
+                }
+            }
+            (ModelPermit::Probe { id }, ModelState::Probing { id: current, since })
+                if id == current && now < since + self.probe_timeout =>
+            {
+                match verdict {
+                    Some(Verdict::Success) => {
+                        self.state = ModelState::Closed { failures: 0 };
+                        Some((State::HalfOpen, State::Closed))
+                    }
+                    Some(Verdict::Failure) => {
+                        self.state = ModelState::Open { since: now };
+                        Some((State::HalfOpen, State::Open))
+                    }
+                    Some(Verdict::Ignored) | None => {
+                        self.state = ModelState::Free;
+                        None
+                    }
+                }
+            }
+            // Stale: from an older period, an older probe, or a probe past its lease.
+            _ => None,
+        }
+    }
+}
+
+/// Whole milliseconds, rounded up; `None` when the builder must refuse the duration.
+fn config_ms(duration: Duration) -> Option<u64> {
+    let ms = duration.as_nanos().div_ceil(u128::from(NS_PER_MS));
+    (1..=u128::from(MAX_DURATION_MS))
+        .contains(&ms)
+        .then_some(ms as u64)
+}
+
+fuzz_target!(|input: Input| {
+    let threshold = u32::from(input.threshold % 8);
+    let (cooldown, probe_timeout) = (input.cooldown.duration(), input.probe_timeout.duration());
+    let (clock, mock) = Clock::mock();
+    // Start mid-range so the clock can step back as far as it steps forward.
+    mock.increment(u64::MAX / 2);
+    let built_ns = mock.value();
+    let built = CircuitBreaker::builder()
+        .failure_threshold(threshold)
+        .cooldown(cooldown)
+        .probe_timeout(probe_timeout)
+        .clock(clock)
+        .build();
+    let (Some(cooldown_ms), Some(probe_timeout_ms), true) =
+        (config_ms(cooldown), config_ms(probe_timeout), threshold > 0)
+    else {
+        assert!(built.is_err(), "an invalid configuration was accepted");
+        return;
+    };
+    let breaker = built.expect("a valid configuration was refused");
+    let mut model = Model {
+        threshold: u64::from(threshold),
+        cooldown: cooldown_ms,
+        probe_timeout: probe_timeout_ms,
+        state: ModelState::Closed { failures: 0 },
+        period: 0,
+        next_id: 0,
+    };
+    let mut held: Vec<(Permit<'_>, ModelPermit)> = Vec::new();
+
+    for op in &input.ops {
+        let now = Model::now(mock.value(), built_ns);
+        match *op {
+            Op::Acquire => match (breaker.try_acquire(), model.acquire(now)) {
+                (Ok(permit), Ok(expected)) => {
+                    assert_eq!(
+                        permit.is_probe(),
+                        matches!(expected, ModelPermit::Probe { .. }),
+                        "{op:?} at {now}: {:?}",
+                        model.state
+                    );
+                    held.push((permit, expected));
+                }
+                (Err(blocked), Err((state, reason, retry_ms))) => {
+                    assert_eq!(
+                        (blocked.state(), blocked.reason(), blocked.retry_after()),
+                        (state, reason, Duration::from_millis(retry_ms)),
+                        "{op:?} at {now}: {:?}",
+                        model.state
+                    );
+                    assert!(blocked.retry_after() > Duration::ZERO);
+                }
+                (real, expected) => panic!(
+                    "{op:?} at {now}: breaker {:?}, model {expected:?} from {:?}",
+                    real.map(|p| p.is_probe()),
+                    model.state
+                ),
+            },
+            Op::Record { index, verdict } => {
+                if held.is_empty() {
+                    continue;
+                }
+                let (permit, expected) = held.swap_remove(usize::from(index) % held.len());
+                let outcome = match verdict {
+                    Verdict::Success => Outcome::Success,
+                    Verdict::Failure => Outcome::Failure(FailureKind::Unavailable),
+                    Verdict::Ignored => Outcome::Ignored,
+                };
+                let real = permit.record(outcome).map(|t| (t.from(), t.to()));
+                let want = model.report(expected, Some(verdict), now);
+                assert_eq!(real, want, "{op:?} of {expected:?} at {now}");
+            }
+            Op::Drop { index } => {
+                if held.is_empty() {
+                    continue;
+                }
+                let (permit, expected) = held.swap_remove(usize::from(index) % held.len());
+                drop(permit);
+                assert_eq!(model.report(expected, None, now), None);
+            }
+            Op::AdvanceMs(ms) => {
+                mock.increment((u64::from(ms) * NS_PER_MS).min(u64::MAX - mock.value()))
+            }
+            Op::AdvanceNs(ns) => mock.increment(ns.min(u64::MAX - mock.value())),
+            Op::BackMs(ms) => mock.decrement((u64::from(ms) * NS_PER_MS).min(mock.value())),
+            Op::BackNs(ns) => mock.decrement(ns.min(mock.value())),
+            Op::State => {}
+        }
+        // After every step, the state agrees (read at the clock as it is now).
+        let now = Model::now(mock.value(), built_ns);
+        assert_eq!(
+            breaker.state(),
+            model.state(now),
+            "after {op:?} at {now}: {:?}",
+            model.state
+        );
+    }
+});
