@@ -7,7 +7,7 @@ use crossbeam_utils::CachePadded;
 use crate::blocked::Blocked;
 use crate::config::{Builder, Config};
 use crate::permit::Permit;
-use crate::state::{self, Admission, Limits, MAX_TIME_MS, Report, State, Transition, Word};
+use crate::state::{self, Admission, MAX_TIME_MS, Report, State, Transition, Word};
 use crate::sync::{AtomicU64, Ordering};
 
 /// A lock-free circuit breaker for one dependency.
@@ -75,7 +75,6 @@ pub struct CircuitBreaker {
 #[derive(Debug)]
 struct Inner {
     word: AtomicU64,
-    limits: Limits,
     config: Config,
     clock: quanta::Clock,
     epoch: quanta::Instant,
@@ -103,7 +102,6 @@ impl CircuitBreaker {
         CircuitBreaker {
             inner: CachePadded::new(Inner {
                 word: AtomicU64::new(Word::INITIAL.0),
-                limits: config.limits(),
                 config,
                 clock,
                 epoch,
@@ -126,7 +124,7 @@ impl CircuitBreaker {
         // Acquire: pairs with the release of the transition that stored this word, so a caller
         // that sees the new state also sees what the reporter did before it.
         let word = Word(self.inner.word.load(Ordering::Acquire));
-        state::view(word, &self.inner.limits, || self.now_ms()).state()
+        state::view(word, &self.inner.config.limits(), || self.now_ms()).state()
     }
 
     /// Ask to make one call to the dependency.
@@ -155,7 +153,7 @@ impl CircuitBreaker {
     fn try_acquire_not_closed(&self, mut word: Word) -> Result<Permit<'_>, Blocked> {
         let mut now = None;
         loop {
-            let (admission, next) = state::acquire(word, &self.inner.limits, || {
+            let (admission, next) = state::acquire(word, &self.inner.config.limits(), || {
                 *now.get_or_insert_with(|| self.now_ms())
             });
             if let Some(next) = next {
@@ -217,9 +215,14 @@ impl CircuitBreaker {
     ) -> Option<Transition> {
         let mut now = None;
         loop {
-            let step = state::report(word, generation, probe, report, &self.inner.limits, || {
-                *now.get_or_insert_with(|| self.now_ms())
-            })?;
+            let step = state::report(
+                word,
+                generation,
+                probe,
+                report,
+                &self.inner.config.limits(),
+                || *now.get_or_insert_with(|| self.now_ms()),
+            )?;
             // AcqRel on success: release publishes this outcome (and everything its caller did
             // before reporting) to every later reader; acquire orders it after the word it
             // replaces. Acquire on failure: the report is judged again against the newer word,

@@ -2,11 +2,14 @@
 
 use core::fmt;
 use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll, ready};
 use core::time::Duration;
 
 use crate::blocked::Blocked;
 use crate::breaker::CircuitBreaker;
 use crate::classify::Outcome;
+use crate::permit::Permit;
 
 /// Why a guarded call returned no value.
 #[derive(Debug, PartialEq, Eq)]
@@ -129,18 +132,17 @@ impl CircuitBreaker {
     /// assert_eq!(polled, Poll::Ready(Ok(42)));
     /// # Ok::<(), toolbreaker::ConfigError>(())
     /// ```
-    pub async fn run<F, T, E>(
-        &self,
-        fut: F,
-        classify: impl Fn(&Result<T, E>) -> Outcome,
-    ) -> Result<T, CallError<E>>
+    pub fn run<F, T, E, C>(&self, fut: F, classify: C) -> Run<'_, F, C>
     where
         F: Future<Output = Result<T, E>>,
+        C: Fn(&Result<T, E>) -> Outcome,
     {
-        let permit = self.try_acquire().map_err(CallError::Blocked)?;
-        let result = fut.await;
-        permit.record(classify(&result));
-        result.map_err(CallError::Inner)
+        Run {
+            breaker: self,
+            stage: Stage::Start,
+            classify,
+            fut,
+        }
     }
 
     /// [`run`](Self::run) under a per-call timeout (feature `tokio`; needs a tokio runtime with
@@ -189,5 +191,68 @@ impl CircuitBreaker {
                 Err(CallError::TimedOut(timeout))
             }
         }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future [`CircuitBreaker::run`] returns: asks the breaker on its first poll, then polls
+    /// the call, then classifies and records its result.
+    ///
+    /// Dropping it mid-call drops the permit unrecorded. Like every future, it must not be polled
+    /// again after it has completed (it panics).
+    #[must_use = "futures do nothing unless polled"]
+    pub struct Run<'a, F, C> {
+        breaker: &'a CircuitBreaker,
+        stage: Stage<'a>,
+        classify: C,
+        #[pin]
+        fut: F,
+    }
+}
+
+enum Stage<'a> {
+    Start,
+    Admitted(Permit<'a>),
+    Done,
+}
+
+impl<F, C> fmt::Debug for Run<'_, F, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let stage = match self.stage {
+            Stage::Start => "start",
+            Stage::Admitted(_) => "admitted",
+            Stage::Done => "done",
+        };
+        f.debug_struct("Run")
+            .field("stage", &stage)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a, F, C, T, E> Future for Run<'a, F, C>
+where
+    F: Future<Output = Result<T, E>>,
+    C: Fn(&Result<T, E>) -> Outcome,
+{
+    type Output = Result<T, CallError<E>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        match this.stage {
+            Stage::Start => match this.breaker.try_acquire() {
+                Ok(permit) => *this.stage = Stage::Admitted(permit),
+                Err(blocked) => {
+                    *this.stage = Stage::Done;
+                    return Poll::Ready(Err(CallError::Blocked(blocked)));
+                }
+            },
+            Stage::Admitted(_) => {}
+            Stage::Done => panic!("`Run` polled after completion"),
+        }
+        let result = ready!(this.fut.poll(cx));
+        if let Stage::Admitted(permit) = core::mem::replace(this.stage, Stage::Done) {
+            permit.record((this.classify)(&result));
+        }
+        Poll::Ready(result.map_err(CallError::Inner))
     }
 }

@@ -95,7 +95,7 @@ pub use quanta;
 
 pub use blocked::Blocked;
 pub use breaker::CircuitBreaker;
-pub use call::CallError;
+pub use call::{CallError, Run};
 #[cfg(feature = "http")]
 pub use classify::http;
 pub use classify::{Classify, FailureKind, Outcome};

@@ -1,0 +1,82 @@
+//! Closed breakers: the healthy path, on one thread and two, and a failure count to clear.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::Criterion;
+
+use crate::peers::*;
+
+const LONG: Duration = Duration::from_secs(3600);
+
+/// Group 1: Admit and record the success of a trivial operation, single thread.
+pub fn healthy(c: &mut Criterion) {
+    let mut g = c.benchmark_group("closed_healthy");
+    let tb = toolbreaker(5, LONG);
+    let fc = failsafe_consecutive(5, LONG);
+    let fd = failsafe_default();
+    let rc = recloser(0.5, 100, LONG);
+    g.bench_function("baseline", |b| b.iter(|| black_box(op(false)).is_ok()));
+    g.bench_function("toolbreaker", |b| b.iter(|| call_toolbreaker(&tb, false)));
+    g.bench_function("failsafe_consecutive", |b| {
+        b.iter(|| call_failsafe(&fc, false))
+    });
+    g.bench_function("failsafe_default", |b| b.iter(|| call_failsafe(&fd, false)));
+    g.bench_function("recloser", |b| b.iter(|| call_recloser(&rc, false)));
+    g.finish();
+}
+
+/// Group 2: The healthy path with two threads sharing one breaker: per-call time per thread.
+pub fn two_threads(c: &mut Criterion) {
+    let mut g = c.benchmark_group("closed_healthy_2_threads");
+    let tb = toolbreaker(5, LONG);
+    let fc = failsafe_consecutive(5, LONG);
+    let fd = failsafe_default();
+    let rc = recloser(0.5, 100, LONG);
+    g.bench_function("baseline", |b| {
+        b.iter_custom(|n| on_two_threads(n, || black_box(op(false)).is_ok()))
+    });
+    g.bench_function("toolbreaker", |b| {
+        b.iter_custom(|n| on_two_threads(n, || call_toolbreaker(&tb, false)))
+    });
+    g.bench_function("failsafe_consecutive", |b| {
+        b.iter_custom(|n| on_two_threads(n, || call_failsafe(&fc, false)))
+    });
+    g.bench_function("failsafe_default", |b| {
+        b.iter_custom(|n| on_two_threads(n, || call_failsafe(&fd, false)))
+    });
+    g.bench_function("recloser", |b| {
+        b.iter_custom(|n| on_two_threads(n, || call_recloser(&rc, false)))
+    });
+    g.finish();
+}
+
+/// Group 3: Closed with a failure count to clear: one failure then one success per iteration (two
+/// calls), never reaching the threshold.
+pub fn failures_to_clear(c: &mut Criterion) {
+    let mut g = c.benchmark_group("closed_failure_then_success");
+    let tb = toolbreaker(5, LONG);
+    let fc = failsafe_consecutive(5, LONG);
+    let fd = failsafe_default();
+    // 50 % errors over the window must not trip it: set its error-rate threshold above that.
+    let rc = recloser(0.9, 100, LONG);
+    g.bench_function("baseline", |b| {
+        b.iter(|| (black_box(op(true)).is_ok(), black_box(op(false)).is_ok()))
+    });
+    g.bench_function("toolbreaker", |b| {
+        b.iter(|| (call_toolbreaker(&tb, true), call_toolbreaker(&tb, false)))
+    });
+    g.bench_function("failsafe_consecutive", |b| {
+        b.iter(|| (call_failsafe(&fc, true), call_failsafe(&fc, false)))
+    });
+    g.bench_function("failsafe_default", |b| {
+        b.iter(|| (call_failsafe(&fd, true), call_failsafe(&fd, false)))
+    });
+    g.bench_function("recloser", |b| {
+        b.iter(|| (call_recloser(&rc, true), call_recloser(&rc, false)))
+    });
+    g.finish();
+    // Every breaker must still be closed, or the group measured rejections instead.
+    assert!(call_toolbreaker(&tb, false) && call_failsafe(&fc, false));
+    assert!(call_failsafe(&fd, false) && call_recloser(&rc, false));
+}

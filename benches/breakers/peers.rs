@@ -1,0 +1,98 @@
+//! The breakers under test, built the same way in every group.
+
+use std::hint::black_box;
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use toolbreaker::{CircuitBreaker, FailureKind, Outcome};
+
+/// The operation every breaker guards: trivially cheap, so only the breaker is measured.
+#[inline]
+pub fn op(fail: bool) -> Result<u64, ()> {
+    if black_box(fail) {
+        Err(())
+    } else {
+        Ok(black_box(1))
+    }
+}
+
+#[inline]
+pub fn classify(result: &Result<u64, ()>) -> Outcome {
+    match result {
+        Ok(_) => Outcome::Success,
+        Err(()) => Outcome::Failure(FailureKind::Other),
+    }
+}
+
+/// failsafe's consecutive-failures policy, `threshold` in a row, constant `backoff`.
+pub type FailsafeConsecutive = failsafe::StateMachine<
+    failsafe::failure_policy::ConsecutiveFailures<failsafe::backoff::Constant>,
+    (),
+>;
+
+pub fn toolbreaker(threshold: u32, cooldown: Duration) -> CircuitBreaker {
+    CircuitBreaker::builder()
+        .failure_threshold(threshold)
+        .cooldown(cooldown)
+        .probe_timeout(cooldown)
+        .build()
+        .expect("valid")
+}
+
+pub fn failsafe_consecutive(threshold: u32, cooldown: Duration) -> FailsafeConsecutive {
+    let policy = failsafe::failure_policy::consecutive_failures(
+        threshold,
+        failsafe::backoff::constant(cooldown),
+    );
+    failsafe::Config::new().failure_policy(policy).build()
+}
+
+/// failsafe's default: success rate over a time window, or else consecutive failures.
+pub fn failsafe_default() -> impl failsafe::CircuitBreaker {
+    failsafe::Config::new().build()
+}
+
+/// recloser with an error-rate window of `len` calls.
+pub fn recloser(error_rate: f32, len: usize, cooldown: Duration) -> recloser::Recloser {
+    recloser::Recloser::custom()
+        .error_rate(error_rate)
+        .closed_len(len)
+        .half_open_len(1)
+        .open_wait(cooldown)
+        .build()
+}
+
+/// One guarded call through each breaker; `true` when the operation ran.
+pub fn call_toolbreaker(b: &CircuitBreaker, fail: bool) -> bool {
+    b.call(|| op(fail), classify).is_ok()
+}
+
+pub fn call_failsafe(b: &impl failsafe::CircuitBreaker, fail: bool) -> bool {
+    b.call(|| op(fail)).is_ok()
+}
+
+pub fn call_recloser(b: &recloser::Recloser, fail: bool) -> bool {
+    b.call(|| op(fail)).is_ok()
+}
+
+/// Run `call` `iters` times on each of two threads sharing one breaker; the time per call per
+/// thread is the mean of the two threads' elapsed times.
+pub fn on_two_threads(iters: u64, call: impl Fn() -> bool + Sync) -> Duration {
+    let barrier = Barrier::new(2);
+    let elapsed: Vec<Duration> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    barrier.wait();
+                    let start = Instant::now();
+                    for _ in 0..iters {
+                        black_box(call());
+                    }
+                    start.elapsed()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    elapsed.iter().sum::<Duration>() / 2
+}

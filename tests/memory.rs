@@ -1,0 +1,64 @@
+//! Memory: bytes per breaker and per registry entry, measured with a counting allocator.
+//!
+//! Counts the bytes requested from the allocator (not its own rounding or headers), with the
+//! instrumented system allocator of `stats_alloc`. Run with `--nocapture` to see the figures.
+
+use std::alloc::System;
+use std::sync::Arc;
+
+use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
+use toolbreaker::{CircuitBreaker, Config, Registry};
+
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+/// Bytes still allocated since `region` began.
+fn live(region: &Region<'_, System>) -> usize {
+    let change = region.change();
+    let net = change.bytes_allocated as isize + change.bytes_reallocated
+        - change.bytes_deallocated as isize;
+    usize::try_from(net).expect("more freed than allocated in the region")
+}
+
+const ENTRIES: usize = 10_000;
+
+#[test]
+fn bytes_per_breaker_and_per_registry_entry() {
+    // The system clock calibrates once per process; keep that out of the figures.
+    drop(CircuitBreaker::new(
+        Config::default(),
+        toolbreaker::quanta::Clock::new(),
+    ));
+
+    let inline = size_of::<CircuitBreaker>();
+    let region = Region::new(GLOBAL);
+    let shared = Arc::new(CircuitBreaker::new(
+        Config::default(),
+        toolbreaker::quanta::Clock::new(),
+    ));
+    let per_arc = live(&region);
+    drop(shared);
+
+    let names: Vec<String> = (0..ENTRIES).map(|i| format!("dependency-{i}")).collect();
+    let region = Region::new(GLOBAL);
+    let registry = Registry::new(Config::default());
+    for name in &names {
+        drop(registry.get(name));
+    }
+    let per_entry = live(&region) / ENTRIES;
+    let name_bytes = names[ENTRIES - 1].len();
+    eprintln!(
+        "CircuitBreaker: {inline} B inline, {per_arc} B as an Arc; registry: {per_entry} B per \
+         entry at {ENTRIES} entries (names of about {name_bytes} B)"
+    );
+    assert_eq!(
+        inline, 128,
+        "one cache-padded block: the word, its settings and its clock"
+    );
+    assert_eq!(
+        per_arc, 256,
+        "the Arc's counts take a padded block of their own"
+    );
+    assert!(per_entry <= 512, "{per_entry} B per registry entry");
+    drop(registry);
+}
