@@ -95,6 +95,7 @@ impl CircuitBreaker {
     /// assert!(!ran, "an open breaker never runs the operation");
     /// # Ok::<(), toolbreaker::ConfigError>(())
     /// ```
+    #[inline]
     pub fn call<T, E>(
         &self,
         op: impl FnOnce() -> Result<T, E>,
@@ -132,6 +133,7 @@ impl CircuitBreaker {
     /// assert_eq!(polled, Poll::Ready(Ok(42)));
     /// # Ok::<(), toolbreaker::ConfigError>(())
     /// ```
+    #[inline]
     pub fn run<F, T, E, C>(&self, fut: F, classify: C) -> Run<'_, F, C>
     where
         F: Future<Output = Result<T, E>>,
@@ -236,6 +238,7 @@ where
 {
     type Output = Result<T, CallError<E>>;
 
+    #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         match this.stage {
