@@ -6,7 +6,9 @@ use crossbeam_utils::CachePadded;
 
 use crate::blocked::Blocked;
 use crate::config::{Builder, Config};
-use crate::permit::Permit;
+use std::sync::Arc;
+
+use crate::permit::{OwnedPermit, Permit};
 use crate::state::{self, Admission, MAX_TIME_MS, Report, State, Transition, Word};
 use crate::sync::{AtomicU64, Ordering};
 
@@ -184,6 +186,18 @@ impl CircuitBreaker {
                 )),
             };
         }
+    }
+
+    /// [`try_acquire`](Self::try_acquire) for a breaker behind an `Arc`: the permit holds the
+    /// `Arc`, so it can move into a task or a response future.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire`](Self::try_acquire).
+    #[inline]
+    pub fn try_acquire_owned(self: &Arc<Self>) -> Result<OwnedPermit, Blocked> {
+        self.try_acquire()
+            .map(|permit| permit.into_owned(Arc::clone(self)))
     }
 
     /// Apply a permit's report. Returns the state change it caused, if any.

@@ -134,12 +134,12 @@ impl CircuitBreaker {
     /// # Ok::<(), toolbreaker::ConfigError>(())
     /// ```
     #[inline]
-    pub fn run<F, T, E, C>(&self, fut: F, classify: C) -> Run<'_, F, C>
+    pub fn run<F, T, E, C>(&self, fut: F, classify: C) -> RunFuture<'_, F, C>
     where
         F: Future<Output = Result<T, E>>,
         C: Fn(&Result<T, E>) -> Outcome,
     {
-        Run {
+        RunFuture {
             breaker: self,
             stage: Stage::Start,
             classify,
@@ -203,7 +203,7 @@ pin_project_lite::pin_project! {
     /// Dropping it mid-call drops the permit unrecorded. Like every future, it must not be polled
     /// again after it has completed (it panics).
     #[must_use = "futures do nothing unless polled"]
-    pub struct Run<'a, F, C> {
+    pub struct RunFuture<'a, F, C> {
         breaker: &'a CircuitBreaker,
         stage: Stage<'a>,
         classify: C,
@@ -218,20 +218,20 @@ enum Stage<'a> {
     Done,
 }
 
-impl<F, C> fmt::Debug for Run<'_, F, C> {
+impl<F, C> fmt::Debug for RunFuture<'_, F, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let stage = match self.stage {
             Stage::Start => "start",
             Stage::Admitted(_) => "admitted",
             Stage::Done => "done",
         };
-        f.debug_struct("Run")
+        f.debug_struct("RunFuture")
             .field("stage", &stage)
             .finish_non_exhaustive()
     }
 }
 
-impl<'a, F, C, T, E> Future for Run<'a, F, C>
+impl<'a, F, C, T, E> Future for RunFuture<'a, F, C>
 where
     F: Future<Output = Result<T, E>>,
     C: Fn(&Result<T, E>) -> Outcome,
@@ -250,7 +250,7 @@ where
                 }
             },
             Stage::Admitted(_) => {}
-            Stage::Done => panic!("`Run` polled after completion"),
+            Stage::Done => panic!("`RunFuture` polled after completion"),
         }
         let result = ready!(this.fut.poll(cx));
         if let Stage::Admitted(permit) = core::mem::replace(this.stage, Stage::Done) {

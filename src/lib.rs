@@ -95,7 +95,7 @@ pub use quanta;
 
 pub use blocked::Blocked;
 pub use breaker::CircuitBreaker;
-pub use call::{CallError, Run};
+pub use call::{CallError, RunFuture};
 #[cfg(feature = "http")]
 pub use classify::http;
 pub use classify::{Classify, FailureKind, Outcome};
@@ -103,7 +103,7 @@ pub use config::{
     Builder, Config, ConfigError, DEFAULT_COOLDOWN, DEFAULT_FAILURE_THRESHOLD,
     DEFAULT_PROBE_TIMEOUT, MAX_DURATION, Problem,
 };
-pub use permit::Permit;
+pub use permit::{OwnedPermit, Permit};
 pub use registry::{Registry, RegistryBuilder};
 pub use state::{BlockedReason, MAX_GENERATION, MAX_TIME_MS, State, Transition};
 #[cfg(feature = "serde")]

@@ -1,6 +1,7 @@
 //! The generation-tagged permit `try_acquire` hands out.
 
-use core::mem::ManuallyDrop;
+use core::ops::Deref;
+use std::sync::Arc;
 
 use crate::breaker::CircuitBreaker;
 use crate::classify::Outcome;
@@ -32,29 +33,29 @@ use crate::state::{Report, Transition};
 #[must_use = "a permit must be used to make the call and then recorded; dropping it counts nothing"]
 #[derive(Debug)]
 pub struct Permit<'a> {
-    breaker: &'a CircuitBreaker,
-    generation: u32,
-    probe: bool,
+    ticket: Ticket<&'a CircuitBreaker>,
 }
 
 impl<'a> Permit<'a> {
     pub(crate) fn new(breaker: &'a CircuitBreaker, generation: u32, probe: bool) -> Self {
         Permit {
-            breaker,
-            generation,
-            probe,
+            ticket: Ticket {
+                breaker,
+                generation,
+                probe,
+            },
         }
     }
 
     /// The generation the permit was issued in (wraps after
     /// [`MAX_GENERATION`](crate::MAX_GENERATION)).
     pub fn generation(&self) -> u32 {
-        self.generation
+        self.ticket.generation
     }
 
     /// Whether this permit holds the half-open probe slot.
     pub fn is_probe(&self) -> bool {
-        self.probe
+        self.ticket.probe
     }
 
     /// Report the call's outcome, consuming the permit.
@@ -65,18 +66,102 @@ impl<'a> Permit<'a> {
     /// nothing and returns `None`.
     #[inline]
     pub fn record(self, outcome: Outcome) -> Option<Transition> {
-        // The report below replaces what `Drop` would do.
-        let this = ManuallyDrop::new(self);
+        self.ticket.record(outcome)
+    }
+
+    /// The same permit, holding its breaker by `Arc` so it can outlive this borrow (move into a
+    /// task, a response future). `breaker` must be the breaker that issued it.
+    ///
+    /// # Panics
+    ///
+    /// If `breaker` is not the breaker that issued the permit.
+    pub fn into_owned(self, breaker: Arc<CircuitBreaker>) -> OwnedPermit {
+        assert!(
+            core::ptr::eq(self.ticket.breaker, &*breaker),
+            "a permit belongs to the breaker that issued it"
+        );
+        let mut ticket = self.ticket;
+        let owned = OwnedPermit {
+            ticket: Ticket {
+                breaker,
+                generation: ticket.generation,
+                probe: ticket.probe,
+            },
+        };
+        ticket.probe = false; // the slot, if any, now belongs to `owned`
+        owned
+    }
+}
+
+/// A [`Permit`] that holds its breaker by `Arc`, for calls that outlive a borrow (a spawned task,
+/// a tower response future). Issued by [`CircuitBreaker::try_acquire_owned`]; the same rules
+/// apply.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use toolbreaker::{CircuitBreaker, Outcome};
+///
+/// let breaker = Arc::new(CircuitBreaker::builder().build()?);
+/// let permit = breaker.try_acquire_owned().expect("closed");
+/// let answer = std::thread::spawn(move || permit.record(Outcome::Success)).join().unwrap();
+/// assert_eq!(answer, None);
+/// # Ok::<(), toolbreaker::ConfigError>(())
+/// ```
+#[must_use = "a permit must be used to make the call and then recorded; dropping it counts nothing"]
+#[derive(Debug)]
+pub struct OwnedPermit {
+    ticket: Ticket<Arc<CircuitBreaker>>,
+}
+
+impl OwnedPermit {
+    /// As [`Permit::generation`].
+    pub fn generation(&self) -> u32 {
+        self.ticket.generation
+    }
+
+    /// As [`Permit::is_probe`].
+    pub fn is_probe(&self) -> bool {
+        self.ticket.probe
+    }
+
+    /// As [`Permit::record`].
+    #[inline]
+    pub fn record(self, outcome: Outcome) -> Option<Transition> {
+        self.ticket.record(outcome)
+    }
+
+    /// The breaker that issued this permit.
+    pub fn breaker(&self) -> &Arc<CircuitBreaker> {
+        &self.ticket.breaker
+    }
+}
+
+/// What both permits hold: the breaker, the generation, and whether the probe slot is held.
+#[derive(Debug)]
+struct Ticket<B: Deref<Target = CircuitBreaker>> {
+    breaker: B,
+    generation: u32,
+    probe: bool,
+}
+
+impl<B: Deref<Target = CircuitBreaker>> Ticket<B> {
+    #[inline]
+    fn record(mut self, outcome: Outcome) -> Option<Transition> {
         let report = match outcome {
             Outcome::Success => Report::Success,
             Outcome::Failure(_) => Report::Failure,
             Outcome::Ignored => Report::Ignored,
         };
-        this.breaker.report(this.generation, this.probe, report)
+        let transition = self.breaker.report(self.generation, self.probe, report);
+        // The report replaces what `Drop` would do.
+        self.probe = false;
+        transition
     }
 }
 
-impl Drop for Permit<'_> {
+impl<B: Deref<Target = CircuitBreaker>> Drop for Ticket<B> {
     #[inline]
     fn drop(&mut self) {
         // Only the probe's slot needs giving back: an unrecorded ordinary call counts nothing and

@@ -57,3 +57,36 @@ fn blocked_and_call_error_box_into_dyn_error() {
     let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(err);
     assert!(boxed.source().unwrap().is::<Blocked>());
 }
+
+#[test]
+fn owned_permits_are_send_sync_and_static() {
+    fn send_sync_static<T: Send + Sync + 'static>() {}
+    send_sync_static::<toolbreaker::OwnedPermit>();
+}
+
+#[test]
+fn an_owned_probe_dropped_in_another_thread_releases_the_slot() {
+    let (clock, mock) = toolbreaker::quanta::Clock::mock();
+    let breaker = std::sync::Arc::new(
+        CircuitBreaker::builder()
+            .failure_threshold(1)
+            .clock(clock)
+            .build()
+            .unwrap(),
+    );
+    breaker
+        .try_acquire_owned()
+        .unwrap()
+        .record(Outcome::Failure(toolbreaker::FailureKind::Timeout));
+    mock.increment(toolbreaker::DEFAULT_COOLDOWN);
+    let probe = breaker.try_acquire_owned().unwrap();
+    assert!(probe.is_probe());
+    assert!(breaker.try_acquire().is_err());
+    std::thread::spawn(move || drop(probe)).join().unwrap();
+    let next = breaker.try_acquire_owned().expect("released");
+    assert!(next.is_probe());
+    assert_eq!(
+        next.record(Outcome::Success).map(|t| t.to()),
+        Some(State::Closed)
+    );
+}
