@@ -65,8 +65,8 @@
 //!
 //! | feature | adds |
 //! |---|---|
-//! | `tokio` | `CircuitBreaker::run_with_timeout`: an async call under a per-call timeout |
-//! | `serde` | `ToolResult`, the JSON the model receives; `Serialize` for [`State`] and [`BlockedReason`] |
+//! | `tokio` | `CircuitBreaker::run_with_timeout`: an async call under a per-call timeout; the guard pipeline (`ToolGuard`, `AgentRun`, `RetryPolicy`): run deadline and budgets, breaker, per-call timeout, classification, bounded retry |
+//! | `serde` | `ToolResult::to_json`, the JSON the model receives; `Serialize` for [`State`] and [`BlockedReason`] |
 //! | `http` | the `http` module: classification of status codes and `Retry-After` |
 //! | `reqwest` | classification of `reqwest` results and transport errors (implies `http`) |
 //!
@@ -85,10 +85,11 @@ mod call;
 mod classify;
 mod config;
 mod permit;
+#[cfg(feature = "tokio")]
+mod pipeline;
 mod registry;
 mod state;
 mod sync;
-#[cfg(feature = "serde")]
 mod tool;
 
 pub use quanta;
@@ -104,10 +105,11 @@ pub use config::{
     DEFAULT_PROBE_TIMEOUT, MAX_DURATION, Problem,
 };
 pub use permit::{OwnedPermit, Permit};
+#[cfg(feature = "tokio")]
+pub use pipeline::{AgentRun, RetryPolicy, ToolGuard};
 pub use registry::{Registry, RegistryBuilder};
 pub use state::{BlockedReason, MAX_GENERATION, MAX_TIME_MS, State, Transition};
-#[cfg(feature = "serde")]
-pub use tool::ToolResult;
+pub use tool::{CallStats, StopReason, ToolResult};
 
 /// Internals for the fuzz targets (`fuzz/`), built only under `--cfg fuzzing`; not part of the
 /// API and not covered by semver.

@@ -1,5 +1,6 @@
-//! What the model sees: the result of a tool call, serialised (feature `serde`).
+//! What the model sees: the result of a tool call (serialisable with feature `serde`).
 
+#[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
 use crate::blocked::Blocked;
@@ -36,13 +37,21 @@ use crate::state::BlockedReason;
 /// assert_eq!(ok.to_json().unwrap(), r#"{"status":"ok","value":{"hits":3}}"#);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "status", rename_all = "snake_case"))]
+#[non_exhaustive]
 pub enum ToolResult<T> {
     /// The tool ran and returned `value`.
     Ok {
         /// The tool's answer.
         value: T,
+        /// How the call went, when it came through the guard pipeline.
+        #[cfg_attr(
+            feature = "serde",
+            serde(flatten, skip_serializing_if = "Option::is_none")
+        )]
+        call: Option<CallStats>,
     },
     /// The dependency's breaker did not admit the call; nothing was sent.
     Blocked {
@@ -54,13 +63,93 @@ pub enum ToolResult<T> {
         retry_after_ms: u64,
         /// The same, in words written for the model.
         message: String,
+        /// How the call went, when it came through the guard pipeline (a retry the opened
+        /// breaker refused shows its earlier attempts here).
+        #[cfg_attr(
+            feature = "serde",
+            serde(flatten, skip_serializing_if = "Option::is_none")
+        )]
+        call: Option<CallStats>,
     },
+    /// The tool ran and failed, after any retries the pipeline allowed.
+    Failed {
+        /// The dependency that failed.
+        dependency: String,
+        /// The last attempt's error, as the tool reported it (or `timed out after N ms`).
+        error: String,
+        /// Whether the failure counts against the dependency's health; `false` means the call
+        /// itself was at fault (bad arguments, auth, not found).
+        counted: bool,
+        /// What the model may do, in words.
+        message: String,
+        /// How the call went.
+        #[cfg_attr(
+            feature = "serde",
+            serde(flatten, skip_serializing_if = "Option::is_none")
+        )]
+        call: Option<CallStats>,
+    },
+    /// The agent run may make no more tool calls: its deadline passed or a budget is spent.
+    Stopped {
+        /// The run that stopped.
+        run_id: String,
+        /// `deadline`, `tool_call_budget` or `token_budget`.
+        stop_reason: StopReason,
+        /// What the model may do, in words.
+        message: String,
+        /// How the call went.
+        #[cfg_attr(
+            feature = "serde",
+            serde(flatten, skip_serializing_if = "Option::is_none")
+        )]
+        call: Option<CallStats>,
+    },
+}
+
+/// How one call through the guard pipeline went: attempts made and time spent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+pub struct CallStats {
+    /// Attempts that reached the dependency (0 when the call never started).
+    pub attempts: u32,
+    /// Wall time the call took, in milliseconds, waits between attempts included.
+    pub elapsed_ms: u64,
+}
+
+/// Why an agent run may make no more tool calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum StopReason {
+    /// The run's deadline has passed.
+    Deadline,
+    /// The run has made as many tool calls as its budget allows.
+    ToolCallBudget,
+    /// The run's token allowance is spent.
+    TokenBudget,
+}
+
+impl StopReason {
+    /// The reason as used in logs and JSON: `deadline`, `tool_call_budget`, `token_budget`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(toolbreaker::StopReason::ToolCallBudget.as_str(), "tool_call_budget");
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Deadline => "deadline",
+            StopReason::ToolCallBudget => "tool_call_budget",
+            StopReason::TokenBudget => "token_budget",
+        }
+    }
 }
 
 impl<T> ToolResult<T> {
     /// A successful result.
     pub fn ok(value: T) -> Self {
-        ToolResult::Ok { value }
+        ToolResult::Ok { value, call: None }
     }
 
     /// The result of a call `dependency`'s breaker blocked.
@@ -92,6 +181,71 @@ impl<T> ToolResult<T> {
             reason: blocked.reason(),
             retry_after_ms,
             message,
+            call: None,
+        }
+    }
+
+    /// The result of a call that ran and failed. `counted` says whether the failure counted
+    /// against the dependency's health (`Outcome::Failure`) or was the call's own fault
+    /// (`Outcome::Ignored`); the message differs accordingly.
+    pub fn failed(dependency: impl Into<String>, error: impl Into<String>, counted: bool) -> Self {
+        let (dependency, error) = (dependency.into(), error.into());
+        let message = if counted {
+            format!(
+                "{dependency} failed: {error}. Do not call it again now; answer with what you \
+                 know or use another tool."
+            )
+        } else {
+            format!(
+                "{dependency} rejected the call: {error}. Correct the arguments before calling \
+                 it again."
+            )
+        };
+        ToolResult::Failed {
+            dependency,
+            error,
+            counted,
+            message,
+            call: None,
+        }
+    }
+
+    /// The result of a call on a run that may make no more tool calls.
+    pub fn stopped(run_id: impl Into<String>, stop_reason: StopReason) -> Self {
+        let why = match stop_reason {
+            StopReason::Deadline => "has reached its deadline",
+            StopReason::ToolCallBudget => "has used its tool-call budget",
+            StopReason::TokenBudget => "has used its token budget",
+        };
+        ToolResult::Stopped {
+            run_id: run_id.into(),
+            stop_reason,
+            message: format!(
+                "This run {why}; no more tool calls can be made in it. Answer with what you \
+                 know now."
+            ),
+            call: None,
+        }
+    }
+
+    /// The same result with the pipeline's attempts and time spent.
+    pub fn with_stats(mut self, stats: CallStats) -> Self {
+        match &mut self {
+            ToolResult::Ok { call, .. }
+            | ToolResult::Blocked { call, .. }
+            | ToolResult::Failed { call, .. }
+            | ToolResult::Stopped { call, .. } => *call = Some(stats),
+        }
+        self
+    }
+
+    /// The pipeline's attempts and time spent, if the result came through it.
+    pub fn stats(&self) -> Option<CallStats> {
+        match self {
+            ToolResult::Ok { call, .. }
+            | ToolResult::Blocked { call, .. }
+            | ToolResult::Failed { call, .. }
+            | ToolResult::Stopped { call, .. } => *call,
         }
     }
 
@@ -101,6 +255,7 @@ impl<T> ToolResult<T> {
     }
 }
 
+#[cfg(feature = "serde")]
 impl<T: Serialize> ToolResult<T> {
     /// The JSON the model receives.
     ///

@@ -1,0 +1,364 @@
+//! The guard pipeline (`ToolGuard::call`): order of the guards, retry, Retry-After, budgets.
+//! On tokio's paused clock (waits take no real time) and the breaker's mock clock.
+
+use std::cell::RefCell;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use toolbreaker::quanta::Clock;
+use toolbreaker::{
+    AgentRun, BlockedReason, CircuitBreaker, FailureKind, Outcome, RetryPolicy, State, StopReason,
+    ToolGuard, ToolResult,
+};
+
+/// What the fake dependency answers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Answer {
+    Ok,
+    Unavailable,
+    BadArguments,
+    RateLimited(u64),
+    Hang,
+}
+
+fn classify(result: &Result<&'static str, Answer>) -> Outcome {
+    match result {
+        Ok(_) => Outcome::Success,
+        Err(Answer::BadArguments) => Outcome::Ignored,
+        Err(Answer::RateLimited(secs)) => Outcome::Failure(FailureKind::RateLimited {
+            retry_after: Some(Duration::from_secs(*secs)),
+        }),
+        Err(_) => Outcome::Failure(FailureKind::Unavailable),
+    }
+}
+
+impl std::fmt::Display for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self:?}")
+    }
+}
+
+/// A dependency that answers from a script and remembers when each attempt reached it.
+struct Dependency {
+    script: RefCell<Vec<Answer>>,
+    reached: RefCell<Vec<Instant>>,
+}
+
+impl Dependency {
+    fn new(script: &[Answer]) -> Self {
+        Dependency {
+            script: RefCell::new(script.iter().rev().copied().collect()),
+            reached: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// One attempt: the next scripted answer (the last one repeats).
+    fn attempt(&self) -> impl Future<Output = Result<&'static str, Answer>> + use<> {
+        self.reached.borrow_mut().push(Instant::now());
+        let mut script = self.script.borrow_mut();
+        let answer = if script.len() > 1 {
+            script.pop().unwrap()
+        } else {
+            script[0]
+        };
+        async move {
+            match answer {
+                Answer::Ok => Ok("hits"),
+                Answer::Hang => std::future::pending().await,
+                other => Err(other),
+            }
+        }
+    }
+
+    fn attempts(&self) -> usize {
+        self.reached.borrow().len()
+    }
+}
+
+fn breaker(threshold: u32) -> (CircuitBreaker, std::sync::Arc<toolbreaker::quanta::Mock>) {
+    let (clock, mock) = Clock::mock();
+    let breaker = CircuitBreaker::builder()
+        .failure_threshold(threshold)
+        .cooldown(Duration::from_secs(30))
+        .clock(clock)
+        .build()
+        .unwrap();
+    (breaker, mock)
+}
+
+fn no_jitter(retries: u32) -> RetryPolicy {
+    RetryPolicy::default()
+        .max_retries(retries)
+        .min_delay(Duration::from_millis(100))
+        .jitter(false)
+}
+
+async fn call(
+    guard: &ToolGuard,
+    run: &AgentRun,
+    breaker: &CircuitBreaker,
+    dep: &Dependency,
+) -> ToolResult<&'static str> {
+    guard
+        .call(run, "search", breaker, classify, || dep.attempt())
+        .await
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_the_breaker_open_neither_the_timeout_nor_the_operation_runs() {
+    let (breaker, _mock) = breaker(1);
+    breaker
+        .try_acquire()
+        .unwrap()
+        .record(Outcome::Failure(FailureKind::Timeout));
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(3));
+    let run = AgentRun::new("r", Duration::from_secs(60), 10);
+    let dep = Dependency::new(&[Answer::Ok]);
+    let start = Instant::now();
+    let result = call(&guard, &run, &breaker, &dep).await;
+    assert!(matches!(
+        result,
+        ToolResult::Blocked {
+            reason: BlockedReason::DependencyOpen,
+            ..
+        }
+    ));
+    assert_eq!(dep.attempts(), 0, "the operation never started");
+    assert_eq!(start.elapsed(), Duration::ZERO, "no timeout ran either");
+    assert_eq!(
+        run.tool_calls(),
+        0,
+        "a blocked call draws nothing from the budget"
+    );
+    assert_eq!(result.stats().unwrap().attempts, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_the_deadline_passed_the_breaker_is_not_even_asked() {
+    let (breaker, mock) = breaker(1);
+    breaker
+        .try_acquire()
+        .unwrap()
+        .record(Outcome::Failure(FailureKind::Timeout));
+    mock.increment(Duration::from_secs(30)); // half-open: asking would take the probe slot
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(3));
+    let run = AgentRun::new("r", Duration::from_secs(1), 10);
+    tokio::time::advance(Duration::from_secs(2)).await;
+    let dep = Dependency::new(&[Answer::Ok]);
+    let result = call(&guard, &run, &breaker, &dep).await;
+    assert!(matches!(
+        result,
+        ToolResult::Stopped {
+            stop_reason: StopReason::Deadline,
+            ..
+        }
+    ));
+    assert_eq!(dep.attempts(), 0);
+    let probe = breaker
+        .try_acquire()
+        .expect("the probe slot was never taken");
+    assert!(probe.is_probe());
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_stops_the_moment_the_breaker_opens() {
+    let (breaker, _mock) = breaker(3);
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(10));
+    let run = AgentRun::new("r", Duration::from_secs(600), 100);
+    let dep = Dependency::new(&[Answer::Unavailable]);
+    let result = call(&guard, &run, &breaker, &dep).await;
+    assert_eq!(
+        dep.attempts(),
+        3,
+        "the third failure tripped it; no fourth attempt"
+    );
+    assert_eq!(breaker.state(), State::Open);
+    match result {
+        ToolResult::Blocked { call, reason, .. } => {
+            assert_eq!(reason, BlockedReason::DependencyOpen);
+            assert_eq!(
+                call.unwrap().attempts,
+                3,
+                "the refused retry shows the attempts made"
+            );
+        }
+        other => panic!("expected blocked, got {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn retries_back_off_exponentially_and_end_on_success() {
+    let (breaker, _mock) = breaker(10);
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(5));
+    let run = AgentRun::new("r", Duration::from_secs(600), 100);
+    let dep = Dependency::new(&[Answer::Unavailable, Answer::Unavailable, Answer::Ok]);
+    let result = call(&guard, &run, &breaker, &dep).await;
+    assert!(matches!(result, ToolResult::Ok { value: "hits", .. }));
+    let reached = dep.reached.borrow();
+    // tokio's timer rounds a deadline up to its next millisecond tick.
+    let about = |gap: Duration, ms: u64| {
+        let want = Duration::from_millis(ms);
+        assert!(
+            gap >= want && gap <= want + Duration::from_millis(1),
+            "{gap:?} for {want:?}"
+        );
+    };
+    about(reached[1] - reached[0], 100);
+    about(reached[2] - reached[1], 200);
+    assert_eq!(result.stats().unwrap().attempts, 3);
+    assert!((300..=302).contains(&result.stats().unwrap().elapsed_ms));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_after_hint_is_the_minimum_wait() {
+    let (breaker, _mock) = breaker(10);
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(3));
+    let run = AgentRun::new("r", Duration::from_secs(60), 100);
+    let dep = Dependency::new(&[Answer::RateLimited(2), Answer::Ok]);
+    let result = call(&guard, &run, &breaker, &dep).await;
+    assert!(matches!(result, ToolResult::Ok { .. }));
+    let reached = dep.reached.borrow();
+    assert!(
+        reached[1] - reached[0] >= Duration::from_secs(2),
+        "{:?}",
+        reached[1] - reached[0]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wait_that_would_pass_the_deadline_ends_the_call_instead() {
+    let (breaker, _mock) = breaker(10);
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(3));
+    let run = AgentRun::new("r", Duration::from_millis(1_500), 100);
+    let dep = Dependency::new(&[Answer::RateLimited(2), Answer::Ok]);
+    let start = Instant::now();
+    let result = call(&guard, &run, &breaker, &dep).await;
+    assert_eq!(dep.attempts(), 1);
+    assert_eq!(start.elapsed(), Duration::ZERO, "it did not wait at all");
+    match result {
+        ToolResult::Failed { counted, error, .. } => {
+            assert!(counted);
+            assert_eq!(error, "RateLimited(2)");
+        }
+        other => panic!("expected failed, got {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn ignored_outcomes_are_never_retried() {
+    let (breaker, _mock) = breaker(1);
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(5));
+    let run = AgentRun::new("r", Duration::from_secs(60), 100);
+    let dep = Dependency::new(&[Answer::BadArguments, Answer::Ok]);
+    let result = call(&guard, &run, &breaker, &dep).await;
+    assert_eq!(dep.attempts(), 1);
+    assert!(matches!(result, ToolResult::Failed { counted: false, .. }));
+    assert_eq!(breaker.state(), State::Closed, "and never counted");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hung_attempt_times_out_within_the_time_left_to_the_deadline() {
+    let (breaker, _mock) = breaker(10);
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(3));
+    let run = AgentRun::new("r", Duration::from_secs(2), 100);
+    let dep = Dependency::new(&[Answer::Hang]);
+    let start = Instant::now();
+    let result = call(&guard, &run, &breaker, &dep).await;
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_secs(2),
+        "cut to the deadline, not 5 s"
+    );
+    assert_eq!(dep.attempts(), 1);
+    match result {
+        ToolResult::Failed { error, .. } => assert_eq!(error, "timed out after 2000 ms"),
+        other => panic!("expected failed, got {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn budget_exhaustion_stops_the_call_and_every_later_call_on_the_run() {
+    let (breaker, _mock) = breaker(100);
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(10));
+    let run = AgentRun::new("run-9", Duration::from_secs(600), 2);
+    let dep = Dependency::new(&[Answer::Unavailable]);
+    let result = call(&guard, &run, &breaker, &dep).await;
+    assert_eq!(dep.attempts(), 2, "every attempt drew on the budget of 2");
+    match &result {
+        ToolResult::Stopped {
+            run_id,
+            stop_reason,
+            call,
+            ..
+        } => {
+            assert_eq!(
+                (run_id.as_str(), *stop_reason),
+                ("run-9", StopReason::ToolCallBudget)
+            );
+            assert_eq!(call.unwrap().attempts, 2);
+        }
+        other => panic!("expected stopped, got {other:?}"),
+    }
+    let ok = Dependency::new(&[Answer::Ok]);
+    for _ in 0..3 {
+        let later = call(&guard, &run, &breaker, &ok).await;
+        assert!(matches!(
+            later,
+            ToolResult::Stopped {
+                stop_reason: StopReason::ToolCallBudget,
+                ..
+            }
+        ));
+    }
+    assert_eq!(ok.attempts(), 0, "no way around the guard");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_spent_token_budget_stops_later_calls() {
+    let (breaker, _mock) = breaker(100);
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(0));
+    let run = AgentRun::new("r", Duration::from_secs(600), 100).with_token_budget(100);
+    let dep = Dependency::new(&[Answer::Ok]);
+    assert!(matches!(
+        call(&guard, &run, &breaker, &dep).await,
+        ToolResult::Ok { .. }
+    ));
+    assert_eq!(run.spend_tokens(150), Err(StopReason::TokenBudget));
+    let result = call(&guard, &run, &breaker, &dep).await;
+    assert!(matches!(
+        result,
+        ToolResult::Stopped {
+            stop_reason: StopReason::TokenBudget,
+            ..
+        }
+    ));
+    assert_eq!(dep.attempts(), 1);
+    // The first reason sticks, whatever else runs out later.
+    tokio::time::advance(Duration::from_secs(601)).await;
+    assert_eq!(run.stop_reason(), Some(StopReason::TokenBudget));
+}
+
+#[test]
+fn stopped_and_failed_results_are_exactly_this_json() {
+    let stopped = ToolResult::<()>::stopped("run-9", StopReason::ToolCallBudget).with_stats(
+        toolbreaker::CallStats {
+            attempts: 2,
+            elapsed_ms: 300,
+        },
+    );
+    assert_eq!(
+        stopped.to_json().unwrap(),
+        r#"{"status":"stopped","run_id":"run-9","stop_reason":"tool_call_budget","message":"This run has used its tool-call budget; no more tool calls can be made in it. Answer with what you know now.","attempts":2,"elapsed_ms":300}"#
+    );
+    let failed = ToolResult::<()>::failed("files", "invalid argument `path`", false);
+    assert_eq!(
+        failed.to_json().unwrap(),
+        r#"{"status":"failed","dependency":"files","error":"invalid argument `path`","counted":false,"message":"files rejected the call: invalid argument `path`. Correct the arguments before calling it again."}"#
+    );
+    for result in [stopped, failed] {
+        let json = result.to_json().unwrap();
+        assert!(!json.contains("retry now") && !json.contains("try again now"));
+        let back: ToolResult<()> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, result);
+    }
+}
