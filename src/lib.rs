@@ -106,7 +106,7 @@ pub use config::{
 };
 pub use permit::{OwnedPermit, Permit};
 #[cfg(feature = "tokio")]
-pub use pipeline::{AgentRun, RetryPolicy, ToolGuard};
+pub use pipeline::{AgentRun, Attempt, RetryPolicy, ToolGuard};
 pub use registry::{Registry, RegistryBuilder};
 pub use state::{BlockedReason, MAX_GENERATION, MAX_TIME_MS, State, Transition};
 pub use tool::{CallStats, StopReason, ToolResult};

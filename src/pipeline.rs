@@ -31,6 +31,7 @@ use tokio::time::Instant;
 
 use crate::breaker::CircuitBreaker;
 use crate::classify::{FailureKind, Outcome};
+use crate::state::Transition;
 use crate::tool::{CallStats, StopReason, ToolResult};
 
 /// One agent run: its id, deadline and budgets, shared by all its tool calls (also concurrent
@@ -267,6 +268,26 @@ fn retryable(kind: &FailureKind) -> bool {
     )
 }
 
+/// One attempt of a call through the pipeline, as [`ToolGuard::call_observed`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Attempt {
+    /// 1 for the first attempt of the call, 2 for its first retry, and so on.
+    pub number: u32,
+    /// Whether the attempt held the half-open probe slot.
+    pub probe: bool,
+    /// How it was classified (a timeout is `Failure(Timeout)`).
+    pub outcome: Outcome,
+    /// Whether it ran out of time.
+    pub timed_out: bool,
+    /// The state change recording it caused, if any.
+    pub transition: Option<Transition>,
+    /// When it started, on tokio's clock.
+    pub started: Instant,
+    /// How long it ran.
+    pub elapsed: Duration,
+}
+
 /// How a dependency's tool is called: a per-call timeout and a retry policy.
 ///
 /// # Examples
@@ -326,7 +347,26 @@ impl ToolGuard {
         dependency: &str,
         breaker: &CircuitBreaker,
         classify: impl Fn(&Result<T, E>) -> Outcome,
+        attempt: impl FnMut() -> Fut,
+    ) -> ToolResult<T>
+    where
+        Fut: Future<Output = Result<T, E>>,
+        E: core::fmt::Display,
+    {
+        self.call_observed(run, dependency, breaker, classify, attempt, |_| {})
+            .await
+    }
+
+    /// [`call`](Self::call), reporting every attempt that reached the dependency to `observe`
+    /// as it ends: for a runtime's own counters and logs (probes, retries, transitions).
+    pub async fn call_observed<T, E, Fut>(
+        &self,
+        run: &AgentRun,
+        dependency: &str,
+        breaker: &CircuitBreaker,
+        classify: impl Fn(&Result<T, E>) -> Outcome,
         mut attempt: impl FnMut() -> Fut,
+        mut observe: impl FnMut(&Attempt),
     ) -> ToolResult<T>
     where
         Fut: Future<Output = Result<T, E>>,
@@ -358,12 +398,23 @@ impl ToolGuard {
             // 3. The attempt, under a timeout no longer than the time left to the deadline.
             let left = run.deadline().saturating_duration_since(Instant::now());
             let limit = self.per_call_timeout.min(left);
+            let probe = permit.is_probe();
+            let attempt_started = Instant::now();
             let (outcome, result) = match tokio::time::timeout(limit, attempt()).await {
                 // 4. Classify and record.
                 Ok(result) => (classify(&result), Some(result)),
                 Err(_elapsed) => (Outcome::Failure(FailureKind::Timeout), None),
             };
-            permit.record(outcome);
+            let transition = permit.record(outcome);
+            observe(&Attempt {
+                number: attempts,
+                probe,
+                outcome,
+                timed_out: result.is_none(),
+                transition,
+                started: attempt_started,
+                elapsed: attempt_started.elapsed(),
+            });
             // What the model is told if this attempt is the last.
             let last = |result: Option<Result<T, E>>| match (result, outcome) {
                 (Some(Ok(value)), Outcome::Success | Outcome::Ignored) => {

@@ -187,6 +187,34 @@ async fn retry_stops_the_moment_the_breaker_opens() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn every_attempt_is_observed_with_its_outcome_probe_and_transition() {
+    let (breaker, _mock) = breaker(2);
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(5));
+    let run = AgentRun::new("r", Duration::from_secs(600), 100);
+    let dep = Dependency::new(&[Answer::Unavailable]);
+    let mut seen = Vec::new();
+    let result = guard
+        .call_observed(
+            &run,
+            "search",
+            &breaker,
+            classify,
+            || dep.attempt(),
+            |a| seen.push((a.number, a.probe, a.outcome, a.transition.map(|t| t.to()))),
+        )
+        .await;
+    assert!(matches!(result, ToolResult::Blocked { .. }));
+    let unavailable = Outcome::Failure(FailureKind::Unavailable);
+    assert_eq!(
+        seen,
+        [
+            (1, false, unavailable, None),
+            (2, false, unavailable, Some(State::Open)),
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn retries_back_off_exponentially_and_end_on_success() {
     let (breaker, _mock) = breaker(10);
     let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(5));
