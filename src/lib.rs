@@ -69,6 +69,7 @@
 //! | `serde` | `ToolResult::to_json`, the JSON the model receives; `Serialize` for [`State`] and [`BlockedReason`] |
 //! | `http` | the `http` module: classification of status codes and `Retry-After` |
 //! | `reqwest` | classification of `reqwest` results and transport errors (implies `http`) |
+//! | `tower` | the `tower` module: `CircuitBreakerLayer`, middleware that rejects before the inner service is called or polled (with `http`: `CircuitBreakerLayer::http`) |
 //!
 //! # Time
 //!
@@ -91,6 +92,8 @@ mod registry;
 mod state;
 mod sync;
 mod tool;
+#[cfg(feature = "tower")]
+pub mod tower;
 
 pub use quanta;
 

@@ -1,0 +1,305 @@
+//! Tower middleware (feature `tower`): a [`CircuitBreakerLayer`] in front of any
+//! [`Service`], such as an HTTP client or a tool's RPC stub.
+//!
+//! A request the breaker does not admit is answered at once with an error that carries the
+//! [`Blocked`] value (downcast the [`BoxError`] to read `retry_after`); the inner service is not
+//! called, and not even polled for readiness. An admitted request's result is classified by a
+//! [`Classify`] implementation (a closure, or `toolbreaker::http::HttpClassifier` for
+//! `http::Response`s, with features `tower` and `http`) and recorded on the breaker; the
+//! response, or the inner service's error boxed, is passed through unchanged.
+//!
+//! # Readiness
+//!
+//! The breaker is asked in [`poll_ready`](::tower::Service::poll_ready), before the inner service:
+//!
+//! - **Blocked**: `poll_ready` returns `Ready(Ok(()))` at once, whatever the inner service's
+//!   readiness (a service that would never be ready, a full connection pool), and the next `call`
+//!   returns the ready error future without calling the inner service. So callers waiting on
+//!   readiness are never held up by a dependency whose breaker is open.
+//! - **Admitted**: the permit is kept in the service, as tower's contract has a successful
+//!   `poll_ready` reserve capacity for one call, and the inner service's readiness is polled.
+//!   When the inner service is ready, `Ready(Ok(()))` is returned and `call` moves the permit
+//!   into the response future. While the inner service is not ready the permit is dropped
+//!   unrecorded and asked for again at the next poll: a request waiting for readiness holds no
+//!   probe slot (the probe's lease would run out while it waits, and count as a failure) and does
+//!   not keep a permit from before a trip. A breaker that trips while the inner service is
+//!   pending is noticed when the inner service next wakes the task.
+//! - **The inner service's readiness fails**: the error is classified as a call's error would be
+//!   and recorded (a connection that cannot be made says the dependency is unhealthy), then
+//!   returned boxed.
+//!
+//! Each `poll_ready` that finds no permit held asks the breaker again, so a rejection reflects the
+//! breaker at the last poll. `call` without a successful `poll_ready` breaks tower's contract; here
+//! the breaker is asked in `call` instead, and the inner service is called without its own
+//! `poll_ready` if admitted.
+//!
+//! A ready service holds its permit until `call` or until it is dropped, so keep the gap short,
+//! as `ServiceExt::ready` followed by `call` does: a probe's permit held past the probe timeout
+//! counts as a failed probe. A clone of a service never carries the permit its original holds: it
+//! starts unpolled. Dropping a ready service, or a response future before it completes, drops the
+//! permit unrecorded: nothing is counted, and a probe's slot is released for the next request.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::io;
+//! use std::sync::Arc;
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use std::time::Duration;
+//! use toolbreaker::tower::CircuitBreakerLayer;
+//! use toolbreaker::{Blocked, CircuitBreaker, FailureKind, Outcome, State};
+//! use tower::{Layer, ServiceExt, service_fn};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), tower::BoxError> {
+//! let (clock, mock) = toolbreaker::quanta::Clock::mock(); // production leaves `.clock` out
+//! let breaker = Arc::new(
+//!     CircuitBreaker::builder()
+//!         .failure_threshold(2)
+//!         .cooldown(Duration::from_secs(10))
+//!         .clock(clock)
+//!         .build()?,
+//! );
+//!
+//! // The dependency: answers when `healthy`, fails otherwise; counts what reaches it.
+//! let sent = Arc::new(AtomicUsize::new(0));
+//! let dependency = service_fn({
+//!     let sent = Arc::clone(&sent);
+//!     move |healthy: bool| {
+//!         sent.fetch_add(1, Ordering::Relaxed);
+//!         async move { if healthy { Ok("hits") } else { Err(io::Error::other("unavailable")) } }
+//!     }
+//! });
+//! let classify = |result: &Result<&'static str, io::Error>| match result {
+//!     Ok(_) => Outcome::Success,
+//!     Err(_) => Outcome::Failure(FailureKind::Unavailable),
+//! };
+//! let search = CircuitBreakerLayer::new(Arc::clone(&breaker), classify).layer(dependency);
+//!
+//! for _ in 0..2 {
+//!     assert!(search.clone().oneshot(false).await.is_err());
+//! }
+//! assert_eq!(breaker.state(), State::Open);
+//!
+//! let error = search.clone().oneshot(true).await.unwrap_err();
+//! let blocked = error.downcast_ref::<Blocked>().expect("rejected by the breaker");
+//! assert_eq!(blocked.retry_after(), Duration::from_secs(10));
+//! assert_eq!(sent.load(Ordering::Relaxed), 2, "the rejected request was never sent");
+//!
+//! mock.increment(Duration::from_secs(10)); // the cooldown passes: the next request is the probe
+//! assert_eq!(search.clone().oneshot(true).await?, "hits");
+//! assert_eq!(breaker.state(), State::Closed);
+//! # Ok(())
+//! # }
+//! ```
+
+use core::fmt;
+use core::mem;
+use core::task::{Context, Poll};
+use std::sync::Arc;
+
+use ::tower::{BoxError, Service};
+
+use crate::blocked::Blocked;
+use crate::breaker::CircuitBreaker;
+use crate::classify::Classify;
+use crate::permit::OwnedPermit;
+
+pub mod future;
+mod layer;
+
+use self::future::ResponseFuture;
+pub use self::layer::CircuitBreakerLayer;
+
+/// A [`Service`] behind a [`CircuitBreaker`]: requests the breaker does not admit fail at once
+/// with a [`Blocked`] error and never reach the inner service; the results of the others are
+/// classified by `C` and recorded. Usually made by a [`CircuitBreakerLayer`].
+///
+/// Its error is a [`BoxError`]: either the [`Blocked`] value of a rejection (check with
+/// `error.downcast_ref::<Blocked>()`) or the inner service's error, boxed. How readiness works
+/// is in the [module docs](self#readiness).
+///
+/// # Examples
+///
+/// The breaker is asked before the inner service, so an open breaker makes the service ready
+/// even when the inner service never will be:
+///
+/// ```
+/// use std::convert::Infallible;
+/// use std::sync::Arc;
+/// use std::task::{Context, Poll, Waker};
+/// use toolbreaker::tower::CircuitBreakerService;
+/// use toolbreaker::{Blocked, CircuitBreaker, FailureKind, Outcome};
+/// use tower::Service;
+///
+/// /// A service that is never ready: a pool with no free connection.
+/// struct Saturated;
+///
+/// impl Service<()> for Saturated {
+///     type Response = ();
+///     type Error = Infallible;
+///     type Future = std::future::Ready<Result<(), Infallible>>;
+///
+///     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+///         Poll::Pending
+///     }
+///
+///     fn call(&mut self, _: ()) -> Self::Future {
+///         unreachable!("never ready, so never called")
+///     }
+/// }
+///
+/// let breaker = Arc::new(CircuitBreaker::builder().failure_threshold(1).build()?);
+/// let classify = |_: &Result<(), Infallible>| Outcome::Success;
+/// let mut service = CircuitBreakerService::new(Saturated, Arc::clone(&breaker), classify);
+/// let mut cx = Context::from_waker(Waker::noop());
+/// assert!(service.poll_ready(&mut cx).is_pending(), "closed: waits for the inner service");
+///
+/// breaker.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Unavailable));
+/// assert!(matches!(service.poll_ready(&mut cx), Poll::Ready(Ok(()))), "open: ready at once");
+/// let rejected = std::pin::pin!(service.call(()));
+/// let Poll::Ready(Err(error)) = rejected.poll(&mut cx) else { panic!("ready with an error") };
+/// assert!(error.is::<Blocked>());
+/// # Ok::<(), toolbreaker::ConfigError>(())
+/// ```
+pub struct CircuitBreakerService<S, C> {
+    inner: S,
+    breaker: Arc<CircuitBreaker>,
+    classifier: Arc<C>,
+    admission: Admission,
+}
+
+/// What the last `poll_ready` decided, for the next `call`.
+#[derive(Debug)]
+enum Admission {
+    /// No `poll_ready` since the last `call` (or ever), or the inner service was not ready.
+    Unpolled,
+    /// Admitted, and the inner service is ready: the permit the next call takes.
+    Admitted(OwnedPermit),
+    /// Not admitted: the next call fails with this.
+    Blocked(Blocked),
+}
+
+impl<S, C> CircuitBreakerService<S, C> {
+    /// `inner` behind `breaker`, its results classified by `classifier` (any [`Classify`]
+    /// implementation, closures included).
+    pub fn new(inner: S, breaker: Arc<CircuitBreaker>, classifier: C) -> Self {
+        Self::from_shared(inner, breaker, Arc::new(classifier))
+    }
+
+    pub(crate) fn from_shared(inner: S, breaker: Arc<CircuitBreaker>, classifier: Arc<C>) -> Self {
+        CircuitBreakerService {
+            inner,
+            breaker,
+            classifier,
+            admission: Admission::Unpolled,
+        }
+    }
+
+    /// The breaker guarding this service.
+    pub fn breaker(&self) -> &Arc<CircuitBreaker> {
+        &self.breaker
+    }
+
+    /// The classifier of this service's results.
+    pub fn classifier(&self) -> &C {
+        &self.classifier
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The inner service; a permit held from `poll_ready` is dropped unrecorded.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S, C, Request> Service<Request> for CircuitBreakerService<S, C>
+where
+    S: Service<Request>,
+    S::Error: Into<BoxError>,
+    C: Classify<S::Response, S::Error>,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = ResponseFuture<S::Future, C>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // The breaker first: an open breaker must not wait on the inner service's readiness.
+        let permit = match mem::replace(&mut self.admission, Admission::Unpolled) {
+            // Ready before, and not called since: the reservation stands.
+            Admission::Admitted(permit) => permit,
+            // Ask again: a cooldown may have passed since a rejection.
+            Admission::Unpolled | Admission::Blocked(_) => match self.breaker.try_acquire_owned() {
+                Ok(permit) => permit,
+                Err(blocked) => {
+                    self.admission = Admission::Blocked(blocked);
+                    return Poll::Ready(Ok(()));
+                }
+            },
+        };
+        match self.inner.poll_ready(cx) {
+            Poll::Ready(Ok(())) => {
+                self.admission = Admission::Admitted(permit);
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(error)) => {
+                let result: Result<S::Response, S::Error> = Err(error);
+                permit.record(self.classifier.classify(&result));
+                Poll::Ready(result.map(|_| ()).map_err(Into::into))
+            }
+            // Dropped unrecorded: no probe slot, and no permit that could go stale, is held
+            // while waiting on the inner service.
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        // Readiness counts once: whatever happens, the next call needs a new `poll_ready`.
+        let permit = match mem::replace(&mut self.admission, Admission::Unpolled) {
+            Admission::Admitted(permit) => permit,
+            Admission::Blocked(blocked) => return ResponseFuture::rejected(blocked),
+            // Called without `poll_ready`: ask the breaker now rather than panic.
+            Admission::Unpolled => match self.breaker.try_acquire_owned() {
+                Ok(permit) => permit,
+                Err(blocked) => return ResponseFuture::rejected(blocked),
+            },
+        };
+        ResponseFuture::called(
+            self.inner.call(request),
+            permit,
+            Arc::clone(&self.classifier),
+        )
+    }
+}
+
+// By hand: a clone must not carry the permit (or the rejection) its original holds, and the
+// classifier is shared, so `C: Clone` is not needed.
+impl<S: Clone, C> Clone for CircuitBreakerService<S, C> {
+    fn clone(&self) -> Self {
+        CircuitBreakerService {
+            inner: self.inner.clone(),
+            breaker: Arc::clone(&self.breaker),
+            classifier: Arc::clone(&self.classifier),
+            admission: Admission::Unpolled,
+        }
+    }
+}
+
+impl<S: fmt::Debug, C> fmt::Debug for CircuitBreakerService<S, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CircuitBreakerService")
+            .field("inner", &self.inner)
+            .field("breaker", &self.breaker)
+            .field("admission", &self.admission)
+            .finish_non_exhaustive()
+    }
+}
