@@ -15,9 +15,9 @@ use crate::state::{Report, Transition};
 /// Dropping a permit without recording (the call was cancelled, or panicked) counts nothing; if
 /// the permit held the probe slot, the slot is released so the next caller becomes the probe.
 ///
-/// Generations are 20 bits and wrap, but they move only as time passes (at most twice per
-/// cooldown), so a permit would have to be held for 2^19 cooldowns (six days at a 1 s cooldown)
-/// before it could be mistaken for a current one.
+/// Generations are 20 bits and wrap, but they move only as time passes (2^20 changes take at
+/// least 2^19 cooldowns), so a permit would have to be held for 2^19 cooldowns — 8.7 minutes at
+/// the shortest cooldown of 1 ms, six days at 1 s — before it could be mistaken for a current one.
 ///
 /// # Examples
 ///

@@ -33,10 +33,13 @@
 //! expired lease (the expired probe may still report). Claiming the probe slot of an open word, or
 //! of one a probe gave back, keeps the generation, because no probe of that generation is alive.
 //!
-//! So the generation moves only when time has passed: of any two consecutive changes, one ends an
-//! open period that lasted at least a cooldown. A permit can be mistaken for a current one only if
-//! it is held while the generation goes all the way round, which takes at least 2^19 cooldowns of
-//! clock time (six days at a 1 s cooldown, half a year at 30 s).
+//! So the generation moves only as time passes. An open generation (entered by a trip or a failed
+//! probe) lasts at least a cooldown; a closed one is always followed by an open one; a probing one
+//! entered after an expired lease follows one that lasted at least a lease and a cooldown. So a
+//! run of changes may come at one instant (an expired-lease claim, the new probe's success and a
+//! trip), but 2^20 changes take at least 2^19 cooldowns of clock time. A permit can be mistaken
+//! for a current one only if it is held that long: 8.7 minutes at the shortest cooldown (1 ms), six
+//! days at 1 s, half a year at 30 s.
 //!
 //! Half-open is usually not stored: it is an open word whose cooldown has elapsed, or a probing
 //! word whose lease has run out plus a cooldown. It is stored only after a probe gives its slot back

@@ -1,4 +1,5 @@
-//! Eight real threads cycle one breaker for about two seconds through trips, cooldowns and probes
+//! Eight real threads cycle one breaker for about two seconds (longer on a loaded machine, until
+//! it has been through enough cycles) through trips, cooldowns and probes
 //! with random outcomes, on a shared mock clock that one thread advances.
 //!
 //! Checked: never more than one probe in flight, and the counts add up — every admitted call was
@@ -19,6 +20,7 @@ use toolbreaker::{CircuitBreaker, FailureKind, Outcome, Permit, State};
 
 const WORKERS: usize = 7; // plus the clock thread: eight
 const RUN_FOR: Duration = Duration::from_secs(2);
+const RUN_AT_MOST: Duration = Duration::from_secs(20);
 const COOLDOWN_MS: u64 = 20;
 const PROBE_TIMEOUT_MS: u64 = 50;
 /// The clock thread's largest step: below the cooldown, so a lease's end is always processed
@@ -60,6 +62,7 @@ fn eight_threads_cycling_one_breaker_never_run_two_probes_and_every_call_is_acco
     let counts = Counts::default();
     let stop = AtomicBool::new(false);
     let deadline = Instant::now() + RUN_FOR;
+    let give_up = Instant::now() + RUN_AT_MOST;
 
     let note_transition = |t: Option<toolbreaker::Transition>| match t.map(|t| (t.from(), t.to())) {
         Some((State::Closed, State::Open)) => bump(&counts.trips),
@@ -73,7 +76,15 @@ fn eight_threads_cycling_one_breaker_never_run_two_probes_and_every_call_is_acco
         // The clock: advance, then time out the hung probes whose lease this step passed.
         s.spawn(|| {
             let mut rng = fastrand::Rng::with_seed(7);
-            while Instant::now() < deadline {
+            // At least `RUN_FOR`, and on a loaded machine longer (up to `RUN_AT_MOST`), until
+            // the run has been through enough whole cycles to mean something.
+            let enough = || {
+                counts.trips.load(Ordering::Relaxed) >= 10
+                    && counts.reopens.load(Ordering::Relaxed) >= 10
+                    && counts.closes.load(Ordering::Relaxed) >= 10
+                    && counts.timed_out.load(Ordering::Relaxed) >= 1
+            };
+            while Instant::now() < deadline || (!enough() && Instant::now() < give_up) {
                 let _write = time.write().unwrap();
                 mock.increment(rng.u64(0..=MAX_STEP_NS));
                 let now_ms = mock.value() / 1_000_000;

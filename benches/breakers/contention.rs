@@ -8,7 +8,10 @@ use crate::peers::*;
 
 /// A 1 ms cooldown and an operation that always fails: each thread calls in a loop, so calls are
 /// rejected while open, and at the end of every cooldown the two threads race for the one probe,
-/// whose failure reopens the breaker. Per-call time per thread, as in the two-thread group.
+/// whose failure reopens the breaker. Per-call time per thread, as in the two-thread group. Almost
+/// every call is a rejection (one probe a millisecond against millions of calls a second): the
+/// figure is the open path under two threads with a probe race every millisecond, not the cost of
+/// a race alone.
 const COOLDOWN: Duration = Duration::from_millis(1);
 
 /// Group 5: Two threads racing through open → half-open → open cycles.
