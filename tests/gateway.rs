@@ -1,8 +1,10 @@
-//! The gateway example's tool servers and guarded client, end to end over loopback sockets.
+//! The gateway example's tool servers and its tool calls through the guard pipeline
+//! (`ToolGuard::call_observed`), end to end over loopback sockets.
 //!
 //! The servers run in this process; the test switches their modes itself (never by wall time),
 //! and the breakers read a mock clock that the test advances past each cooldown, so nothing here
-//! sleeps.
+//! sleeps. tokio's clock is real (the sockets are), but every per-call timeout and run deadline is
+//! far longer than any loopback answer takes, so none of them decides an outcome.
 
 #[path = "../examples/gateway/tools.rs"]
 #[allow(dead_code)]
@@ -11,18 +13,25 @@ mod tools;
 use std::sync::Arc;
 use std::time::Duration;
 
-use toolbreaker::{BlockedReason, CircuitBreaker, Config, FailureKind, Registry, State};
-use tools::{CallOutcome, CallRecord, Mode, Tool, ToolServer, call_tool};
+use toolbreaker::{
+    AgentRun, Attempt, BlockedReason, CircuitBreaker, Config, FailureKind, Outcome, Registry,
+    RetryPolicy, State, StopReason, ToolGuard, ToolResult,
+};
+use tools::{Cause, Mode, Tool, ToolError, ToolServer, call_tool};
 
 const THRESHOLD: u32 = 3;
 const COOLDOWN: Duration = Duration::from_millis(500);
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Generous: on loopback every answer arrives long before it, so it never decides an outcome.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longer than any test takes, so no run reaches its deadline by accident.
+const RUN_TIME_LIMIT: Duration = Duration::from_secs(120);
+/// More attempts than any test makes, unless it sets out to spend them.
+const RUN_BUDGET: u32 = 1_000;
 const GRACE: Duration = Duration::from_secs(5);
 
-fn registry() -> (Registry, Arc<quanta::Mock>) {
-    let (clock, mock) = quanta::Clock::mock();
+fn registry() -> (Registry, Arc<toolbreaker::quanta::Mock>) {
+    let (clock, mock) = toolbreaker::quanta::Clock::mock();
     let config = Config::new(THRESHOLD, COOLDOWN, PROBE_TIMEOUT).unwrap();
     let registry = Registry::builder()
         .default_config(config)
@@ -31,16 +40,60 @@ fn registry() -> (Registry, Arc<quanta::Mock>) {
     (registry, mock)
 }
 
-async fn call(
-    client: &reqwest::Client,
-    breaker: &CircuitBreaker,
-    server: &ToolServer,
-) -> CallRecord {
-    call_tool(client, breaker, &server.valid_url, CALL_TIMEOUT).await
+fn run(id: &str) -> AgentRun {
+    AgentRun::new(id, RUN_TIME_LIMIT, RUN_BUDGET)
 }
 
-fn transition(record: &CallRecord) -> Option<(State, State)> {
-    record.transition.map(|t| (t.from(), t.to()))
+/// One guard without retries: every call is at most one attempt, so hit counts are exact.
+fn no_retries() -> ToolGuard {
+    ToolGuard::new(CALL_TIMEOUT, RetryPolicy::none())
+}
+
+/// One call through the pipeline, with the attempts it reported.
+async fn call(
+    guard: &ToolGuard,
+    run: &AgentRun,
+    breaker: &CircuitBreaker,
+    client: &reqwest::Client,
+    tool: Tool,
+    url: &str,
+) -> (ToolResult<String>, Vec<Attempt>) {
+    let mut attempts = Vec::new();
+    let result = call_tool(guard, run, tool, breaker, client, url, |attempt| {
+        attempts.push(*attempt)
+    })
+    .await;
+    (result, attempts)
+}
+
+fn attempts_of(result: &ToolResult<String>) -> u32 {
+    result.stats().expect("the pipeline's stats").attempts
+}
+
+fn transition(attempt: &Attempt) -> Option<(State, State)> {
+    attempt.transition.map(|t| (t.from(), t.to()))
+}
+
+/// The breaker's reason, if the call was answered `blocked`.
+fn blocked(result: &ToolResult<String>) -> Option<(BlockedReason, u64)> {
+    match result {
+        ToolResult::Blocked {
+            reason,
+            retry_after_ms,
+            ..
+        } => Some((*reason, *retry_after_ms)),
+        _ => None,
+    }
+}
+
+fn assert_failed(result: &ToolResult<String>, error_text: &str, counted_failure: bool) {
+    match result {
+        ToolResult::Failed { error, counted, .. } => {
+            assert_eq!(error, error_text);
+            assert_eq!(*counted, counted_failure);
+        }
+        other => panic!("expected failed ({error_text}), got {other:?}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -49,112 +102,146 @@ async fn search_503_trips_blocks_probes_once_and_recovers() {
     let client = tools::client().unwrap();
     let (registry, mock) = registry();
     let search = registry.get("search");
+    let guard = no_retries();
+    let run = Arc::new(run("agent-0-1"));
+    let url = server.valid_url.clone();
 
-    let healthy = call(&client, &search, &server).await;
-    assert!(matches!(healthy.outcome, CallOutcome::Success { body_bytes } if body_bytes > 0));
+    let (healthy, attempts) = call(&guard, &run, &search, &client, Tool::Search, &url).await;
+    assert!(matches!(&healthy, ToolResult::Ok { value, .. } if value.contains("results")));
+    assert_eq!(attempts_of(&healthy), 1);
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0].outcome, Outcome::Success);
     assert_eq!(server.control.hits(), 1);
 
     // 1. 503: the breaker trips after `THRESHOLD` counted failures ...
     server.control.set_mode(Mode::Unavailable);
     for n in 1..=THRESHOLD {
-        let failed = call(&client, &search, &server).await;
-        assert_eq!(
-            failed.outcome,
-            CallOutcome::Failure(FailureKind::Unavailable)
-        );
-        assert_eq!(failed.status, Some(503));
-        assert!(!failed.probe);
+        let (failed, attempts) = call(&guard, &run, &search, &client, Tool::Search, &url).await;
+        assert_failed(&failed, "HTTP 503 Service Unavailable", true);
+        assert_eq!(attempts.len(), 1, "no retries: {attempts:?}");
+        let attempt = attempts[0];
+        assert_eq!(attempt.outcome, Outcome::Failure(FailureKind::Unavailable));
+        assert!(!attempt.probe);
+        assert!(!attempt.timed_out);
         let expected = (n == THRESHOLD).then_some((State::Closed, State::Open));
-        assert_eq!(transition(&failed), expected, "failure {n}");
+        assert_eq!(transition(&attempt), expected, "failure {n}");
     }
     assert_eq!(search.state(), State::Open);
     let hits_at_trip = server.control.hits();
     assert_eq!(hits_at_trip, 1 + u64::from(THRESHOLD));
 
-    // ... and while open nothing reaches the server.
+    // ... and while open nothing reaches the server, and nothing is drawn from the run's budget.
+    let calls_at_trip = run.tool_calls();
     for _ in 0..50 {
-        let blocked = call(&client, &search, &server).await;
-        let blocked = blocked.blocked().expect("an open breaker blocks");
-        assert_eq!(blocked.reason(), BlockedReason::DependencyOpen);
-        assert_eq!(blocked.state(), State::Open);
+        let (result, attempts) = call(&guard, &run, &search, &client, Tool::Search, &url).await;
         assert_eq!(
-            blocked.retry_after(),
-            COOLDOWN,
-            "the mock clock has not moved"
+            blocked(&result),
+            Some((BlockedReason::DependencyOpen, COOLDOWN.as_millis() as u64)),
+            "the mock clock has not moved: {result:?}"
         );
+        assert_eq!(attempts_of(&result), 0);
+        assert!(attempts.is_empty());
     }
     assert_eq!(
         server.control.hits(),
         hits_at_trip,
         "blocked calls are never sent"
     );
+    assert_eq!(run.tool_calls(), calls_at_trip);
 
-    // 2. The cooldown passes: of many racing callers exactly one probe reaches the server; it
+    // 2. The cooldown passes: of many racing calls exactly one probe reaches the server; it
     // still gets a 503, so the breaker reopens.
     mock.increment(COOLDOWN);
     assert_eq!(search.state(), State::HalfOpen);
     let racers: Vec<_> = (0..16)
         .map(|_| {
-            let (client, search, url) = (
+            let (client, search, run, url) = (
                 client.clone(),
                 Arc::clone(&search),
-                server.valid_url.clone(),
+                Arc::clone(&run),
+                url.clone(),
             );
-            tokio::spawn(async move { call_tool(&client, &search, &url, CALL_TIMEOUT).await })
+            tokio::spawn(
+                async move { call(&guard, &run, &search, &client, Tool::Search, &url).await },
+            )
         })
         .collect();
     let mut admitted = Vec::new();
     for racer in racers {
-        let record = racer.await.unwrap();
-        match record.blocked() {
-            Some(blocked) => assert!(matches!(
-                blocked.reason(),
-                BlockedReason::ProbeInFlight | BlockedReason::DependencyOpen
-            )),
-            None => admitted.push(record),
+        let (result, attempts) = racer.await.unwrap();
+        match blocked(&result) {
+            Some((reason, _)) => {
+                assert!(matches!(
+                    reason,
+                    BlockedReason::ProbeInFlight | BlockedReason::DependencyOpen
+                ));
+                assert!(attempts.is_empty());
+            }
+            None => admitted.push((result, attempts)),
         }
     }
     assert_eq!(admitted.len(), 1, "exactly one probe: {admitted:?}");
-    let probe = admitted[0];
+    let (result, attempts) = &admitted[0];
+    assert_failed(result, "HTTP 503 Service Unavailable", true);
+    assert_eq!(attempts.len(), 1);
+    let probe = attempts[0];
     assert!(probe.probe);
-    assert_eq!(
-        probe.outcome,
-        CallOutcome::Failure(FailureKind::Unavailable)
-    );
+    assert_eq!(probe.outcome, Outcome::Failure(FailureKind::Unavailable));
     assert_eq!(transition(&probe), Some((State::HalfOpen, State::Open)));
     assert_eq!(server.control.hits(), hits_at_trip + 1);
     assert_eq!(search.state(), State::Open);
-    assert!(call(&client, &search, &server).await.blocked().is_some());
+    let (result, _) = call(&guard, &run, &search, &client, Tool::Search, &url).await;
+    assert!(blocked(&result).is_some());
     assert_eq!(server.control.hits(), hits_at_trip + 1);
 
     // The dependency recovers; after the next cooldown the probe succeeds and closes the breaker.
     server.control.set_mode(Mode::Healthy);
     mock.increment(COOLDOWN);
-    let probe = call(&client, &search, &server).await;
-    assert!(probe.probe);
-    assert!(matches!(probe.outcome, CallOutcome::Success { .. }));
-    assert_eq!(transition(&probe), Some((State::HalfOpen, State::Closed)));
+    let (result, attempts) = call(&guard, &run, &search, &client, Tool::Search, &url).await;
+    assert!(result.is_ok(), "{result:?}");
+    assert_eq!(attempts.len(), 1);
+    assert!(attempts[0].probe);
+    assert_eq!(attempts[0].outcome, Outcome::Success);
+    assert_eq!(
+        transition(&attempts[0]),
+        Some((State::HalfOpen, State::Closed))
+    );
     assert_eq!(search.state(), State::Closed);
     assert_eq!(server.control.hits(), hits_at_trip + 2);
 
     // Later calls reach the server again.
     for _ in 0..10 {
-        let record = call(&client, &search, &server).await;
-        assert!(matches!(record.outcome, CallOutcome::Success { .. }));
-        assert!(!record.probe);
-        assert_eq!(record.transition, None);
+        let (result, attempts) = call(&guard, &run, &search, &client, Tool::Search, &url).await;
+        assert!(result.is_ok(), "{result:?}");
+        assert_eq!(attempts.len(), 1);
+        assert!(!attempts[0].probe);
+        assert_eq!(attempts[0].transition, None);
     }
     assert_eq!(server.control.hits(), hits_at_trip + 12);
+    assert_eq!(
+        u64::from(run.tool_calls()),
+        server.control.hits(),
+        "the run's budget counts exactly the attempts sent"
+    );
 
     server.shutdown(GRACE).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn files_400s_for_bad_arguments_never_trip() {
+async fn files_400s_for_bad_arguments_never_trip_and_are_never_retried() {
     let server = ToolServer::spawn(Tool::Files).await.unwrap();
     let client = tools::client().unwrap();
     let (registry, _mock) = registry();
     let files = registry.get("files");
+    // Retries allowed (with tiny real delays), so that a 400 not being retried means something.
+    let guard = ToolGuard::new(
+        CALL_TIMEOUT,
+        RetryPolicy::default()
+            .max_retries(3)
+            .min_delay(Duration::from_millis(1))
+            .jitter(false),
+    );
+    let run = run("agent-0-1");
 
     // Ten invalid calls in a row (far past the threshold), then a mix.
     let invalid = (0..10).map(|_| false).chain((0..30).map(|i| i % 3 != 0));
@@ -165,66 +252,250 @@ async fn files_400s_for_bad_arguments_never_trip() {
         } else {
             &server.invalid_url
         };
-        let record = call_tool(&client, &files, url, CALL_TIMEOUT).await;
+        let (result, attempts) = call(&guard, &run, &files, &client, Tool::Files, url).await;
         calls += 1;
-        assert!(record.admitted(), "call {calls} was blocked");
+        assert_eq!(attempts_of(&result), 1, "call {calls}: {result:?}");
+        assert_eq!(attempts.len(), 1, "call {calls} was retried or blocked");
         if valid {
-            assert!(matches!(record.outcome, CallOutcome::Success { .. }));
-            assert_eq!(record.status, Some(200));
+            assert!(result.is_ok(), "{result:?}");
+            assert_eq!(attempts[0].outcome, Outcome::Success);
         } else {
+            assert_failed(&result, "HTTP 400 Bad Request", false);
             assert_eq!(
-                record.outcome,
-                CallOutcome::Ignored,
+                attempts[0].outcome,
+                Outcome::Ignored,
                 "a 400 is the caller's fault"
             );
-            assert_eq!(record.status, Some(400));
         }
-        assert_eq!(record.transition, None);
+        assert_eq!(attempts[0].transition, None);
         assert_eq!(files.state(), State::Closed, "after call {calls}");
     }
     assert_eq!(
         server.control.hits(),
         calls,
-        "every call reached the server"
+        "every call reached the server, once"
     );
 
     server.shutdown(GRACE).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn quotes_429_is_rate_limited_with_retry_after_and_trips() {
+async fn quotes_429_carries_retry_after_to_the_outcome_and_trips() {
     let quotes_server = ToolServer::spawn(Tool::Quotes).await.unwrap();
     let files_server = ToolServer::spawn(Tool::Files).await.unwrap();
     let client = tools::client().unwrap();
     let (registry, _mock) = registry();
     let quotes = registry.get("quotes");
     let files = registry.get("files");
+    let guard = no_retries();
+    let run = run("agent-0-1");
+    let rate_limited = Outcome::Failure(FailureKind::RateLimited {
+        retry_after: Some(Duration::from_secs(1)),
+    });
 
+    // The attempt itself classifies, so its error carries the hint.
     quotes_server.control.set_mode(Mode::RateLimited {
         retry_after_secs: 1,
     });
+    let error = tools::fetch(&client, &quotes_server.valid_url)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error,
+        ToolError {
+            outcome: rate_limited,
+            cause: Cause::Status(429),
+        }
+    );
+    assert_eq!(
+        error.to_string(),
+        "HTTP 429 Too Many Requests (Retry-After: 1 s)"
+    );
+    assert_eq!(quotes.state(), State::Closed, "fetch alone records nothing");
+    let hits_before = quotes_server.control.hits();
+
     for n in 1..=THRESHOLD {
-        let record = call(&client, &quotes, &quotes_server).await;
-        assert_eq!(
-            record.outcome,
-            CallOutcome::Failure(FailureKind::RateLimited {
-                retry_after: Some(Duration::from_secs(1)),
-            })
+        let (result, attempts) = call(
+            &guard,
+            &run,
+            &quotes,
+            &client,
+            Tool::Quotes,
+            &quotes_server.valid_url,
+        )
+        .await;
+        assert_failed(
+            &result,
+            "HTTP 429 Too Many Requests (Retry-After: 1 s)",
+            true,
         );
-        assert_eq!(record.status, Some(429));
+        assert_eq!(attempts.len(), 1);
+        assert_eq!(attempts[0].outcome, rate_limited);
+        assert_eq!(
+            attempts[0].outcome.retry_after(),
+            Some(Duration::from_secs(1))
+        );
         let expected = (n == THRESHOLD).then_some((State::Closed, State::Open));
-        assert_eq!(transition(&record), expected, "failure {n}");
+        assert_eq!(transition(&attempts[0]), expected, "failure {n}");
     }
     assert_eq!(quotes.state(), State::Open);
-    let blocked = call(&client, &quotes, &quotes_server).await;
-    assert!(blocked.blocked().is_some());
-    assert_eq!(quotes_server.control.hits(), u64::from(THRESHOLD));
+    let (result, attempts) = call(
+        &guard,
+        &run,
+        &quotes,
+        &client,
+        Tool::Quotes,
+        &quotes_server.valid_url,
+    )
+    .await;
+    assert!(blocked(&result).is_some(), "{result:?}");
+    assert!(attempts.is_empty());
+    assert_eq!(
+        quotes_server.control.hits(),
+        hits_before + u64::from(THRESHOLD)
+    );
 
     // One outage never blocks another dependency.
-    let record = call(&client, &files, &files_server).await;
-    assert!(matches!(record.outcome, CallOutcome::Success { .. }));
+    let (result, _) = call(
+        &guard,
+        &run,
+        &files,
+        &client,
+        Tool::Files,
+        &files_server.valid_url,
+    )
+    .await;
+    assert!(result.is_ok(), "{result:?}");
     assert_eq!(files.state(), State::Closed);
 
     quotes_server.shutdown(GRACE).await.unwrap();
     files_server.shutdown(GRACE).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_is_refused_once_the_breaker_opens() {
+    let server = ToolServer::spawn(Tool::Search).await.unwrap();
+    let client = tools::client().unwrap();
+    let (registry, _mock) = registry();
+    let search = registry.get("search");
+    // More retries than the threshold leaves room for; tiny real delays.
+    let guard = ToolGuard::new(
+        CALL_TIMEOUT,
+        RetryPolicy::default()
+            .max_retries(THRESHOLD + 2)
+            .min_delay(Duration::from_millis(1))
+            .max_delay(Duration::from_millis(4))
+            .jitter(false),
+    );
+    let run = run("agent-0-1");
+    server.control.set_mode(Mode::Unavailable);
+
+    let (result, attempts) = call(
+        &guard,
+        &run,
+        &search,
+        &client,
+        Tool::Search,
+        &server.valid_url,
+    )
+    .await;
+
+    // The first attempt and its retries each count; the one that trips the breaker is the last
+    // sent: the next retry asks the breaker again and is refused.
+    assert_eq!(
+        blocked(&result),
+        Some((BlockedReason::DependencyOpen, COOLDOWN.as_millis() as u64)),
+        "{result:?}"
+    );
+    assert_eq!(attempts_of(&result), THRESHOLD);
+    assert!(
+        attempts_of(&result) >= 1,
+        "a retry refused, not a call blocked"
+    );
+    let numbers: Vec<u32> = attempts.iter().map(|a| a.number).collect();
+    assert_eq!(numbers, (1..=THRESHOLD).collect::<Vec<_>>());
+    for attempt in &attempts {
+        assert_eq!(attempt.outcome, Outcome::Failure(FailureKind::Unavailable));
+    }
+    assert_eq!(
+        transition(attempts.last().unwrap()),
+        Some((State::Closed, State::Open))
+    );
+    assert_eq!(
+        server.control.hits(),
+        u64::from(THRESHOLD),
+        "no attempt was sent after the trip"
+    );
+    assert_eq!(run.tool_calls(), THRESHOLD);
+
+    server.shutdown(GRACE).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_past_its_budget_or_deadline_sends_nothing() {
+    let server = ToolServer::spawn(Tool::Files).await.unwrap();
+    let client = tools::client().unwrap();
+    let (registry, _mock) = registry();
+    let files = registry.get("files");
+    let guard = no_retries();
+
+    let run = AgentRun::new("agent-0-1", RUN_TIME_LIMIT, 2);
+    for _ in 0..2 {
+        let (result, _) = call(
+            &guard,
+            &run,
+            &files,
+            &client,
+            Tool::Files,
+            &server.valid_url,
+        )
+        .await;
+        assert!(result.is_ok(), "{result:?}");
+    }
+    for _ in 0..3 {
+        let (result, attempts) = call(
+            &guard,
+            &run,
+            &files,
+            &client,
+            Tool::Files,
+            &server.valid_url,
+        )
+        .await;
+        assert!(
+            matches!(
+                &result,
+                ToolResult::Stopped { run_id, stop_reason: StopReason::ToolCallBudget, .. }
+                    if run_id == "agent-0-1"
+            ),
+            "{result:?}"
+        );
+        assert_eq!(attempts_of(&result), 0);
+        assert!(attempts.is_empty());
+    }
+    assert_eq!(server.control.hits(), 2);
+
+    let late = AgentRun::new("agent-0-2", Duration::ZERO, RUN_BUDGET);
+    let (result, _) = call(
+        &guard,
+        &late,
+        &files,
+        &client,
+        Tool::Files,
+        &server.valid_url,
+    )
+    .await;
+    assert!(
+        matches!(
+            result,
+            ToolResult::Stopped {
+                stop_reason: StopReason::Deadline,
+                ..
+            }
+        ),
+        "{result:?}"
+    );
+    assert_eq!(server.control.hits(), 2);
+
+    server.shutdown(GRACE).await.unwrap();
 }

@@ -10,6 +10,12 @@
 
 use serde_json::Value;
 
+fn count(value: &Value, key: &str) -> u64 {
+    value[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} is a count in {value}"))
+}
+
 fn transitions_to(dep: &Value, to: &str) -> usize {
     dep["transitions"]
         .as_array()
@@ -36,13 +42,23 @@ fn search_opened_and_files_never_did() {
             "successes",
             "failures",
             "ignored",
+            "retries",
+            "retries_refused",
+            "probes",
         ] {
             assert!(dep[key].is_u64(), "{name}.{key} in {text}");
         }
+        // A call asked of the breaker sends its first attempt or is blocked; every further
+        // attempt is a retry; a retry the opened breaker refused ends the call blocked.
         assert_eq!(
-            dep["attempted"].as_u64(),
-            Some(dep["sent"].as_u64().unwrap() + dep["blocked"].as_u64().unwrap()),
-            "{name}: every attempt was either sent or blocked"
+            count(dep, "sent") + count(dep, "blocked"),
+            count(dep, "attempted") + count(dep, "retries") + count(dep, "retries_refused"),
+            "{name}: sent + blocked == attempted + retries + retries_refused"
+        );
+        assert_eq!(
+            count(dep, "successes") + count(dep, "failures") + count(dep, "ignored"),
+            count(dep, "sent"),
+            "{name}: every attempt sent has one outcome"
         );
     }
     assert!(
@@ -58,8 +74,27 @@ fn search_opened_and_files_never_did() {
         deps["files"]["ignored"].as_u64().unwrap() > 0,
         "files saw no 400s"
     );
+    assert_eq!(
+        count(&deps["files"], "retries"),
+        0,
+        "files retried a call, though its {} ignored 400s are never retried",
+        count(&deps["files"], "ignored")
+    );
     assert!(
         deps["search"]["blocked"].as_u64().unwrap() > 0,
         "search blocked nothing"
     );
+
+    let runs = &report["runs"];
+    let started = count(runs, "started");
+    assert!(started >= 1, "no agent run was started: {text}");
+    let stopped = &runs["stopped"];
+    assert_eq!(
+        count(stopped, "tool_call_budget")
+            + count(stopped, "deadline")
+            + count(stopped, "token_budget"),
+        started,
+        "every run ends on a stopped call: {text}"
+    );
+    assert_eq!(count(&report, "calls_stopped"), started, "{text}");
 }

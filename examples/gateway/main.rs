@@ -1,50 +1,66 @@
-//! An agent gateway whose tools fail and recover, guarded by one circuit breaker per dependency.
+//! An agent gateway whose tools fail and recover: every tool call goes through the guard pipeline
+//! (`ToolGuard`), with one circuit breaker per dependency.
 //!
 //! ```text
-//! cargo run --release --example gateway                      # 10 s, 64 agent runs, a table
+//! cargo run --release --example gateway                      # 10 s, 64 agent tasks, a table
 //! cargo run --release --example gateway -- --duration 4 --json
 //! ```
 //!
 //! Four tool servers run in this process on real sockets (axum, `127.0.0.1`, ephemeral ports;
-//! nothing else is contacted), and many concurrent agent runs call them over HTTP (reqwest)
-//! through a [`Registry`] of breakers. Part-way through the run the servers start failing, each in
-//! its own way, and recover later. The schedule is in fractions of `--duration`, so a short run
-//! still goes through every phase:
+//! nothing else is contacted), and many concurrent agent tasks call them over HTTP (reqwest).
+//! Each task runs one agent run after another: an [`AgentRun`] (`agent-{task}-{n}`) with a
+//! deadline and a tool-call budget, whose steps each call a tool picked at random through
+//! `ToolGuard::call_observed` — run guard, the dependency's breaker from a [`Registry`],
+//! per-call timeout, classification by the crate's HTTP rules, bounded retry — until the call is
+//! answered `stopped`; then the task starts the next run. Part-way through the demo the servers
+//! start failing, each in its own way, and recover later. The schedule is in fractions of
+//! `--duration`, so a short demo still goes through every phase:
 //!
 //! | tool | behaviour |
 //! |---|---|
-//! | `search` | healthy; **503** from 20 % to 55 % of the run; healthy again |
-//! | `weather` | healthy; **hangs** (never answers) from 35 % to 65 %, so calls time out |
+//! | `search` | healthy; **503** from 20 % to 55 % of the demo; healthy again |
+//! | `weather` | healthy; **hangs** (never answers) from 35 % to 65 %, so attempts time out |
 //! | `quotes` | healthy; **429 with `Retry-After: 1`** from 50 % to 75 % |
 //! | `files` | always up, but answers **400** to invalid arguments, which the agent sends on 1 call in 8 |
 //!
 //! What to look for in the output:
 //!
-//! - each failing dependency's breaker trips after 5 counted failures and from then on blocks its
-//!   calls without sending them: almost every call attempted during an outage is never sent;
+//! - each failing dependency's breaker trips after 5 counted failures (every attempt counts,
+//!   retries included) and from then on blocks its calls without sending them: almost every call
+//!   attempted during an outage is never sent;
+//! - retries do not recreate the outage's load: before each retry the breaker is asked again, and
+//!   a retry the opened breaker refuses ends the call `blocked` (`retries_refused`); a 429's retry
+//!   waits at least its `Retry-After`;
 //! - 500 ms (the cooldown) after each trip or failed probe, exactly one probe goes through;
 //!   while the dependency is still failing the probe reopens the breaker, and once it has
 //!   recovered the probe closes it;
 //! - one outage never blocks another tool: the other breakers stay closed;
-//! - `files` never trips, however many 400s in a row it answers: a bad argument is the caller's
-//!   fault (`ignored`), not a sign that the dependency is unhealthy;
-//! - a blocked call is answered with a structured result the model can act on; one taken from
-//!   the run is printed at the end.
+//! - `files` never trips, however many 400s in a row it answers, and never retries one: a bad
+//!   argument is the caller's fault (`ignored`), not a sign that the dependency is unhealthy;
+//! - every run ends on its own guard: its tool-call budget (blocked calls draw nothing from it)
+//!   or its deadline (the last run of each task is cut short by the demo's end);
+//! - per dependency, `sent + blocked = attempted + retries + retries_refused`;
+//! - a blocked call is answered with a structured result the model can act on, with the call's
+//!   attempts and time spent; one taken from the demo is printed at the end, and so is a
+//!   `stopped` one.
 //!
 //! Settings:
 //!
 //! | setting | value | why |
 //! |---|---|---|
 //! | failure threshold | 5 consecutive counted failures | at this load a 503 outage trips within a millisecond, a hang within one per-call timeout |
-//! | cooldown | 500 ms | several probes fit in each outage, even in a 4 s run (`search` is down 1.4 s of it) |
+//! | cooldown | 500 ms | several probes fit in each outage, even in a 4 s demo (`search` is down 1.4 s of it) |
 //! | probe timeout | 2 s | the probe's lease; longer than the per-call timeout, so a probe always reports |
-//! | per-call timeout | 250 ms | how long a call to the hanging `weather` waits before it counts as a timeout |
+//! | per-call timeout | 250 ms | how long an attempt on the hanging `weather` waits before it counts as a timeout |
+//! | retry policy | 2 retries, first delay 50 ms, doubling, jitter | only timeouts, connect errors, 5xx and 429 are retried, never a 400; a 429's retry waits at least its `Retry-After` |
+//! | run deadline | 2 s (or the demo's end, if sooner) | no run waits on tools forever |
+//! | run tool-call budget | 40 attempts, retries included | a run that keeps calling is stopped, however its calls end |
 //! | think time | 1 ms after each call | an agent run does something between tool calls; it also keeps the blocked calls from spinning |
 //!
 //! The breaker does not stretch its cooldown to a 429's `Retry-After`; the hint is reported so you
 //! can compare the two.
 //!
-//! Options: `--duration SECS` (default 10), `--concurrency N` agent runs (default 64), `--json`
+//! Options: `--duration SECS` (default 10), `--concurrency N` agent tasks (default 64), `--json`
 //! (print one JSON object and nothing else on stdout; the progress lines go to stderr), `--help`.
 
 mod report;
@@ -57,15 +73,19 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
-use toolbreaker::{CircuitBreaker, Config, Registry};
+use toolbreaker::{AgentRun, CircuitBreaker, Config, Registry, RetryPolicy, ToolGuard, ToolResult};
 
-use report::{DependencyStats, Window};
+use report::{DependencyStats, RunStats, Window};
 use tools::{Mode, Tool, ToolServer, call_tool};
 
 const FAILURE_THRESHOLD: u32 = 5;
 const COOLDOWN: Duration = Duration::from_millis(500);
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 const PER_CALL_TIMEOUT: Duration = Duration::from_millis(250);
+const MAX_RETRIES: u32 = 2;
+const RETRY_FIRST_DELAY: Duration = Duration::from_millis(50);
+const RUN_TIME_LIMIT: Duration = Duration::from_secs(2);
+const RUN_TOOL_CALL_BUDGET: u32 = 40;
 const THINK_TIME: Duration = Duration::from_millis(1);
 /// One call to `files` in this many carries invalid arguments.
 const INVALID_ARGS_ONE_IN: u64 = 8;
@@ -109,8 +129,9 @@ const SCHEDULE: [Phase; 3] = [
 const USAGE: &str = "\
 usage: gateway [--duration SECS] [--concurrency N] [--json]
 
-  --duration SECS    how long the agent runs call the tools (default 10; up to 3600)
-  --concurrency N    how many agent runs call the tools at once (default 64; up to 1000)
+  --duration SECS    how long the agents call the tools (default 10; up to 3600)
+  --concurrency N    how many agent tasks call the tools at once, each running one agent run
+                     after another (default 64; up to 1000)
   --json             print one JSON object with every counter, and nothing else, on stdout
   -h, --help         print this help";
 
@@ -165,7 +186,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
                 parsed.duration = Duration::from_secs_f64(secs);
             }
             "--concurrency" => {
-                let text = value("a number of agent runs")?;
+                let text = value("a number of agent tasks")?;
                 let n: usize = text
                     .trim()
                     .parse()
@@ -205,10 +226,12 @@ async fn main() -> ExitCode {
     }
 }
 
-/// What every agent run shares.
+/// What every agent task shares.
 struct Shared {
     client: reqwest::Client,
+    guard: ToolGuard,
     dependencies: Vec<Dependency>,
+    runs: RunStats,
     start: Instant,
     deadline: Instant,
 }
@@ -253,6 +276,7 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
     let start = Instant::now();
     let shared = Arc::new(Shared {
         client: tools::client()?,
+        guard: ToolGuard::new(PER_CALL_TIMEOUT, retry_policy()),
         dependencies: servers
             .iter()
             .map(|server| Dependency {
@@ -263,6 +287,7 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
                 stats: DependencyStats::new(server.tool),
             })
             .collect(),
+        runs: RunStats::default(),
         start,
         deadline: start + args.duration,
     });
@@ -271,17 +296,24 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
         .map(|server| format!("{} at {}", server.tool.name(), server.addr))
         .collect();
     log.line(&format!(
-        "gateway: {} agent runs for {:.1} s; tools: {}",
+        "gateway: {} agent tasks for {:.1} s; tools: {}",
         args.concurrency,
         args.duration.as_secs_f64(),
         listening.join(", "),
     ));
     log.line(&format!(
         "breakers: threshold {FAILURE_THRESHOLD}, cooldown {} ms, probe timeout {} ms; \
-         per-call timeout {} ms",
+         per-call timeout {} ms; {MAX_RETRIES} retries from {} ms, with jitter",
         COOLDOWN.as_millis(),
         PROBE_TIMEOUT.as_millis(),
         PER_CALL_TIMEOUT.as_millis(),
+        RETRY_FIRST_DELAY.as_millis(),
+    ));
+    log.line(&format!(
+        "agent runs: deadline {} ms, tool-call budget {RUN_TOOL_CALL_BUDGET} attempts; \
+         think time {} ms",
+        RUN_TIME_LIMIT.as_millis(),
+        THINK_TIME.as_millis(),
     ));
 
     let (finish, finished) = watch::channel(false);
@@ -298,9 +330,13 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
         log,
     ));
     let agents: Vec<_> = (0..args.concurrency)
-        .map(|id| {
-            // Each run looks its breakers up once and keeps the handles: no lookup per call.
-            tokio::spawn(agent(id, Arc::clone(&shared), registry_handles(&registry)))
+        .map(|task| {
+            // Each task looks its breakers up once and keeps the handles: no lookup per call.
+            tokio::spawn(agent(
+                task,
+                Arc::clone(&shared),
+                registry_handles(&registry),
+            ))
         })
         .collect();
     for agent in agents {
@@ -329,18 +365,16 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
                 .snapshot(outage_window(dependency.tool, args.duration), hits)
         })
         .collect();
-    let calls: u64 = shared
-        .dependencies
-        .iter()
-        .map(|d| d.stats.attempted())
-        .sum();
+    let calls = shared.runs.calls();
     let calls_per_second = calls as f64 / elapsed.as_secs_f64();
-    // A real blocked call from the run, preferably the `search` outage's first.
+    // Real results from the demo, as the model received them: the first blocked call (preferably
+    // the `search` outage's first) and the first stopped one.
     let blocked_example = shared
         .dependencies
         .iter()
-        .find_map(|d| Some((d.tool, d.stats.first_blocked()?)))
-        .and_then(|(tool, blocked)| Some((tool, report::blocked_tool_result(tool, &blocked)?)));
+        .find_map(|d| Some((d.tool, d.stats.first_blocked()?)));
+    let stopped_example = shared.runs.first_stopped();
+    let as_value = |text: &str| serde_json::from_str::<serde_json::Value>(text).ok();
 
     if args.json {
         let dependencies: serde_json::Map<String, serde_json::Value> = snapshots
@@ -353,40 +387,65 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
             "concurrency": args.concurrency,
             "calls": calls,
             "calls_per_second": calls_per_second.round(),
+            "calls_stopped": shared.runs.calls_stopped(),
+            "runs": shared.runs.json(),
             "settings": {
                 "failure_threshold": FAILURE_THRESHOLD,
                 "cooldown_ms": COOLDOWN.as_millis() as u64,
                 "probe_timeout_ms": PROBE_TIMEOUT.as_millis() as u64,
                 "per_call_timeout_ms": PER_CALL_TIMEOUT.as_millis() as u64,
+                "retry": {
+                    "max_retries": MAX_RETRIES,
+                    "first_delay_ms": RETRY_FIRST_DELAY.as_millis() as u64,
+                    "jitter": true,
+                },
+                "run_deadline_ms": RUN_TIME_LIMIT.as_millis() as u64,
+                "run_tool_call_budget": RUN_TOOL_CALL_BUDGET,
+                "think_time_ms": THINK_TIME.as_millis() as u64,
             },
             "dependencies": dependencies,
-            "blocked_example": blocked_example.map(|(_, (_, value))| value),
+            "blocked_example": blocked_example.and_then(|(_, text)| as_value(text)),
+            "stopped_example": stopped_example.and_then(as_value),
         });
         println!("{report}");
     } else {
         println!();
         println!(
-            "{calls} calls in {:.2} s by {} agent runs: {calls_per_second:.0} calls/s",
+            "{calls} tool calls in {:.2} s by {} agent tasks: {calls_per_second:.0} calls/s",
             elapsed.as_secs_f64(),
             args.concurrency
         );
+        println!("{}", shared.runs.table());
         for snapshot in &snapshots {
             println!();
             print!("{}", snapshot.table());
         }
         println!();
         match blocked_example {
-            Some((tool, (text, _))) => {
+            Some((tool, text)) => {
                 println!(
                     "A blocked call to {}, as the model receives it:",
                     tool.name()
                 );
                 println!("{text}");
             }
-            None => println!("No call was blocked in this run."),
+            None => println!("No call was blocked in this demo."),
+        }
+        if let Some(text) = stopped_example {
+            println!();
+            println!("A stopped call, as the model receives it:");
+            println!("{text}");
         }
     }
     Ok(())
+}
+
+/// The demo's retry policy: capped exponential backoff with jitter (the pipeline's default cap).
+fn retry_policy() -> RetryPolicy {
+    RetryPolicy::default()
+        .max_retries(MAX_RETRIES)
+        .min_delay(RETRY_FIRST_DELAY)
+        .jitter(true)
 }
 
 fn registry_handles(registry: &Registry) -> Vec<Arc<CircuitBreaker>> {
@@ -443,20 +502,14 @@ async fn schedule(
     }
 }
 
-/// One progress line a second: elapsed time, calls per second, each breaker's state.
+/// One progress line a second: elapsed time, calls per second, runs started so far, each
+/// breaker's state.
 async fn progress(
     shared: Arc<Shared>,
     breakers: Vec<Arc<CircuitBreaker>>,
     mut finished: watch::Receiver<bool>,
     log: Log,
 ) {
-    let total = |shared: &Shared| -> u64 {
-        shared
-            .dependencies
-            .iter()
-            .map(|d| d.stats.attempted())
-            .sum()
-    };
     let mut last = (shared.start, 0);
     let mut tick = tokio::time::interval_at(
         shared.start + Duration::from_secs(1),
@@ -468,12 +521,13 @@ async fn progress(
             _ = finished.wait_for(|finished| *finished) => return,
         }
         let now = Instant::now();
-        let calls = total(&shared);
+        let calls = shared.runs.calls();
         let rate = (calls - last.1) as f64 / now.duration_since(last.0).as_secs_f64();
         last = (now, calls);
         let mut line = format!(
-            "[{:>6.2} s] {rate:>8.0} calls/s ",
-            now.duration_since(shared.start).as_secs_f64()
+            "[{:>6.2} s] {rate:>8.0} calls/s {:>7} runs ",
+            now.duration_since(shared.start).as_secs_f64(),
+            shared.runs.runs_started(),
         );
         for (dependency, breaker) in shared.dependencies.iter().zip(&breakers) {
             line.push_str(&format!(
@@ -486,24 +540,49 @@ async fn progress(
     }
 }
 
-/// One agent run: call a tool, think, repeat, until the deadline. Blocked calls are answered at
-/// once, and the run moves on to its next step as a model would.
-async fn agent(id: usize, shared: Arc<Shared>, breakers: Vec<Arc<CircuitBreaker>>) {
-    let mut rng = fastrand::Rng::with_seed(id as u64);
+/// One agent task: one agent run after another until the demo's end. Each step of a run calls a
+/// tool through the pipeline; blocked and failed calls are answered at once, and the run moves on
+/// to its next step as a model would, until a call is answered `stopped`.
+async fn agent(task: usize, shared: Arc<Shared>, breakers: Vec<Arc<CircuitBreaker>>) {
+    let mut rng = fastrand::Rng::with_seed(task as u64);
+    let mut n = 0;
     while Instant::now() < shared.deadline {
-        let index = rng.usize(..shared.dependencies.len());
-        let dependency = &shared.dependencies[index];
-        let valid = dependency.tool != Tool::Files || rng.u64(..INVALID_ARGS_ONE_IN) != 0;
-        let url = if valid {
-            &dependency.valid_url
-        } else {
-            &dependency.invalid_url
-        };
-        let in_outage = dependency.control.mode().is_failing();
-        let started = shared.start.elapsed();
-        let call = call_tool(&shared.client, &breakers[index], url, PER_CALL_TIMEOUT).await;
-        let ended = shared.start.elapsed();
-        dependency.stats.record(&call, in_outage, started, ended);
-        tokio::time::sleep(THINK_TIME).await;
+        n += 1;
+        // A run's deadline is its own time limit, or the demo's end if that comes first.
+        let own = Instant::now() + RUN_TIME_LIMIT;
+        let cut_short = own >= shared.deadline;
+        let run = AgentRun::with_deadline(
+            format!("agent-{task}-{n}"),
+            own.min(shared.deadline),
+            RUN_TOOL_CALL_BUDGET,
+        );
+        shared.runs.run_started();
+        loop {
+            let index = rng.usize(..shared.dependencies.len());
+            let dependency = &shared.dependencies[index];
+            let valid = dependency.tool != Tool::Files || rng.u64(..INVALID_ARGS_ONE_IN) != 0;
+            let url = if valid {
+                &dependency.valid_url
+            } else {
+                &dependency.invalid_url
+            };
+            let in_outage = dependency.control.mode().is_failing();
+            let result = call_tool(
+                &shared.guard,
+                &run,
+                dependency.tool,
+                &breakers[index],
+                &shared.client,
+                url,
+                |attempt| dependency.stats.attempt(attempt, shared.start),
+            )
+            .await;
+            dependency.stats.call(&result, in_outage);
+            shared.runs.call(&result, cut_short);
+            if matches!(result, ToolResult::Stopped { .. }) {
+                break;
+            }
+            tokio::time::sleep(THINK_TIME).await;
+        }
     }
 }

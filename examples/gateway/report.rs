@@ -1,7 +1,16 @@
-//! Counters per dependency, the transition log, and the final report (a table, or JSON).
+//! Counters per dependency and per agent run, the transition log, and the final report (a table,
+//! or JSON).
 //!
 //! Every counter is an atomic bumped with relaxed ordering: they are statistics, read live by the
 //! progress line and exactly once the agent tasks have been joined.
+//!
+//! Attempts are counted as the pipeline reports them (`ToolGuard::call_observed`'s `observe`), and
+//! calls by their `ToolResult`, so per dependency, once every call has ended:
+//!
+//! - `sent` = attempts = `successes` + `failures` + `ignored`;
+//! - `sent` + `blocked` = `attempted` + `retries` + `retries_refused`: a call that was asked of
+//!   the breaker sends its first attempt or is blocked; every further attempt is a retry, and a
+//!   retry the opened breaker refused ends the call `blocked`.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,9 +18,10 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolbreaker::{Blocked, FailureKind, State, ToolResult};
+use tokio::time::Instant;
+use toolbreaker::{Attempt, FailureKind, Outcome, State, StopReason, ToolResult};
 
-use crate::tools::{CallOutcome, CallRecord, Mode, Tool};
+use crate::tools::{Mode, Tool};
 
 /// The failure kinds, in report order (`FailureKind::as_str` names).
 pub const KINDS: [&str; 5] = ["timeout", "connect", "rate_limited", "unavailable", "other"];
@@ -21,6 +31,18 @@ fn kind_index(kind: FailureKind) -> usize {
         .iter()
         .position(|name| *name == kind.as_str())
         .unwrap_or(KINDS.len() - 1)
+}
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+fn load(counter: &AtomicU64) -> u64 {
+    counter.load(Ordering::Relaxed)
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// One logged state change.
@@ -44,14 +66,17 @@ pub struct DependencyStats {
     successes: AtomicU64,
     failures: [AtomicU64; 5],
     ignored: AtomicU64,
+    retries: AtomicU64,
+    retries_refused: AtomicU64,
     probes: AtomicU64,
     outage_attempted: AtomicU64,
-    outage_blocked: AtomicU64,
+    outage_never_sent: AtomicU64,
     /// The last `Retry-After` hint seen, in ms (0: none yet).
     retry_after_hint_ms: AtomicU64,
     /// Transitions are rare (a handful a second at most), so a lock is the simple choice here.
     transitions: Mutex<Vec<LoggedTransition>>,
-    first_blocked: OnceLock<Blocked>,
+    /// The first `blocked` result, as the JSON the model received.
+    first_blocked: OnceLock<String>,
 }
 
 impl DependencyStats {
@@ -65,83 +90,100 @@ impl DependencyStats {
             successes: AtomicU64::new(0),
             failures: Default::default(),
             ignored: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
+            retries_refused: AtomicU64::new(0),
             probes: AtomicU64::new(0),
             outage_attempted: AtomicU64::new(0),
-            outage_blocked: AtomicU64::new(0),
+            outage_never_sent: AtomicU64::new(0),
             retry_after_hint_ms: AtomicU64::new(0),
             transitions: Mutex::default(),
             first_blocked: OnceLock::new(),
         }
     }
 
-    /// Count one call. `in_outage`: the dependency's server was in a failing mode when the call
-    /// was attempted. `started` and `ended`: when the call was attempted and when it ended, since
-    /// the start of the run.
-    pub fn record(&self, call: &CallRecord, in_outage: bool, started: Duration, ended: Duration) {
-        let bump = |counter: &AtomicU64| {
-            counter.fetch_add(1, Ordering::Relaxed);
-        };
-        bump(&self.attempted);
-        if in_outage {
-            bump(&self.outage_attempted);
+    /// Count one attempt that reached the dependency, as the pipeline reports it when it ends.
+    /// `start`: the start of the demo, for the transition log's times.
+    pub fn attempt(&self, attempt: &Attempt, start: Instant) {
+        bump(&self.sent);
+        if attempt.number > 1 {
+            bump(&self.retries);
         }
-        if call.probe {
+        let started = attempt.started.saturating_duration_since(start);
+        if attempt.probe {
             bump(&self.probes);
             // Half-open is "open whose cooldown has elapsed": it shows as a change of state when
             // the probe is admitted.
             self.log_transition(started, State::Open, State::HalfOpen);
         }
-        if let Some(blocked) = call.blocked() {
+        match attempt.outcome {
+            Outcome::Success => bump(&self.successes),
+            Outcome::Ignored => bump(&self.ignored),
+            Outcome::Failure(kind) => {
+                bump(&self.failures[kind_index(kind)]);
+                if let FailureKind::RateLimited {
+                    retry_after: Some(hint),
+                } = kind
+                {
+                    self.retry_after_hint_ms
+                        .store(millis(hint), Ordering::Relaxed);
+                }
+            }
+        }
+        if let Some(transition) = attempt.transition {
+            self.log_transition(
+                started + attempt.elapsed,
+                transition.from(),
+                transition.to(),
+            );
+        }
+    }
+
+    /// Count one call by its result. `in_outage`: the dependency's server was in a failing mode
+    /// when the call started.
+    ///
+    /// A call the run guard stopped before its first attempt was never asked of the breaker, and
+    /// counts nothing here.
+    pub fn call(&self, result: &ToolResult<String>, in_outage: bool) {
+        let attempts = result.stats().map_or(0, |stats| stats.attempts);
+        if attempts == 0 && matches!(result, ToolResult::Stopped { .. }) {
+            return;
+        }
+        bump(&self.attempted);
+        if in_outage {
+            bump(&self.outage_attempted);
+            if attempts == 0 {
+                bump(&self.outage_never_sent);
+            }
+        }
+        if let ToolResult::Blocked { .. } = result {
             bump(&self.blocked);
-            if in_outage {
-                bump(&self.outage_blocked);
+            if attempts > 0 {
+                bump(&self.retries_refused);
             }
             if self.first_blocked.get().is_none() {
-                let _ = self.first_blocked.set(*blocked);
+                if let Ok(json) = result.to_json() {
+                    let _ = self.first_blocked.set(json);
+                }
             }
-        }
-        match call.outcome {
-            CallOutcome::Success { .. } => bump(&self.successes),
-            CallOutcome::Ignored => bump(&self.ignored),
-            _ => {}
-        }
-        if call.admitted() {
-            bump(&self.sent);
-        }
-        if let Some(kind) = call.failure_kind() {
-            bump(&self.failures[kind_index(kind)]);
-            if let FailureKind::RateLimited {
-                retry_after: Some(hint),
-            } = kind
-            {
-                let ms = u64::try_from(hint.as_millis()).unwrap_or(u64::MAX);
-                self.retry_after_hint_ms.store(ms, Ordering::Relaxed);
-            }
-        }
-        if let Some(transition) = call.transition {
-            self.log_transition(ended, transition.from(), transition.to());
         }
     }
 
     fn log_transition(&self, at: Duration, from: State, to: State) {
-        let at_ms = u64::try_from(at.as_millis()).unwrap_or(u64::MAX);
         let mut log = self.transitions.lock().unwrap_or_else(|e| e.into_inner());
-        log.push(LoggedTransition { at_ms, from, to });
+        log.push(LoggedTransition {
+            at_ms: millis(at),
+            from,
+            to,
+        });
     }
 
-    /// Calls attempted so far.
-    pub fn attempted(&self) -> u64 {
-        self.attempted.load(Ordering::Relaxed)
+    /// The first `blocked` result, as the JSON the model received.
+    pub fn first_blocked(&self) -> Option<&str> {
+        self.first_blocked.get().map(String::as_str)
     }
 
-    /// The first call the breaker blocked, if any.
-    pub fn first_blocked(&self) -> Option<Blocked> {
-        self.first_blocked.get().copied()
-    }
-
-    /// A consistent-enough copy of the counters, once the run is over.
+    /// A copy of the counters, once the run is over.
     pub fn snapshot(&self, window: Option<Window>, server_hits: u64) -> Snapshot {
-        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         let mut transitions = self
             .transitions
             .lock()
@@ -156,9 +198,11 @@ impl DependencyStats {
             successes: load(&self.successes),
             failures_by_kind: std::array::from_fn(|i| load(&self.failures[i])),
             ignored: load(&self.ignored),
+            retries: load(&self.retries),
+            retries_refused: load(&self.retries_refused),
             probes: load(&self.probes),
             outage_attempted: load(&self.outage_attempted),
-            outage_blocked: load(&self.outage_blocked),
+            outage_never_sent: load(&self.outage_never_sent),
             retry_after_hint_ms: match load(&self.retry_after_hint_ms) {
                 0 => None,
                 ms => Some(ms),
@@ -190,9 +234,11 @@ pub struct Snapshot {
     successes: u64,
     failures_by_kind: [u64; 5],
     ignored: u64,
+    retries: u64,
+    retries_refused: u64,
     probes: u64,
     outage_attempted: u64,
-    outage_blocked: u64,
+    outage_never_sent: u64,
     retry_after_hint_ms: Option<u64>,
     server_hits: u64,
     window: Option<Window>,
@@ -207,7 +253,7 @@ impl Snapshot {
     /// The share of calls attempted during the outage that were never sent.
     fn never_sent_share(&self) -> Option<f64> {
         (self.outage_attempted > 0)
-            .then(|| self.outage_blocked as f64 / self.outage_attempted as f64)
+            .then(|| self.outage_never_sent as f64 / self.outage_attempted as f64)
     }
 
     /// This dependency's block of the report table.
@@ -224,16 +270,21 @@ impl Snapshot {
         };
         let _ = writeln!(out, "{}  (outage: {outage})", self.tool.name());
         let mut row = |label: &str, value: String| {
-            let _ = writeln!(out, "  {label:<36}{value:>12}");
+            let _ = writeln!(out, "  {label:<42}{value:>10}");
         };
-        row("calls attempted", self.attempted.to_string());
-        row("sent to the dependency", self.sent.to_string());
+        row("calls asked of the breaker", self.attempted.to_string());
+        row("attempts sent to the dependency", self.sent.to_string());
+        row("  of which retries", self.retries.to_string());
         row("  of which probes", self.probes.to_string());
         row(
             "requests that reached the server",
             self.server_hits.to_string(),
         );
-        row("blocked without sending", self.blocked.to_string());
+        row("calls answered blocked", self.blocked.to_string());
+        row(
+            "  of which retries refused (opened breaker)",
+            self.retries_refused.to_string(),
+        );
         row("successes", self.successes.to_string());
         row("counted failures", self.failures().to_string());
         for (kind, count) in KINDS.iter().zip(self.failures_by_kind) {
@@ -251,11 +302,11 @@ impl Snapshot {
                 "calls attempted during the outage",
                 self.outage_attempted.to_string(),
             );
-            row("  never sent (blocked)", self.outage_blocked.to_string());
+            row("  never sent", self.outage_never_sent.to_string());
             row(
                 "  share never sent",
                 match self.never_sent_share() {
-                    Some(share) => format!("{:.1} %", share * 100.0),
+                    Some(share) => format!("{:.2} %", share * 100.0),
                     None => "-".to_owned(),
                 },
             );
@@ -297,6 +348,8 @@ impl Snapshot {
             "failures": self.failures(),
             "ignored": self.ignored,
             "failures_by_kind": by_kind,
+            "retries": self.retries,
+            "retries_refused": self.retries_refused,
             "probes": self.probes,
             "server_hits": self.server_hits,
             "retry_after_hint_ms": self.retry_after_hint_ms,
@@ -306,18 +359,121 @@ impl Snapshot {
                 "from_ms": w.from_ms,
                 "to_ms": w.to_ms,
                 "attempted": self.outage_attempted,
-                "blocked": self.outage_blocked,
+                "never_sent": self.outage_never_sent,
                 "never_sent_share": self.never_sent_share(),
             })),
         })
     }
 }
 
-/// The blocked result a model would receive, as JSON text and as a value.
-pub fn blocked_tool_result(tool: Tool, blocked: &Blocked) -> Option<(String, Value)> {
-    let text = ToolResult::<()>::blocked(tool.name(), blocked)
-        .to_json()
-        .ok()?;
-    let value = serde_json::from_str(&text).ok()?;
-    Some((text, value))
+/// The stop reasons, in report order (`StopReason::as_str` names).
+const STOP_REASONS: [StopReason; 3] = [
+    StopReason::ToolCallBudget,
+    StopReason::Deadline,
+    StopReason::TokenBudget,
+];
+
+/// What every agent run counts: runs, calls, and how the runs stopped.
+#[derive(Default)]
+pub struct RunStats {
+    runs_started: AtomicU64,
+    calls: AtomicU64,
+    calls_stopped: AtomicU64,
+    /// Runs stopped, by reason, in `STOP_REASONS` order.
+    stopped_by: [AtomicU64; 3],
+    /// Runs whose deadline was the demo's end (not their own time limit) and stopped at it.
+    cut_short: AtomicU64,
+    /// The first `stopped` result, as the JSON the model received.
+    first_stopped: OnceLock<String>,
+}
+
+impl RunStats {
+    /// Count a run's start.
+    pub fn run_started(&self) {
+        bump(&self.runs_started);
+    }
+
+    /// Count one call by its result; a `stopped` result ends its run, and is counted as the
+    /// run's stop. `cut_short`: the run's deadline is the demo's end.
+    pub fn call(&self, result: &ToolResult<String>, cut_short: bool) {
+        bump(&self.calls);
+        if let ToolResult::Stopped { stop_reason, .. } = result {
+            bump(&self.calls_stopped);
+            let index = STOP_REASONS
+                .iter()
+                .position(|reason| reason == stop_reason)
+                .unwrap_or(0);
+            bump(&self.stopped_by[index]);
+            if cut_short && *stop_reason == StopReason::Deadline {
+                bump(&self.cut_short);
+            }
+            if self.first_stopped.get().is_none() {
+                if let Ok(json) = result.to_json() {
+                    let _ = self.first_stopped.set(json);
+                }
+            }
+        }
+    }
+
+    /// Tool calls made so far, whatever their result.
+    pub fn calls(&self) -> u64 {
+        load(&self.calls)
+    }
+
+    /// Runs started so far.
+    pub fn runs_started(&self) -> u64 {
+        load(&self.runs_started)
+    }
+
+    /// The first `stopped` result, as the JSON the model received.
+    pub fn first_stopped(&self) -> Option<&str> {
+        self.first_stopped.get().map(String::as_str)
+    }
+
+    fn stopped(&self, reason: StopReason) -> u64 {
+        STOP_REASONS
+            .iter()
+            .position(|r| *r == reason)
+            .map_or(0, |i| load(&self.stopped_by[i]))
+    }
+
+    /// The runs' line of the report table.
+    pub fn table(&self) -> String {
+        let mut line = format!(
+            "{} agent runs started; stopped by tool_call_budget: {}, by deadline: {} \
+             ({} of them cut short by the demo's end)",
+            self.runs_started(),
+            self.stopped(StopReason::ToolCallBudget),
+            self.stopped(StopReason::Deadline),
+            load(&self.cut_short),
+        );
+        let tokens = self.stopped(StopReason::TokenBudget);
+        if tokens > 0 {
+            let _ = write!(line, ", by token_budget: {tokens}");
+        }
+        let _ = write!(
+            line,
+            "; {} calls answered stopped",
+            load(&self.calls_stopped)
+        );
+        line
+    }
+
+    /// The runs' entry in the JSON report.
+    pub fn json(&self) -> Value {
+        let stopped: serde_json::Map<String, Value> = STOP_REASONS
+            .iter()
+            .map(|reason| (reason.as_str().to_owned(), json!(self.stopped(*reason))))
+            .collect();
+        json!({
+            "started": self.runs_started(),
+            "stopped": stopped,
+            "cut_short_by_demo_end": load(&self.cut_short),
+        })
+    }
+
+    /// Calls answered `stopped`.
+    pub fn calls_stopped(&self) -> u64 {
+        load(&self.calls_stopped)
+    }
 }

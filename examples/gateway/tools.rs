@@ -7,10 +7,14 @@
 //! atomics, so the request path takes no lock. Whoever holds the control switches the mode: in the
 //! example a scheduler by elapsed time, in the test the test itself.
 //!
-//! [`call_tool`] is the agent side: one HTTP call guarded by the dependency's breaker, classified
-//! with the crate's HTTP rules, and reported back as a [`CallRecord`].
+//! [`call_tool`] is the agent side: one tool call through the guard pipeline
+//! (`ToolGuard::call_observed`: run deadline and budget, the dependency's breaker, per-call timeout,
+//! classification, bounded retry). Each attempt is [`fetch`]: one HTTP request, classified with the
+//! crate's HTTP rules inside the attempt, so that a failure's [`ToolError`] carries its
+//! [`Outcome`], a 429's `Retry-After` hint included.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -26,7 +30,7 @@ use axum::serve::ListenerExt;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use toolbreaker::http::{classify_reqwest, classify_reqwest_error};
-use toolbreaker::{Blocked, CircuitBreaker, FailureKind, Outcome, Transition};
+use toolbreaker::{AgentRun, Attempt, CircuitBreaker, FailureKind, Outcome, ToolGuard, ToolResult};
 
 /// The tools the agent can call; each is its own dependency with its own server and breaker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -319,130 +323,137 @@ fn json(status: StatusCode, body: String) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-/// How one guarded call ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CallOutcome {
-    /// The breaker did not admit the call; nothing was sent.
-    Blocked(Blocked),
-    /// The dependency answered well; the body was read.
-    Success {
-        /// The body's length.
-        body_bytes: usize,
-    },
-    /// A counted failure (503, 429, a transport error, a broken body).
-    Failure(FailureKind),
-    /// A failure that is not the dependency's (a 400 for bad arguments): counts nothing.
-    Ignored,
-    /// No answer within the per-call timeout; recorded as [`FailureKind::Timeout`].
-    TimedOut(Duration),
-}
-
-/// What one guarded call did, for the caller's counters and logs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CallRecord {
-    /// How it ended.
-    pub outcome: CallOutcome,
-    /// Whether the call held the half-open probe slot.
-    pub probe: bool,
-    /// The HTTP status the dependency answered with, if it answered.
-    pub status: Option<u16>,
-    /// The state change recording the outcome caused, if any.
-    pub transition: Option<Transition>,
-}
-
-impl CallRecord {
-    /// Whether the call was sent to the dependency.
-    pub fn admitted(&self) -> bool {
-        !matches!(self.outcome, CallOutcome::Blocked(_))
-    }
-
-    /// The breaker's answer, if the call was blocked.
-    pub fn blocked(&self) -> Option<&Blocked> {
-        match &self.outcome {
-            CallOutcome::Blocked(blocked) => Some(blocked),
-            _ => None,
-        }
-    }
-
-    /// The kind of counted failure, if the call failed in a way that counts (a timeout included).
-    pub fn failure_kind(&self) -> Option<FailureKind> {
-        match self.outcome {
-            CallOutcome::Failure(kind) => Some(kind),
-            CallOutcome::TimedOut(_) => Some(FailureKind::Timeout),
-            _ => None,
-        }
-    }
-}
-
-/// Make one guarded call to a tool: ask `breaker` for a permit, send `GET url` with `client`, read
-/// the body, classify with the crate's HTTP rules ([`classify_reqwest`]) and record the outcome.
+/// Why one attempt did not give a usable answer: the outcome the crate's HTTP rules gave it (a
+/// 429 carries its `Retry-After` hint here, so it reaches the pipeline's retry policy), and what
+/// happened.
 ///
-/// The whole exchange (request and body) runs under `timeout`; a call that runs past it is
-/// dropped and recorded as [`FailureKind::Timeout`], just as `CircuitBreaker::run_with_timeout`
-/// does. This spells the steps out instead of calling `run_with_timeout` because the caller
-/// wants what that hides: whether the permit was the probe, and the [`Transition`] that
-/// recording caused.
-pub async fn call_tool(
-    client: &reqwest::Client,
-    breaker: &CircuitBreaker,
-    url: &str,
-    timeout: Duration,
-) -> CallRecord {
-    let permit = match breaker.try_acquire() {
-        Ok(permit) => permit,
-        Err(blocked) => {
-            return CallRecord {
-                outcome: CallOutcome::Blocked(blocked),
-                probe: false,
-                status: None,
-                transition: None,
-            };
-        }
-    };
-    let probe = permit.is_probe();
-    let exchange = async {
-        let sent = client.get(url).send().await;
-        let outcome = classify_reqwest(&sent);
-        let Ok(response) = sent else {
-            return (outcome, None, 0);
-        };
-        let status = Some(response.status().as_u16());
-        // Read every body, failures included, so the connection can be reused.
-        match response.bytes().await {
-            Ok(body) => (outcome, status, body.len()),
-            // A success whose body broke off is the dependency's failure after all.
-            Err(broken) if outcome == Outcome::Success => {
-                let outcome = match classify_reqwest_error(&broken) {
-                    failure @ Outcome::Failure(_) => failure,
-                    _ => Outcome::Failure(FailureKind::Other),
-                };
-                (outcome, status, 0)
+/// Its `Display` is what the model reads in a `failed` result: the status or the kind of
+/// transport failure, never the URL, its query or the transport error's own text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ToolError {
+    /// How the attempt is classified: a counted failure, or `Ignored` (a 400 for bad arguments).
+    pub outcome: Outcome,
+    /// What happened.
+    pub cause: Cause,
+}
+
+/// What went wrong in one attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// The dependency answered with this status, which is not a success.
+    Status(u16),
+    /// The dependency answered with this (successful) status, but its body broke off.
+    Body(u16),
+    /// No answer: the request failed before one came (connect, transport timeout, a bad request).
+    Transport,
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.cause {
+            Cause::Status(status) => {
+                write!(f, "HTTP {status}")?;
+                if let Some(reason) = StatusCode::from_u16(status)
+                    .ok()
+                    .and_then(|s| s.canonical_reason())
+                {
+                    write!(f, " {reason}")?;
+                }
+                if let Some(hint) = self.outcome.retry_after() {
+                    write!(f, " (Retry-After: {} s)", hint.as_secs())?;
+                }
+                Ok(())
             }
-            Err(_) => (outcome, status, 0),
+            Cause::Body(status) => write!(f, "HTTP {status}, but the response body broke off"),
+            Cause::Transport => f.write_str(match self.outcome {
+                Outcome::Failure(FailureKind::Timeout) => "the request timed out",
+                Outcome::Failure(FailureKind::Connect) => "could not connect",
+                Outcome::Ignored => "the request could not be made",
+                _ => "the request failed in transport",
+            }),
+        }
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+/// The pipeline's classification of an attempt: [`fetch`] has already classified it.
+pub fn classify(result: &Result<String, ToolError>) -> Outcome {
+    match result {
+        Ok(_) => Outcome::Success,
+        Err(error) => error.outcome,
+    }
+}
+
+/// One attempt: send `GET url` with `client`, read the body, and classify the exchange with the
+/// crate's HTTP rules ([`classify_reqwest`]). `Ok` is the body of a successful answer; anything
+/// else is a [`ToolError`] carrying its outcome.
+///
+/// No timeout here: the pipeline runs each attempt under its per-call timeout and drops it when
+/// that runs out.
+///
+/// # Errors
+///
+/// A [`ToolError`] for every answer that is not a success (a 503, a 429, a 400) and for every
+/// transport failure.
+pub async fn fetch(client: &reqwest::Client, url: &str) -> Result<String, ToolError> {
+    let sent = client.get(url).send().await;
+    let outcome = classify_reqwest(&sent);
+    let response = match sent {
+        Ok(response) => response,
+        Err(_) => {
+            return Err(ToolError {
+                outcome,
+                cause: Cause::Transport,
+            });
         }
     };
-    match tokio::time::timeout(timeout, exchange).await {
-        Ok((outcome, status, body_bytes)) => CallRecord {
-            outcome: match outcome {
-                Outcome::Success => CallOutcome::Success { body_bytes },
-                Outcome::Failure(kind) => CallOutcome::Failure(kind),
-                Outcome::Ignored => CallOutcome::Ignored,
+    let status = response.status().as_u16();
+    // Read every body, failures included, so the connection can be reused.
+    let body = response.bytes().await;
+    match (outcome, body) {
+        (Outcome::Success, Ok(body)) => Ok(String::from_utf8_lossy(&body).into_owned()),
+        // A success whose body broke off is the dependency's failure after all.
+        (Outcome::Success, Err(broken)) => Err(ToolError {
+            outcome: match classify_reqwest_error(&broken) {
+                failure @ Outcome::Failure(_) => failure,
+                _ => Outcome::Failure(FailureKind::Other),
             },
-            probe,
-            status,
-            transition: permit.record(outcome),
-        },
-        Err(_elapsed) => CallRecord {
-            outcome: CallOutcome::TimedOut(timeout),
-            probe,
-            status: None,
-            transition: permit.record(Outcome::Failure(FailureKind::Timeout)),
-        },
+            cause: Cause::Body(status),
+        }),
+        (outcome, _) => Err(ToolError {
+            outcome,
+            cause: Cause::Status(status),
+        }),
     }
+}
+
+/// One tool call through the guard pipeline: `guard` and `run` decide whether and how often
+/// [`fetch`] runs against `url`, `breaker` is `tool`'s breaker, and `observe` sees every attempt
+/// that reached the dependency (its probe flag, outcome and transition) as it ends.
+pub async fn call_tool(
+    guard: &ToolGuard,
+    run: &AgentRun,
+    tool: Tool,
+    breaker: &CircuitBreaker,
+    client: &reqwest::Client,
+    url: &str,
+    observe: impl FnMut(&Attempt),
+) -> ToolResult<String> {
+    guard
+        .call_observed(
+            run,
+            tool.name(),
+            breaker,
+            classify,
+            || fetch(client, url),
+            observe,
+        )
+        .await
 }
 
 /// The HTTP client the agent shares across all its calls: plain HTTP, no proxy (every tool is on
-/// 127.0.0.1), and no timeout of its own (the breaker's per-call timeout governs).
+/// 127.0.0.1), and no timeout of its own (the pipeline's per-call timeout governs).
 ///
 /// # Errors
 ///
