@@ -78,6 +78,10 @@ impl Registry {
     /// Run `f` with `dependency`'s breaker (created closed on first use), without cloning its
     /// handle: a lookup by name that writes no shared memory when the breaker exists.
     ///
+    /// `f` runs inside the map's epoch guard, which holds back the reclamation of replaced table
+    /// memory while it lasts: keep `f` short (ask the breaker, record an outcome) and make slow
+    /// calls through a handle from [`get`](Self::get).
+    ///
     /// # Examples
     ///
     /// ```
