@@ -200,6 +200,15 @@ impl CircuitBreaker {
             .map(|permit| permit.into_owned(Arc::clone(self)))
     }
 
+    /// Whether a permit of `generation` would still count (see `state::is_current`).
+    pub(crate) fn permit_is_current(&self, generation: u32, probe: bool) -> bool {
+        // Acquire: as in `try_acquire`; the answer is judged against the newest transition.
+        let word = Word(self.inner.word.load(Ordering::Acquire));
+        state::is_current(word, generation, probe, &self.inner.config.limits(), || {
+            self.now_ms()
+        })
+    }
+
     /// Apply a permit's report. Returns the state change it caused, if any.
     #[inline]
     pub(crate) fn report(

@@ -58,6 +58,30 @@ impl<'a> Permit<'a> {
         self.ticket.probe
     }
 
+    /// Whether an outcome recorded now would still count: the breaker has not moved on since the
+    /// permit was issued (an ordinary permit's closed period goes on; a probe's lease has not
+    /// run out). A permit held for a while before its call (a reservation) should be checked, and
+    /// dropped for a new one when stale, rather than used to send a call the breaker would no
+    /// longer admit.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{CircuitBreaker, FailureKind, Outcome};
+    ///
+    /// let breaker = CircuitBreaker::builder().failure_threshold(1).build()?;
+    /// let reserved = breaker.try_acquire().unwrap();
+    /// assert!(reserved.is_current());
+    /// breaker.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Unavailable));
+    /// assert!(!reserved.is_current(), "the breaker opened since");
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn is_current(&self) -> bool {
+        self.ticket
+            .breaker
+            .permit_is_current(self.ticket.generation, self.ticket.probe)
+    }
+
     /// Report the call's outcome, consuming the permit.
     ///
     /// Returns the state change the outcome caused: a counted failure at the threshold trips the
@@ -130,6 +154,13 @@ impl OwnedPermit {
     #[inline]
     pub fn record(self, outcome: Outcome) -> Option<Transition> {
         self.ticket.record(outcome)
+    }
+
+    /// As [`Permit::is_current`].
+    pub fn is_current(&self) -> bool {
+        self.ticket
+            .breaker
+            .permit_is_current(self.ticket.generation, self.ticket.probe)
     }
 
     /// The breaker that issued this permit.

@@ -509,6 +509,27 @@ pub(crate) fn report(
     }
 }
 
+/// Whether a permit of `generation` (`probe` says whether it holds the probe slot) would still
+/// be judged current by [`report`]: an ordinary permit while its closed generation lasts, a probe
+/// while its lease does. `now` is called only for a probe.
+#[inline]
+pub(crate) fn is_current(
+    word: Word,
+    generation: u32,
+    probe: bool,
+    limits: &Limits,
+    now: impl FnOnce() -> u64,
+) -> bool {
+    if word.generation() != generation {
+        return false;
+    }
+    match (word.kind(), probe) {
+        (Kind::Closed, false) => true,
+        (Kind::Probing, true) => now() < word.payload().saturating_add(limits.probe_timeout_ms),
+        _ => false,
+    }
+}
+
 /// Milliseconds in `duration`, rounded up, or `None` if it exceeds [`MAX_TIME_MS`].
 pub(crate) fn duration_to_ms(duration: Duration) -> Option<u64> {
     let ms = duration.as_nanos().div_ceil(1_000_000);
@@ -948,6 +969,35 @@ mod tests {
         for r in [Report::Success, Report::Failure] {
             let verdict = report(Word::probing(4, 7), 4, true, r, &LIMITS, || 8);
             assert_eq!(verdict.unwrap().next.generation(), 5);
+        }
+    }
+
+    #[test]
+    fn a_permit_is_current_exactly_when_a_report_from_it_would_count() {
+        let words = [
+            Word::closed(4, 0),
+            Word::closed(4, 2),
+            Word::open(4, 10),
+            Word::probing(4, 10),
+            Word::half_open(4),
+        ];
+        for word in words {
+            for generation in [3, 4, 5] {
+                for probe in [false, true] {
+                    for now in [10, 1_009, 1_010] {
+                        let current = is_current(word, generation, probe, &LIMITS, || now);
+                        // A success from a current permit moves or keeps the word; from a stale
+                        // one it is refused. A closed word with no failures keeps itself.
+                        let counted =
+                            report(word, generation, probe, Report::Failure, &LIMITS, || now)
+                                .is_some();
+                        assert_eq!(
+                            current, counted,
+                            "{word:?} g{generation} probe {probe} t{now}"
+                        );
+                    }
+                }
+            }
         }
     }
 

@@ -569,3 +569,78 @@ fn readiness_counts_for_one_call() {
     assert!(matches!(poll_once(second), Poll::Ready(Err(_))));
     assert_eq!(dependency.calls(), 1);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Stale reservations: a permit kept by a ready service is checked before it is used.
+
+#[test]
+fn a_reservation_made_before_a_trip_never_sends_while_the_breaker_is_open() {
+    let (breaker, _mock) = breaker(1);
+    let (mut service, dependency) = guarded(&breaker);
+    ready_now(&mut service); // reserves a permit while closed
+    // Another caller trips the breaker.
+    breaker
+        .try_acquire()
+        .unwrap()
+        .record(Outcome::Failure(FailureKind::Unavailable));
+    assert_eq!(breaker.state(), State::Open);
+    // Both paths notice: a new `poll_ready` asks again, and so does `call` on the old one.
+    let error = request(&mut service, Req::Status(200)).unwrap_err();
+    assert_eq!(blocked(&error).reason(), BlockedReason::DependencyOpen);
+    ready_now(&mut service);
+    breaker
+        .try_acquire()
+        .map(|p| p.record(Outcome::Success))
+        .unwrap_err(); // still open
+    assert_eq!(
+        dependency.calls(),
+        0,
+        "nothing reached the dependency while open"
+    );
+}
+
+#[test]
+fn a_stale_reservation_is_not_a_second_probe() {
+    let (breaker, mock) = breaker(1);
+    let (mut service, dependency) = guarded(&breaker);
+    ready_now(&mut service); // a closed-era reservation
+    breaker
+        .try_acquire()
+        .unwrap()
+        .record(Outcome::Failure(FailureKind::Unavailable));
+    mock.increment(COOLDOWN);
+    let probe = breaker.try_acquire().unwrap(); // the probe is held elsewhere
+    assert!(probe.is_probe());
+    let fut = pin!(service.call(Req::Status(200)));
+    match poll_once(fut) {
+        Poll::Ready(Err(error)) => {
+            assert_eq!(blocked(&error).reason(), BlockedReason::ProbeInFlight)
+        }
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+    assert_eq!(
+        dependency.calls(),
+        0,
+        "exactly one probe: the one held elsewhere"
+    );
+    drop(probe);
+}
+
+#[test]
+fn a_ready_probe_whose_lease_ran_out_is_not_sent() {
+    let (breaker, mock) = breaker(1);
+    let (mut service, dependency) = guarded(&breaker);
+    half_open(&mut service, &breaker, &mock);
+    let sent = dependency.calls();
+    ready_now(&mut service); // holds the probe slot
+    mock.increment(Duration::from_secs(3_600)); // its lease ends, and a cooldown after it
+    // The call asks again and becomes the new probe; the old lease counted as a failed probe.
+    let fut = pin!(service.call(Req::Status(200)));
+    assert!(matches!(poll_once(fut), Poll::Ready(Ok(_))));
+    assert_eq!(dependency.calls(), sent + 1);
+    assert_eq!(
+        breaker.state(),
+        State::Closed,
+        "the new probe's success closed it"
+    );
+}

@@ -33,8 +33,12 @@
 //! the breaker is asked in `call` instead, and the inner service is called without its own
 //! `poll_ready` if admitted.
 //!
-//! A ready service holds its permit until `call` or until it is dropped, so keep the gap short,
-//! as `ServiceExt::ready` followed by `call` does: a probe's permit held past the probe timeout
+//! A ready service holds its permit until `call` or until it is dropped. The reservation is
+//! checked against the breaker (one load) at the next `poll_ready` and at `call`: if the breaker
+//! has moved on since (a trip, a probe's verdict, a probe lease run out), the stale permit is
+//! dropped and the breaker asked again, so a reservation never sends a request the breaker would
+//! no longer admit, and never makes a second probe. Keep the gap short all the same, as
+//! `ServiceExt::ready` followed by `call` does: a probe's permit held past the probe timeout
 //! counts as a failed probe. A clone of a service never carries the permit its original holds: it
 //! starts unpolled. Dropping a ready service, or a response future before it completes, drops the
 //! permit unrecorded: nothing is counted, and a probe's slot is released for the next request.
@@ -235,16 +239,20 @@ where
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         // The breaker first: an open breaker must not wait on the inner service's readiness.
         let permit = match mem::replace(&mut self.admission, Admission::Unpolled) {
-            // Ready before, and not called since: the reservation stands.
-            Admission::Admitted(permit) => permit,
-            // Ask again: a cooldown may have passed since a rejection.
-            Admission::Unpolled | Admission::Blocked(_) => match self.breaker.try_acquire_owned() {
-                Ok(permit) => permit,
-                Err(blocked) => {
-                    self.admission = Admission::Blocked(blocked);
-                    return Poll::Ready(Ok(()));
+            // Ready before, and not called since: the reservation stands while the breaker has
+            // not moved on (a trip, a verdict, a lease run out) since it was made.
+            Admission::Admitted(permit) if permit.is_current() => permit,
+            // Ask again: a cooldown may have passed since a rejection, or the reservation is
+            // stale (dropping it releases a probe slot it held).
+            Admission::Admitted(_) | Admission::Unpolled | Admission::Blocked(_) => {
+                match self.breaker.try_acquire_owned() {
+                    Ok(permit) => permit,
+                    Err(blocked) => {
+                        self.admission = Admission::Blocked(blocked);
+                        return Poll::Ready(Ok(()));
+                    }
                 }
-            },
+            }
         };
         match self.inner.poll_ready(cx) {
             Poll::Ready(Ok(())) => {
@@ -265,13 +273,16 @@ where
     fn call(&mut self, request: Request) -> Self::Future {
         // Readiness counts once: whatever happens, the next call needs a new `poll_ready`.
         let permit = match mem::replace(&mut self.admission, Admission::Unpolled) {
-            Admission::Admitted(permit) => permit,
+            Admission::Admitted(permit) if permit.is_current() => permit,
             Admission::Blocked(blocked) => return ResponseFuture::rejected(blocked),
-            // Called without `poll_ready`: ask the breaker now rather than panic.
-            Admission::Unpolled => match self.breaker.try_acquire_owned() {
-                Ok(permit) => permit,
-                Err(blocked) => return ResponseFuture::rejected(blocked),
-            },
+            // Called without `poll_ready`, or with a reservation the breaker has moved on from
+            // since: ask the breaker now rather than send what it would no longer admit.
+            Admission::Admitted(_) | Admission::Unpolled => {
+                match self.breaker.try_acquire_owned() {
+                    Ok(permit) => permit,
+                    Err(blocked) => return ResponseFuture::rejected(blocked),
+                }
+            }
         };
         ResponseFuture::called(
             self.inner.call(request),
