@@ -10,13 +10,16 @@
 //! 2. **Breaker**: if the dependency's breaker does not admit the call, the result is `blocked`
 //!    at once; the operation never starts.
 //! 3. **Per-call timeout**: the attempt runs under [`ToolGuard::per_call_timeout`], cut to the
-//!    time left before the run's deadline; running out is [`FailureKind::Timeout`].
+//!    time left before the run's deadline; running out of the per-call time is
+//!    [`FailureKind::Timeout`]. Running into the run's deadline says nothing about the dependency:
+//!    nothing is recorded and the result is `stopped` (`deadline`).
 //! 4. **Classification** of the attempt's result, recorded on the breaker.
 //! 5. **Bounded retry** ([`RetryPolicy`]), only for counted failures of a retryable kind
 //!    (timeout, connect, unavailable, rate-limited), never for `Ignored`: capped exponential
 //!    backoff with jitter (`backon`), at least the `Retry-After` hint, never past the deadline.
 //!    Before every retry the breaker is asked again: once it has opened, retrying stops and the
-//!    result is `blocked`. Every attempt draws on the run's tool-call budget.
+//!    result is `blocked`, at once rather than after the wait. Every attempt draws on the run's
+//!    tool-call budget; a spent budget also ends the call before the wait.
 //!
 //! The order follows the practice the crate's source article describes (run deadline, breaker,
 //! per-call timeout, classification, then a short retry) and AWS's guidance on retries with
@@ -31,7 +34,7 @@ use tokio::time::Instant;
 
 use crate::breaker::CircuitBreaker;
 use crate::classify::{FailureKind, Outcome};
-use crate::state::Transition;
+use crate::state::{State, Transition};
 use crate::tool::{CallStats, StopReason, ToolResult};
 
 /// One agent run: its id, deadline and budgets, shared by all its tool calls (also concurrent
@@ -403,6 +406,14 @@ impl ToolGuard {
             let (outcome, result) = match tokio::time::timeout(limit, attempt()).await {
                 // 4. Classify and record.
                 Ok(result) => (classify(&result), Some(result)),
+                // Cut short by the run's deadline rather than the per-call timeout: that says
+                // nothing about the dependency, so nothing is recorded (a probe's slot is given
+                // back) and the run has stopped.
+                Err(_elapsed) if limit < self.per_call_timeout => {
+                    drop(permit);
+                    let reason = run.stop(StopReason::Deadline);
+                    return ToolResult::stopped(run.id(), reason).with_stats(stats(attempts));
+                }
                 Err(_elapsed) => (Outcome::Failure(FailureKind::Timeout), None),
             };
             let transition = permit.record(outcome);
@@ -442,6 +453,16 @@ impl ToolGuard {
             let Some(delay) = retry else {
                 return last(result).with_stats(stats(attempts));
             };
+            // Before waiting, the checks a retry would make anyway: an opened breaker ends the
+            // call now (blocked), and so does a spent run (stopped); no wait is slept for nothing.
+            if breaker.state() == State::Open {
+                if let Err(blocked) = breaker.try_acquire() {
+                    return ToolResult::blocked(dependency, &blocked).with_stats(stats(attempts));
+                }
+            }
+            if let Err(reason) = run.check(Instant::now()) {
+                return ToolResult::stopped(run.id(), reason).with_stats(stats(attempts));
+            }
             // Honour the dependency's hint as a minimum, and never wait past the deadline.
             let wait = delay.max(outcome.retry_after().unwrap_or(Duration::ZERO));
             if Instant::now() + wait >= run.deadline() {

@@ -285,23 +285,95 @@ async fn ignored_outcomes_are_never_retried() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_hung_attempt_times_out_within_the_time_left_to_the_deadline() {
-    let (breaker, _mock) = breaker(10);
-    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(3));
-    let run = AgentRun::new("r", Duration::from_secs(2), 100);
+async fn a_hung_attempt_times_out_as_a_counted_failure() {
+    let (breaker, _mock) = breaker(1);
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(0));
+    let run = AgentRun::new("r", Duration::from_secs(60), 100);
     let dep = Dependency::new(&[Answer::Hang]);
     let start = Instant::now();
     let result = call(&guard, &run, &breaker, &dep).await;
     assert_eq!(
         start.elapsed(),
-        Duration::from_secs(2),
-        "cut to the deadline, not 5 s"
+        Duration::from_secs(5),
+        "the per-call timeout"
     );
-    assert_eq!(dep.attempts(), 1);
     match result {
-        ToolResult::Failed { error, .. } => assert_eq!(error, "timed out after 2000 ms"),
+        ToolResult::Failed { error, counted, .. } => {
+            assert_eq!((error.as_str(), counted), ("timed out after 5000 ms", true));
+        }
         other => panic!("expected failed, got {other:?}"),
     }
+    assert_eq!(
+        breaker.state(),
+        State::Open,
+        "a timeout counts against the dependency"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_cut_by_the_run_deadline_stops_the_run_and_counts_nothing() {
+    let (breaker, mock) = breaker(1);
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(3));
+    // Closed, and half-open with the call as the probe: neither is charged for the deadline.
+    for probing in [false, true] {
+        if probing {
+            breaker
+                .try_acquire()
+                .unwrap()
+                .record(Outcome::Failure(FailureKind::Timeout));
+            mock.increment(Duration::from_secs(30));
+        }
+        let run = AgentRun::new("r", Duration::from_secs(2), 100);
+        let dep = Dependency::new(&[Answer::Hang]);
+        let start = Instant::now();
+        let result = call(&guard, &run, &breaker, &dep).await;
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_secs(2),
+            "cut to the deadline, not 5 s"
+        );
+        assert_eq!(dep.attempts(), 1);
+        assert!(matches!(
+            result,
+            ToolResult::Stopped {
+                stop_reason: StopReason::Deadline,
+                ..
+            }
+        ));
+        let expected = if probing {
+            State::HalfOpen
+        } else {
+            State::Closed
+        };
+        assert_eq!(
+            breaker.state(),
+            expected,
+            "nothing recorded against the dependency"
+        );
+        if probing {
+            assert!(
+                breaker.try_acquire().unwrap().is_probe(),
+                "the probe slot was given back"
+            );
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_that_opens_the_breaker_ends_blocked_without_waiting() {
+    let (breaker, _mock) = breaker(1);
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(3));
+    let run = AgentRun::new("r", Duration::from_secs(60), 100);
+    let dep = Dependency::new(&[Answer::RateLimited(5)]);
+    let start = Instant::now();
+    let result = call(&guard, &run, &breaker, &dep).await;
+    assert!(matches!(result, ToolResult::Blocked { .. }), "{result:?}");
+    assert_eq!(
+        start.elapsed(),
+        Duration::ZERO,
+        "no 5 s wait before saying so"
+    );
+    assert_eq!(dep.attempts(), 1);
 }
 
 #[tokio::test(start_paused = true)]
@@ -310,8 +382,14 @@ async fn budget_exhaustion_stops_the_call_and_every_later_call_on_the_run() {
     let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(10));
     let run = AgentRun::new("run-9", Duration::from_secs(600), 2);
     let dep = Dependency::new(&[Answer::Unavailable]);
+    let start = Instant::now();
     let result = call(&guard, &run, &breaker, &dep).await;
     assert_eq!(dep.attempts(), 2, "every attempt drew on the budget of 2");
+    let waited = start.elapsed();
+    assert!(
+        waited <= Duration::from_millis(101),
+        "one backoff between the two attempts, none after the last: {waited:?}"
+    );
     match &result {
         ToolResult::Stopped {
             run_id,
