@@ -108,7 +108,10 @@ impl AgentRun {
         self.tool_calls.load(Ordering::Relaxed)
     }
 
-    /// Why the run stopped, once it has.
+    /// Why the run stopped, once it has. The reason is set by the first call (or
+    /// [`spend_tokens`](Self::spend_tokens)) that finds the deadline passed or a budget spent, and
+    /// never changes after that; before such a call it reads `None` even if the deadline has
+    /// passed.
     pub fn stop_reason(&self) -> Option<StopReason> {
         // Relaxed: the reason is a value on its own; nothing else is published with it.
         match self.stopped.load(Ordering::Relaxed) {
