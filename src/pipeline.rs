@@ -167,6 +167,7 @@ impl AgentRun {
             return Err(self.stop(StopReason::Deadline));
         }
         if let Some(left) = &self.tokens_left {
+            // Relaxed: the allowance is one counter on its own, as in `spend_tokens`.
             if left.load(Ordering::Relaxed) == 0 {
                 return Err(self.stop(StopReason::TokenBudget));
             }
