@@ -77,9 +77,7 @@ impl<'a> Permit<'a> {
     /// # Ok::<(), toolbreaker::ConfigError>(())
     /// ```
     pub fn is_current(&self) -> bool {
-        self.ticket
-            .breaker
-            .permit_is_current(self.ticket.generation, self.ticket.probe)
+        self.ticket.is_current()
     }
 
     /// Report the call's outcome, consuming the permit.
@@ -158,9 +156,7 @@ impl OwnedPermit {
 
     /// As [`Permit::is_current`].
     pub fn is_current(&self) -> bool {
-        self.ticket
-            .breaker
-            .permit_is_current(self.ticket.generation, self.ticket.probe)
+        self.ticket.is_current()
     }
 
     /// The breaker that issued this permit.
@@ -178,6 +174,10 @@ struct Ticket<B: Deref<Target = CircuitBreaker>> {
 }
 
 impl<B: Deref<Target = CircuitBreaker>> Ticket<B> {
+    fn is_current(&self) -> bool {
+        self.breaker.permit_is_current(self.generation, self.probe)
+    }
+
     #[inline]
     fn record(mut self, outcome: Outcome) -> Option<Transition> {
         let report = match outcome {

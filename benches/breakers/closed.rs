@@ -1,13 +1,10 @@
 //! Closed breakers: the healthy path, on one thread and two, and a failure count to clear.
 
 use std::hint::black_box;
-use std::time::Duration;
 
 use criterion::Criterion;
 
 use crate::peers::*;
-
-const LONG: Duration = Duration::from_secs(3600);
 
 /// Group 1: Admit and record the success of a trivial operation, single thread.
 pub fn healthy(c: &mut Criterion) {

@@ -6,6 +6,9 @@ use std::time::{Duration, Instant};
 
 use toolbreaker::{CircuitBreaker, FailureKind, Outcome};
 
+/// A cooldown no benchmark outlasts: an open breaker stays open for the whole group.
+pub const LONG: Duration = Duration::from_secs(3600);
+
 /// The operation every breaker guards: trivially cheap, so only the breaker is measured.
 #[inline]
 pub fn op(fail: bool) -> Result<u64, ()> {
