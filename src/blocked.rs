@@ -48,7 +48,9 @@ impl Blocked {
     }
 
     /// How long until a call may be admitted again, in whole milliseconds and never zero: the
-    /// remaining cooldown while open, the time left on the probe's lease while a probe is in flight.
+    /// remaining cooldown while open, the time left on the probe's lease while a probe is in
+    /// flight. An isolated breaker has no known end, so it gives its cooldown: the interval at
+    /// which to ask again.
     pub const fn retry_after(&self) -> Duration {
         self.retry_after
     }
@@ -70,6 +72,14 @@ impl fmt::Display for Blocked {
             BlockedReason::DependencyOpen => "circuit open: dependency calls blocked",
             BlockedReason::ProbeInFlight => {
                 "circuit half-open: a probe is in flight, other calls blocked"
+            }
+            BlockedReason::Isolated => {
+                return write!(
+                    f,
+                    "circuit isolated by hand: dependency calls blocked until it is closed by hand; \
+                     ask again in {:.3} s",
+                    self.retry_after.as_secs_f64()
+                );
             }
         };
         write!(

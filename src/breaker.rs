@@ -4,13 +4,18 @@ use core::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-use crate::blocked::Blocked;
-use crate::config::{Builder, Config};
 use std::sync::Arc;
 
+use crate::blocked::Blocked;
+use crate::classify::Outcome;
+use crate::config::{Builder, Config};
+use crate::metrics::{Counter, Counters, Metrics};
+use crate::observe::{self, Listener};
 use crate::permit::{OwnedPermit, Permit};
-use crate::state::{self, Admission, MAX_TIME_MS, Report, State, Transition, Word};
-use crate::sync::{AtomicU64, Ordering};
+use crate::state::{
+    self, Admission, Limits, MAX_TIME_MS, Manual, Report, State, Step, Transition, Word,
+};
+use crate::sync::{AtomicU64, Mutex, Ordering};
 
 /// A lock-free circuit breaker for one dependency.
 ///
@@ -68,28 +73,83 @@ use crate::sync::{AtomicU64, Ordering};
 /// ```
 #[derive(Debug)]
 pub struct CircuitBreaker {
-    // The word, its read-only settings and the clock share one padded block: the non-healthy paths
-    // read them together, they are never written after construction, and the padding keeps the
-    // word's line away from neighbours (an `Arc`'s counts, other breakers in a map).
+    // The word, the settings and the clock share one padded block: the non-healthy paths read
+    // them together, the settings change only by hand, and the padding keeps the word's line away
+    // from neighbours (an `Arc`'s counts, other breakers in a map).
     inner: CachePadded<Inner>,
 }
 
 #[derive(Debug)]
 struct Inner {
     word: AtomicU64,
-    config: Config,
+    limits: LiveLimits,
     clock: quanta::Clock,
     epoch: quanta::Instant,
+    /// Counters, when counting is on (`Builder::metrics`).
+    metrics: Option<Box<Counters>>,
+    name: Option<Arc<str>>,
+    listener: Option<Listener>,
+    /// Serialises reconfigurations, so two never interleave their fields.
+    reconfigure: Mutex<()>,
+}
+
+/// The settings in force, one atomic per field, changed by [`CircuitBreaker::reconfigure`].
+///
+/// Read with relaxed loads: each decision uses the value of each field at the time it is made.
+/// A change is published by an atomic read-modify-write of the word after the stores (see
+/// `reconfigure`), which is what makes a lowered threshold trip at once.
+#[derive(Debug)]
+struct LiveLimits {
+    failure_threshold: AtomicU64,
+    cooldown_ms: AtomicU64,
+    probe_timeout_ms: AtomicU64,
+}
+
+impl LiveLimits {
+    fn new(limits: Limits) -> Self {
+        LiveLimits {
+            failure_threshold: AtomicU64::new(limits.failure_threshold),
+            cooldown_ms: AtomicU64::new(limits.cooldown_ms),
+            probe_timeout_ms: AtomicU64::new(limits.probe_timeout_ms),
+        }
+    }
+
+    #[inline]
+    fn load(&self) -> Limits {
+        Limits {
+            failure_threshold: self.failure_threshold.load(Ordering::Relaxed),
+            cooldown_ms: self.cooldown_ms.load(Ordering::Relaxed),
+            probe_timeout_ms: self.probe_timeout_ms.load(Ordering::Relaxed),
+        }
+    }
+
+    fn store(&self, limits: Limits) {
+        self.failure_threshold
+            .store(limits.failure_threshold, Ordering::Relaxed);
+        self.cooldown_ms
+            .store(limits.cooldown_ms, Ordering::Relaxed);
+        self.probe_timeout_ms
+            .store(limits.probe_timeout_ms, Ordering::Relaxed);
+    }
+}
+
+/// What a [`CircuitBreaker`] is built with besides its configuration and clock.
+#[derive(Debug)]
+pub(crate) struct Extras {
+    pub(crate) name: Option<Arc<str>>,
+    pub(crate) listener: Option<Listener>,
+    pub(crate) metrics: bool,
 }
 
 impl CircuitBreaker {
     /// A builder with the documented defaults (threshold 5, cooldown 30 s, probe timeout 30 s,
-    /// the system clock).
+    /// the system clock, no name, no listener, no counting).
     pub fn builder() -> Builder {
         Builder::default()
     }
 
-    /// A closed breaker with `config`, reading time from `clock`.
+    /// A closed breaker with `config`, reading time from `clock`; unnamed, with no listener and
+    /// no counting (the [builder](Self::builder) sets those).
     ///
     /// # Examples
     ///
@@ -100,20 +160,72 @@ impl CircuitBreaker {
     /// assert_eq!(breaker.state(), State::Closed);
     /// ```
     pub fn new(config: Config, clock: quanta::Clock) -> Self {
+        let extras = Extras {
+            name: None,
+            listener: None,
+            metrics: false,
+        };
+        Self::with_extras(config, clock, extras)
+    }
+
+    pub(crate) fn with_extras(config: Config, clock: quanta::Clock, extras: Extras) -> Self {
         let epoch = clock.now();
         CircuitBreaker {
             inner: CachePadded::new(Inner {
                 word: AtomicU64::new(Word::INITIAL.0),
-                config,
+                limits: LiveLimits::new(config.limits()),
                 clock,
                 epoch,
+                metrics: extras.metrics.then(|| Box::new(Counters::new())),
+                name: extras.name,
+                listener: extras.listener,
+                reconfigure: Mutex::new(()),
             }),
         }
     }
 
-    /// The configuration this breaker was built with.
+    /// The dependency this breaker guards, as named by [`Builder::name`] or by the
+    /// [`Registry`](crate::Registry) that made it; empty if unnamed. Events and metrics carry it.
+    pub fn name(&self) -> &str {
+        self.inner.name.as_deref().unwrap_or_default()
+    }
+
+    /// The configuration in force: the one built with, or the latest
+    /// [`reconfigure`](Self::reconfigure).
     pub fn config(&self) -> Config {
-        self.inner.config
+        Config::from_limits(self.limits())
+    }
+
+    #[inline]
+    fn limits(&self) -> Limits {
+        self.inner.limits.load()
+    }
+
+    /// A snapshot of this breaker's counters, or `None` when counting is off (the default; turn
+    /// it on with [`Builder::metrics`] or [`RegistryBuilder::metrics`](crate::RegistryBuilder::metrics)).
+    ///
+    /// The counts are read one after another while calls go on, so a snapshot taken under load
+    /// may count a call's admission and not yet its outcome.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{CircuitBreaker, FailureKind, Outcome};
+    ///
+    /// let breaker = CircuitBreaker::builder().failure_threshold(1).metrics(true).build()?;
+    /// breaker.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Timeout));
+    /// assert!(breaker.try_acquire().is_err());
+    ///
+    /// let metrics = breaker.metrics().expect("counting is on");
+    /// assert_eq!((metrics.admitted, metrics.blocked), (1, 1));
+    /// assert_eq!(metrics.failures.timeout, 1);
+    /// assert_eq!(metrics.transitions.failure_threshold, 1);
+    /// assert_eq!(CircuitBreaker::builder().build()?.metrics(), None, "off by default");
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn metrics(&self) -> Option<Metrics> {
+        let counters = self.inner.metrics.as_deref()?;
+        Some(counters.snapshot(self.state()))
     }
 
     /// The effective state now.
@@ -126,7 +238,7 @@ impl CircuitBreaker {
         // Acquire: pairs with the release of the transition that stored this word, so a caller
         // that sees the new state also sees what the reporter did before it.
         let word = Word(self.inner.word.load(Ordering::Acquire));
-        state::view(word, &self.inner.config.limits(), || self.now_ms()).state()
+        state::view(word, &self.limits(), || self.now_ms()).state()
     }
 
     /// Ask to make one call to the dependency.
@@ -145,7 +257,10 @@ impl CircuitBreaker {
         let word = Word(self.inner.word.load(Ordering::Acquire));
         // The healthy path, kept small enough to inline: closed admits on the one load.
         match word.closed_generation() {
-            Some(generation) => Ok(Permit::new(self, generation, false)),
+            Some(generation) => {
+                self.count(Counter::Admitted);
+                Ok(Permit::new(self, generation, false))
+            }
             None => self.try_acquire_not_closed(word),
         }
     }
@@ -154,15 +269,15 @@ impl CircuitBreaker {
     #[inline(never)]
     fn try_acquire_not_closed(&self, mut word: Word) -> Result<Permit<'_>, Blocked> {
         let mut now = None;
+        let limits = self.limits();
         loop {
-            let (admission, next) = state::acquire(word, &self.inner.config.limits(), || {
-                *now.get_or_insert_with(|| self.now_ms())
-            });
+            let (admission, next) =
+                state::acquire(word, &limits, || *now.get_or_insert_with(|| self.now_ms()));
             if let Some(next) = next {
-                // AcqRel on success: release publishes the claim of the probe slot; acquire
-                // orders this probe after the transition that opened the slot. Acquire on
-                // failure: we decide again from the word that beat us, as if we had loaded it.
-                // Weak: a spurious failure only costs another turn of the loop.
+                // AcqRel on success: release publishes the claim of the probe slot (or the
+                // record of a timed-out probe); acquire orders it after the transition that
+                // made it possible. Acquire on failure: we decide again from the word that beat
+                // us, as if we had loaded it. Weak: a spurious failure only costs another turn.
                 if let Err(actual) = self.inner.word.compare_exchange_weak(
                     word.0,
                     next.0,
@@ -172,18 +287,27 @@ impl CircuitBreaker {
                     word = Word(actual);
                     continue;
                 }
+                // Outside the loop's retries: only the caller whose write landed reports it.
+                for transition in state::acquire_transitions(word, next, &limits).iter() {
+                    self.announce(transition);
+                }
             }
             return match admission {
-                Admission::Admit { generation, probe } => Ok(Permit::new(self, generation, probe)),
+                Admission::Admit { generation, probe } => {
+                    self.count(Counter::Admitted);
+                    Ok(Permit::new(self, generation, probe))
+                }
                 Admission::Reject {
                     state,
                     reason,
                     retry_after_ms,
-                } => Err(Blocked::new(
-                    state,
-                    reason,
-                    Duration::from_millis(retry_after_ms),
-                )),
+                } => {
+                    let blocked =
+                        Blocked::new(state, reason, Duration::from_millis(retry_after_ms));
+                    self.count(Counter::Blocked);
+                    observe::blocked(self.name(), &blocked);
+                    Err(blocked)
+                }
             };
         }
     }
@@ -204,9 +328,7 @@ impl CircuitBreaker {
     pub(crate) fn permit_is_current(&self, generation: u32, probe: bool) -> bool {
         // Acquire: as in `try_acquire`; the answer is judged against the newest transition.
         let word = Word(self.inner.word.load(Ordering::Acquire));
-        state::is_current(word, generation, probe, &self.inner.config.limits(), || {
-            self.now_ms()
-        })
+        state::is_current(word, generation, probe, &self.limits(), || self.now_ms())
     }
 
     /// Apply a permit's report. Returns the state change it caused, if any.
@@ -237,15 +359,11 @@ impl CircuitBreaker {
         report: Report,
     ) -> Option<Transition> {
         let mut now = None;
-        loop {
-            let step = state::report(
-                word,
-                generation,
-                probe,
-                report,
-                &self.inner.config.limits(),
-                || *now.get_or_insert_with(|| self.now_ms()),
-            )?;
+        let limits = self.limits();
+        let step = loop {
+            let step = state::report(word, generation, probe, report, &limits, || {
+                *now.get_or_insert_with(|| self.now_ms())
+            })?;
             // AcqRel on success: release publishes this outcome (and everything its caller did
             // before reporting) to every later reader; acquire orders it after the word it
             // replaces. Acquire on failure: the report is judged again against the newer word,
@@ -256,10 +374,237 @@ impl CircuitBreaker {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => return step.transition,
+                Ok(_) => break step,
+                Err(actual) => word = Word(actual),
+            }
+        };
+        if let Some(transition) = step.transition {
+            self.announce(transition);
+            return Some(transition);
+        }
+        if report == Report::Failure {
+            // A failure counted below the threshold read before the swap. If the threshold was
+            // lowered meanwhile, the reconfiguration's read-modify-write of the word came before
+            // our swap (or it saw our count and tripped): our swap read from it, so this load
+            // sees the new threshold. One of the two always trips.
+            return self.check_threshold(step.next);
+        }
+        None
+    }
+
+    /// Trip `word`, the word this caller just stored or read, if its count reaches the threshold
+    /// in force now; nothing if the word has moved on (whoever moved it checks for themselves).
+    #[cold]
+    fn check_threshold(&self, word: Word) -> Option<Transition> {
+        let limits = self.limits();
+        let step = state::check_threshold(word, &limits, || self.now_ms())?;
+        self.install(word, step)
+    }
+
+    /// Swap `word` for `step.next` once (no retry: `word` is what the caller judged) and
+    /// announce the transition if the swap landed.
+    fn install(&self, word: Word, step: Step) -> Option<Transition> {
+        // AcqRel/Acquire as in `report_slow`.
+        self.inner
+            .word
+            .compare_exchange(word.0, step.next.0, Ordering::AcqRel, Ordering::Acquire)
+            .ok()?;
+        let transition = step.transition?;
+        self.announce(transition);
+        Some(transition)
+    }
+
+    /// Apply a change made by hand, retrying until it lands on the newest word.
+    fn manual(&self, action: Manual) -> Option<Transition> {
+        // Acquire: as in `try_acquire`.
+        let mut word = Word(self.inner.word.load(Ordering::Acquire));
+        loop {
+            let limits = self.limits();
+            let step = state::manual(word, action, &limits, || self.now_ms())?;
+            // AcqRel/Acquire as in `report_slow`; strong, because a spurious failure would
+            // make a change by hand report nothing.
+            match self.inner.word.compare_exchange(
+                word.0,
+                step.next.0,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    if let Some(transition) = step.transition {
+                        self.announce(transition);
+                    }
+                    return step.transition;
+                }
                 Err(actual) => word = Word(actual),
             }
         }
+    }
+
+    /// Isolate the dependency: open now, and stay open, admitting no probe, until
+    /// [`force_closed`](Self::force_closed) or [`reset`](Self::reset). Blocked calls say
+    /// [`BlockedReason::Isolated`](crate::BlockedReason::Isolated) and suggest asking again after
+    /// a cooldown.
+    ///
+    /// Returns the transition (reason `manual`), or `None` if the breaker was already isolated.
+    /// Outcomes of calls admitted before it no longer count.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{BlockedReason, CircuitBreaker, State, TransitionReason};
+    ///
+    /// let breaker = CircuitBreaker::builder().build()?;
+    /// let isolated = breaker.force_open().expect("it was closed");
+    /// assert_eq!((isolated.from(), isolated.to()), (State::Closed, State::Open));
+    /// assert_eq!(isolated.reason(), TransitionReason::Manual);
+    /// assert_eq!(breaker.try_acquire().unwrap_err().reason(), BlockedReason::Isolated);
+    /// assert_eq!(breaker.force_open(), None, "already isolated");
+    ///
+    /// breaker.force_closed().expect("it was open");
+    /// assert!(breaker.try_acquire().is_ok());
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn force_open(&self) -> Option<Transition> {
+        self.manual(Manual::ForceOpen)
+    }
+
+    /// Close now, from open, half-open or isolated; a closed breaker is left as it is (with its
+    /// failure count). Returns the transition (reason `manual`), or `None` if it was closed.
+    /// Outcomes of calls admitted before it (a probe in flight) no longer count.
+    pub fn force_closed(&self) -> Option<Transition> {
+        self.manual(Manual::ForceClosed)
+    }
+
+    /// Back to as built: closed with no counted failures. Returns the transition (reason
+    /// `manual`) if the breaker was not closed; clearing a closed breaker's failure count is not a
+    /// transition and returns `None`. Metrics counters are not reset: they only grow.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{CircuitBreaker, FailureKind, Outcome, State};
+    ///
+    /// let breaker = CircuitBreaker::builder().failure_threshold(2).build()?;
+    /// breaker.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Timeout));
+    /// assert_eq!(breaker.reset(), None, "closed stays closed; its one failure is cleared");
+    /// breaker.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Timeout));
+    /// assert_eq!(breaker.state(), State::Closed, "one failure since the reset, below 2");
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn reset(&self) -> Option<Transition> {
+        self.manual(Manual::Reset)
+    }
+
+    /// Change the threshold, cooldown and probe timeout without losing the breaker's state.
+    ///
+    /// - Open: stays open; the new cooldown counts from the original opened-at time (so a
+    ///   shorter cooldown that has already elapsed makes it half-open at once).
+    /// - Half-open with a probe in flight: the new probe timeout counts from the probe's start.
+    /// - Closed: keeps its consecutive failure count, and trips at once (reason
+    ///   `failure_threshold`) if the new threshold is already reached; that transition is
+    ///   returned. A failure recorded while the change is made is judged against the new
+    ///   threshold or, if judged against the old one, checked again against the new one, so no
+    ///   interleaving leaves a closed breaker at or past its threshold.
+    /// - Isolated: stays isolated.
+    ///
+    /// Reconfigurations of one breaker are serialised; each call's decisions use the settings in
+    /// force when they are made.
+    ///
+    /// # Panics
+    ///
+    /// If a previous reconfiguration of this breaker panicked while holding its lock (it cannot:
+    /// the lock guards only stores).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolbreaker::{CircuitBreaker, Config, FailureKind, Outcome, State};
+    ///
+    /// let breaker = CircuitBreaker::builder().failure_threshold(5).build()?;
+    /// for _ in 0..3 {
+    ///     breaker.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Unavailable));
+    /// }
+    /// let trip = breaker.reconfigure(Config::new(3, Duration::from_secs(10), Duration::from_secs(5))?);
+    /// assert_eq!(trip.map(|t| t.to()), Some(State::Open), "3 failures reach the new threshold");
+    /// assert_eq!(breaker.config().cooldown(), Duration::from_secs(10));
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn reconfigure(&self, config: Config) -> Option<Transition> {
+        let _serialised = self
+            .inner
+            .reconfigure
+            .lock()
+            .expect("a reconfiguration holds the lock only to store");
+        let limits = config.limits();
+        self.inner.limits.store(limits);
+        // A read-modify-write of the word, even when it writes the same value: it comes after the
+        // stores above, so a report whose swap reads from it (or from a later write) sees the new
+        // settings, and one that swapped before it is seen here. AcqRel: release publishes the
+        // stores; acquire reads the newest word.
+        // Acquire: as in `try_acquire`.
+        let mut word = Word(self.inner.word.load(Ordering::Acquire));
+        loop {
+            let step = state::check_threshold(word, &limits, || self.now_ms()).unwrap_or(Step {
+                next: word,
+                transition: None,
+            });
+            match self.inner.word.compare_exchange(
+                word.0,
+                step.next.0,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    if let Some(transition) = step.transition {
+                        self.announce(transition);
+                    }
+                    return step.transition;
+                }
+                Err(actual) => word = Word(actual),
+            }
+        }
+    }
+
+    /// Tell the counters, the trace and the listener about a transition that just landed.
+    /// Called after the swap, never inside a retry loop.
+    #[cold]
+    fn announce(&self, transition: Transition) {
+        if let Some(counters) = self.inner.metrics.as_deref() {
+            counters.transition(transition.reason());
+        }
+        observe::transition(self.name(), &transition, self.inner.listener.as_ref());
+    }
+
+    /// Count an admission or a rejection, when counting is on.
+    #[inline(always)]
+    fn count(&self, counter: Counter) {
+        if let Some(counters) = self.inner.metrics.as_deref() {
+            counters.add(counter);
+        }
+    }
+
+    /// Count a recorded outcome, when counting is on; log a counted failure.
+    #[inline(always)]
+    pub(crate) fn count_outcome(&self, outcome: &Outcome, elapsed: Option<Duration>) {
+        if let Some(counters) = self.inner.metrics.as_deref() {
+            counters.add(Counter::of(outcome));
+        }
+        if let Outcome::Failure(kind) = outcome {
+            observe::failure(self.name(), kind, elapsed);
+        }
+    }
+
+    /// The time since `start` on this breaker's clock, for events.
+    #[cfg(feature = "tracing")]
+    pub(crate) fn elapsed_since(&self, start: quanta::Instant) -> Duration {
+        self.inner.clock.now().saturating_duration_since(start)
+    }
+
+    /// The breaker's clock reading, for events.
+    #[cfg(feature = "tracing")]
+    pub(crate) fn clock_now(&self) -> quanta::Instant {
+        self.inner.clock.now()
     }
 
     /// The clock's reading in the word's unit: milliseconds since the word's origin, which lies

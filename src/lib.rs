@@ -85,6 +85,8 @@ mod breaker;
 mod call;
 mod classify;
 mod config;
+mod metrics;
+mod observe;
 mod permit;
 #[cfg(feature = "tokio")]
 mod pipeline;
@@ -107,11 +109,13 @@ pub use config::{
     Builder, Config, ConfigError, DEFAULT_COOLDOWN, DEFAULT_FAILURE_THRESHOLD,
     DEFAULT_PROBE_TIMEOUT, MAX_DURATION, Problem,
 };
+pub use metrics::{FailureCounts, Metrics, TransitionCounts};
+pub use observe::TransitionEvent;
 pub use permit::{OwnedPermit, Permit};
 #[cfg(feature = "tokio")]
 pub use pipeline::{AgentRun, Attempt, RetryPolicy, ToolGuard};
 pub use registry::{Registry, RegistryBuilder};
-pub use state::{BlockedReason, MAX_GENERATION, MAX_TIME_MS, State, Transition};
+pub use state::{BlockedReason, MAX_GENERATION, MAX_TIME_MS, State, Transition, TransitionReason};
 pub use tool::{CallStats, StopReason, ToolResult};
 
 /// Internals for the fuzz targets (`fuzz/`), built only under `--cfg fuzzing`; not part of the

@@ -37,9 +37,12 @@ pub struct Permit<'a> {
 }
 
 impl<'a> Permit<'a> {
+    #[inline(always)]
     pub(crate) fn new(breaker: &'a CircuitBreaker, generation: u32, probe: bool) -> Self {
         Permit {
             ticket: Ticket {
+                #[cfg(feature = "tracing")]
+                started: crate::observe::start(breaker),
                 breaker,
                 generation,
                 probe,
@@ -108,6 +111,8 @@ impl<'a> Permit<'a> {
                 breaker,
                 generation: ticket.generation,
                 probe: ticket.probe,
+                #[cfg(feature = "tracing")]
+                started: ticket.started,
             },
         };
         ticket.probe = false; // the slot, if any, now belongs to `owned`
@@ -171,6 +176,10 @@ struct Ticket<B: Deref<Target = CircuitBreaker>> {
     breaker: B,
     generation: u32,
     probe: bool,
+    /// When the permit was issued, read only while debug events are enabled: a failure's event
+    /// carries the call's duration.
+    #[cfg(feature = "tracing")]
+    started: Option<quanta::Instant>,
 }
 
 impl<B: Deref<Target = CircuitBreaker>> Ticket<B> {
@@ -185,6 +194,11 @@ impl<B: Deref<Target = CircuitBreaker>> Ticket<B> {
             Outcome::Failure(_) => Report::Failure,
             Outcome::Ignored => Report::Ignored,
         };
+        #[cfg(feature = "tracing")]
+        let elapsed = self.started.map(|start| self.breaker.elapsed_since(start));
+        #[cfg(not(feature = "tracing"))]
+        let elapsed = None;
+        self.breaker.count_outcome(&outcome, elapsed);
         let transition = self.breaker.report(self.generation, self.probe, report);
         // The report replaces what `Drop` would do.
         self.probe = false;

@@ -12,7 +12,7 @@
 //! | kind | generation (20 bits) | payload (42 bits)                          |
 //!
 //! kind = CLOSED    payload = consecutive counted failures
-//! kind = OPEN      payload = opened-at, ms since the breaker's time origin
+//! kind = OPEN      payload = opened-at, ms since the breaker's time origin; all ones: isolated
 //! kind = PROBING   payload = probe-started-at, ms since the origin (the probe slot is taken)
 //! kind = HALF_OPEN payload = 0 (the cooldown is over and the probe slot is free)
 //! ```
@@ -65,8 +65,10 @@ pub(crate) const KIND_MASK: u64 = (1 << KIND_BITS) - 1;
 /// The largest generation; the next one after it is zero.
 pub const MAX_GENERATION: u32 = GENERATION_MASK as u32;
 /// The largest time the word holds, in milliseconds since the breaker's time origin (about 139
-/// years). Later times read as this one.
-pub const MAX_TIME_MS: u64 = PAYLOAD_MASK;
+/// years). Later times read as this one. (The one payload above it marks an isolated breaker.)
+pub const MAX_TIME_MS: u64 = PAYLOAD_MASK - 1;
+/// The opened-at payload of a breaker forced open by hand: above every time, so it never cools down.
+const ISOLATED_AT: u64 = PAYLOAD_MASK;
 /// The largest consecutive-failure count the word holds.
 pub(crate) const MAX_FAILURES: u64 = PAYLOAD_MASK;
 
@@ -159,6 +161,15 @@ impl Word {
         Word::pack(HALF_OPEN, generation, 0)
     }
 
+    /// Open until changed by hand (`force_open`): no cooldown ends it.
+    pub(crate) const fn isolated(generation: u32) -> Word {
+        Word::pack(OPEN, generation, ISOLATED_AT)
+    }
+
+    pub(crate) const fn is_isolated(self) -> bool {
+        matches!(self.kind(), Kind::Open) && self.payload() == ISOLATED_AT
+    }
+
     pub(crate) const fn kind(self) -> Kind {
         match (self.0 >> KIND_SHIFT) & KIND_MASK {
             CLOSED => Kind::Closed,
@@ -227,10 +238,13 @@ pub enum BlockedReason {
     DependencyOpen,
     /// The breaker is half-open and another caller holds the probe slot.
     ProbeInFlight,
+    /// The breaker was forced open by hand ([`CircuitBreaker::force_open`](crate::CircuitBreaker::force_open))
+    /// and stays open until it is closed or reset by hand.
+    Isolated,
 }
 
 impl BlockedReason {
-    /// The reason as used in logs and JSON: `dependency_open` or `probe_in_flight`.
+    /// The reason as used in logs and JSON: `dependency_open`, `probe_in_flight` or `isolated`.
     ///
     /// # Examples
     ///
@@ -241,6 +255,7 @@ impl BlockedReason {
         match self {
             BlockedReason::DependencyOpen => "dependency_open",
             BlockedReason::ProbeInFlight => "probe_in_flight",
+            BlockedReason::Isolated => "isolated",
         }
     }
 }
@@ -256,13 +271,15 @@ pub(crate) enum View {
     HalfOpen,
     /// Half-open with a probe in flight whose lease ends in `remaining_ms` (at least 1).
     ProbeInFlight { remaining_ms: u64 },
+    /// Forced open by hand: no cooldown ends it.
+    Isolated,
 }
 
 impl View {
     pub(crate) const fn state(self) -> State {
         match self {
             View::Closed => State::Closed,
-            View::Open { .. } => State::Open,
+            View::Open { .. } | View::Isolated => State::Open,
             View::HalfOpen | View::ProbeInFlight { .. } => State::HalfOpen,
         }
     }
@@ -289,6 +306,7 @@ pub(crate) fn view(word: Word, limits: &Limits, now: impl FnOnce() -> u64) -> Vi
     match word.kind() {
         Kind::Closed => View::Closed,
         Kind::HalfOpen => View::HalfOpen,
+        Kind::Open if word.is_isolated() => View::Isolated,
         Kind::Open => open_view(word.payload(), now(), limits),
         Kind::Probing => {
             let now_ms = now();
@@ -321,9 +339,11 @@ pub(crate) enum Admission {
 
 /// Decide one admission request.
 ///
-/// Returns the decision and, when the decision takes the probe slot, the word to install with a
-/// compare-and-swap; the decision holds only if that swap succeeds. `now` is called only when the
-/// word is not closed.
+/// Returns the decision and, when the decision writes, the word to install with a
+/// compare-and-swap; the decision holds only if that swap succeeds. Two decisions write: taking
+/// the probe slot, and the first rejection after a probe's lease ran out, which records the probe's
+/// failure (a new generation, open from the lease's end) so that exactly one caller reports it
+/// (see [`acquire_transitions`]). `now` is called only when the word is not closed.
 #[inline]
 pub(crate) fn acquire(
     word: Word,
@@ -359,14 +379,26 @@ pub(crate) fn acquire(
                 Some(Word::probing(generation, now_ms)),
             )
         }
-        View::Open { remaining_ms } => (
-            Admission::Reject {
-                state: State::Open,
-                reason: BlockedReason::DependencyOpen,
-                retry_after_ms: remaining_ms,
-            },
-            None,
-        ),
+        View::Open { remaining_ms } => {
+            // A probing word that reads open: its lease ran out and no one has recorded that yet.
+            // Store it as open from the lease's end, in the generation the next probe would have
+            // taken, so the timed-out probe's late report stays stale and the next claim keeps it.
+            let next = match word.kind() {
+                Kind::Probing => Some(Word::open(
+                    next_generation(word.generation()),
+                    word.payload().saturating_add(limits.probe_timeout_ms),
+                )),
+                _ => None,
+            };
+            (
+                Admission::Reject {
+                    state: State::Open,
+                    reason: BlockedReason::DependencyOpen,
+                    retry_after_ms: remaining_ms,
+                },
+                next,
+            )
+        }
         View::ProbeInFlight { remaining_ms } => (
             Admission::Reject {
                 state: State::HalfOpen,
@@ -375,6 +407,59 @@ pub(crate) fn acquire(
             },
             None,
         ),
+        // No time is known for an isolation's end; the cooldown is the interval to ask again.
+        View::Isolated => (
+            Admission::Reject {
+                state: State::Open,
+                reason: BlockedReason::Isolated,
+                retry_after_ms: limits.cooldown_ms,
+            },
+            None,
+        ),
+    }
+}
+
+/// The transitions an admission's write records, oldest first: the write of [`acquire`] that
+/// replaced `before` with `after` (each reports at most two).
+///
+/// Time alone moves a breaker from open to half-open and ends a probe's lease; nothing is written
+/// at that moment. The first caller that finds the change writes it, and reports it here: a
+/// claim of the probe slot from an open word is `open → half-open` (cooldown elapsed); a
+/// timed-out probe found by a rejection is `half-open → open` (probe timed out); a claim after a
+/// timed-out probe is both.
+pub(crate) fn acquire_transitions(before: Word, after: Word, limits: &Limits) -> Transitions {
+    let generation = after.generation();
+    let timed_out = Transition {
+        from: State::HalfOpen,
+        to: State::Open,
+        generation,
+        reason: TransitionReason::ProbeTimedOut,
+        failures: 1,
+        cooldown_ms: limits.cooldown_ms,
+    };
+    let cooldown_elapsed = Transition {
+        from: State::Open,
+        to: State::HalfOpen,
+        generation,
+        reason: TransitionReason::CooldownElapsed,
+        failures: 0,
+        cooldown_ms: limits.cooldown_ms,
+    };
+    match (before.kind(), after.kind()) {
+        (Kind::Probing, Kind::Open) => Transitions([Some(timed_out), None]),
+        (Kind::Probing, Kind::Probing) => Transitions([Some(timed_out), Some(cooldown_elapsed)]),
+        (Kind::Open, Kind::Probing) => Transitions([Some(cooldown_elapsed), None]),
+        _ => Transitions([None, None]),
+    }
+}
+
+/// Up to two transitions, oldest first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Transitions(pub(crate) [Option<Transition>; 2]);
+
+impl Transitions {
+    pub(crate) fn iter(self) -> impl Iterator<Item = Transition> {
+        self.0.into_iter().flatten()
     }
 }
 
@@ -391,20 +476,82 @@ pub(crate) enum Report {
     Dropped,
 }
 
-/// A change of effective state caused by a report.
+/// Why a breaker changed state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum TransitionReason {
+    /// Closed → open: the consecutive counted failures reached the threshold (or a lowered
+    /// threshold was already reached when the configuration changed).
+    FailureThreshold,
+    /// Open → half-open: the cooldown elapsed and a caller took the probe slot.
+    CooldownElapsed,
+    /// Half-open → closed: the probe succeeded.
+    ProbeSucceeded,
+    /// Half-open → open: the probe's outcome was a counted failure.
+    ProbeFailed,
+    /// Half-open → open: the probe did not report within its lease (found by the next caller).
+    ProbeTimedOut,
+    /// Any change made by hand: `force_open`, `force_closed`, `reset`.
+    Manual,
+}
+
+impl TransitionReason {
+    /// The reason as used in logs, metrics and JSON: `failure_threshold`, `cooldown_elapsed`,
+    /// `probe_succeeded`, `probe_failed`, `probe_timed_out` or `manual`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(toolbreaker::TransitionReason::ProbeTimedOut.as_str(), "probe_timed_out");
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TransitionReason::FailureThreshold => "failure_threshold",
+            TransitionReason::CooldownElapsed => "cooldown_elapsed",
+            TransitionReason::ProbeSucceeded => "probe_succeeded",
+            TransitionReason::ProbeFailed => "probe_failed",
+            TransitionReason::ProbeTimedOut => "probe_timed_out",
+            TransitionReason::Manual => "manual",
+        }
+    }
+}
+
+impl core::fmt::Display for TransitionReason {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A change of a breaker's state: what changed, why, and the figures at the time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Transition {
     from: State,
     to: State,
     generation: u32,
+    reason: TransitionReason,
+    failures: u64,
+    cooldown_ms: u64,
 }
 
 impl Transition {
-    pub(crate) const fn new(from: State, to: State, generation: u32) -> Self {
+    pub(crate) const fn new(
+        from: State,
+        to: State,
+        generation: u32,
+        reason: TransitionReason,
+        failures: u64,
+        limits: &Limits,
+    ) -> Self {
         Transition {
             from,
             to,
             generation,
+            reason,
+            failures,
+            cooldown_ms: limits.cooldown_ms,
         }
     }
 
@@ -421,6 +568,24 @@ impl Transition {
     /// The generation the breaker entered with this transition (wraps after [`MAX_GENERATION`]).
     pub const fn generation(&self) -> u32 {
         self.generation
+    }
+
+    /// Why the breaker changed state.
+    pub const fn reason(&self) -> TransitionReason {
+        self.reason
+    }
+
+    /// The consecutive counted failures behind the change: for a trip, the count that reached the
+    /// threshold; 1 for a failed or timed-out probe; for a change made by hand from closed, the
+    /// count at the time; otherwise 0.
+    pub const fn failures(&self) -> u64 {
+        self.failures
+    }
+
+    /// The cooldown in force when the change was made, in whole milliseconds: after a change to
+    /// open, how long until the next probe (unless the configuration changes meanwhile).
+    pub const fn cooldown(&self) -> Duration {
+        Duration::from_millis(self.cooldown_ms)
     }
 }
 
@@ -467,7 +632,14 @@ pub(crate) fn report(
                         let next = next_generation(generation);
                         Some(Step {
                             next: Word::open(next, now()),
-                            transition: Some(Transition::new(State::Closed, State::Open, next)),
+                            transition: Some(Transition::new(
+                                State::Closed,
+                                State::Open,
+                                next,
+                                TransitionReason::FailureThreshold,
+                                failures,
+                                limits,
+                            )),
                         })
                     } else {
                         Some(Step {
@@ -489,11 +661,25 @@ pub(crate) fn report(
             Some(match report {
                 Report::Success => Step {
                     next: Word::closed(next, 0),
-                    transition: Some(Transition::new(State::HalfOpen, State::Closed, next)),
+                    transition: Some(Transition::new(
+                        State::HalfOpen,
+                        State::Closed,
+                        next,
+                        TransitionReason::ProbeSucceeded,
+                        0,
+                        limits,
+                    )),
                 },
                 Report::Failure => Step {
                     next: Word::open(next, now_ms),
-                    transition: Some(Transition::new(State::HalfOpen, State::Open, next)),
+                    transition: Some(Transition::new(
+                        State::HalfOpen,
+                        State::Open,
+                        next,
+                        TransitionReason::ProbeFailed,
+                        1,
+                        limits,
+                    )),
                 },
                 // The slot is free again and this permit is consumed, so the next probe may
                 // reuse the generation.
@@ -528,6 +714,86 @@ pub(crate) fn is_current(
         (Kind::Probing, true) => now() < word.payload().saturating_add(limits.probe_timeout_ms),
         _ => false,
     }
+}
+
+/// A change made by hand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Manual {
+    /// Open until closed or reset by hand; no probe is admitted.
+    ForceOpen,
+    /// Closed now; a closed breaker keeps its failure count.
+    ForceClosed,
+    /// Closed with no failures, as built.
+    Reset,
+}
+
+/// Apply a change made by hand to `word`. `None` means nothing changes and nothing is written.
+///
+/// Every change of state takes a new generation, so no permit issued before it counts after it;
+/// clearing the failure count of a closed word (`Reset`) keeps the generation and reports no
+/// transition. `now` is called only to name the state of an open or probing word.
+pub(crate) fn manual(
+    word: Word,
+    action: Manual,
+    limits: &Limits,
+    now: impl FnOnce() -> u64,
+) -> Option<Step> {
+    let generation = next_generation(word.generation());
+    let (failures, to, next) = match (action, word.closed_generation()) {
+        (Manual::ForceOpen, _) if word.is_isolated() => return None,
+        (Manual::ForceOpen, Some(_)) => (word.payload(), State::Open, Word::isolated(generation)),
+        (Manual::ForceOpen, None) => (0, State::Open, Word::isolated(generation)),
+        (Manual::ForceClosed, Some(_)) => return None,
+        (Manual::Reset, Some(_)) if word.payload() == 0 => return None,
+        (Manual::Reset, Some(kept)) => {
+            return Some(Step {
+                next: Word::closed(kept, 0),
+                transition: None,
+            });
+        }
+        (Manual::ForceClosed | Manual::Reset, None) => {
+            (0, State::Closed, Word::closed(generation, 0))
+        }
+    };
+    let from = view(word, limits, now).state();
+    Some(Step {
+        next,
+        transition: Some(Transition::new(
+            from,
+            to,
+            generation,
+            TransitionReason::Manual,
+            failures,
+            limits,
+        )),
+    })
+}
+
+/// Trip a closed word whose failure count already reaches the threshold in `limits`: the check
+/// made after the threshold is lowered, and after a failure counted under an older threshold.
+/// `now` is called only to trip.
+pub(crate) fn check_threshold(
+    word: Word,
+    limits: &Limits,
+    now: impl FnOnce() -> u64,
+) -> Option<Step> {
+    let generation = word.closed_generation()?;
+    let failures = word.payload();
+    if failures == 0 || failures < limits.failure_threshold {
+        return None;
+    }
+    let next = next_generation(generation);
+    Some(Step {
+        next: Word::open(next, now()),
+        transition: Some(Transition::new(
+            State::Closed,
+            State::Open,
+            next,
+            TransitionReason::FailureThreshold,
+            failures,
+            limits,
+        )),
+    })
 }
 
 /// Milliseconds in `duration`, rounded up, or `None` if it exceeds [`MAX_TIME_MS`].
@@ -574,15 +840,27 @@ mod tests {
                     (closed.kind(), closed.generation(), closed.payload()),
                     (Kind::Closed, generation, payload)
                 );
+                // Times stop at MAX_TIME_MS, one below the payload's top, which marks isolation.
+                let time = payload.min(MAX_TIME_MS);
                 let open = Word::open(generation, payload);
                 assert_eq!(
                     (open.kind(), open.generation(), open.payload()),
-                    (Kind::Open, generation, payload)
+                    (Kind::Open, generation, time)
                 );
+                assert!(!open.is_isolated(), "no time reads as isolated");
                 let probing = Word::probing(generation, payload);
                 assert_eq!(
                     (probing.kind(), probing.generation(), probing.payload()),
-                    (Kind::Probing, generation, payload)
+                    (Kind::Probing, generation, time)
+                );
+                let isolated = Word::isolated(generation);
+                assert_eq!(
+                    (
+                        isolated.kind(),
+                        isolated.generation(),
+                        isolated.is_isolated()
+                    ),
+                    (Kind::Open, generation, true)
                 );
                 let half = Word::half_open(generation);
                 assert_eq!(
@@ -728,16 +1006,23 @@ mod tests {
             );
         }
         // Lease over at 1_100: a failed probe, open for a cooldown counted from the lease's end.
+        // The first caller to see it writes it down: open from the lease's end, next generation.
         for (now, remaining) in [(1_100, 100), (1_199, 1)] {
             assert_eq!(
-                admit(word, now).0,
-                Admission::Reject {
-                    state: State::Open,
-                    reason: BlockedReason::DependencyOpen,
-                    retry_after_ms: remaining
-                }
+                admit(word, now),
+                (
+                    Admission::Reject {
+                        state: State::Open,
+                        reason: BlockedReason::DependencyOpen,
+                        retry_after_ms: remaining
+                    },
+                    Some(Word::open(3, 1_100))
+                )
             );
         }
+        // That word decides the same way, and its claim keeps the generation.
+        assert_eq!(admit(Word::open(3, 1_100), 1_199).0, admit(word, 1_199).0);
+        assert_eq!(admit(Word::open(3, 1_100), 1_200), admit(word, 1_200));
         assert_eq!(
             admit(word, 1_200),
             (
@@ -841,7 +1126,14 @@ mod tests {
             ),
             Some(Step {
                 next: Word::open(4, 42),
-                transition: Some(Transition::new(State::Closed, State::Open, 4))
+                transition: Some(Transition::new(
+                    State::Closed,
+                    State::Open,
+                    4,
+                    TransitionReason::FailureThreshold,
+                    3,
+                    &LIMITS
+                ))
             })
         );
     }
@@ -866,14 +1158,28 @@ mod tests {
             report(word, 5, true, Report::Success, &LIMITS, now),
             Some(Step {
                 next: Word::closed(6, 0),
-                transition: Some(Transition::new(State::HalfOpen, State::Closed, 6))
+                transition: Some(Transition::new(
+                    State::HalfOpen,
+                    State::Closed,
+                    6,
+                    TransitionReason::ProbeSucceeded,
+                    0,
+                    &LIMITS
+                ))
             })
         );
         assert_eq!(
             report(word, 5, true, Report::Failure, &LIMITS, now),
             Some(Step {
                 next: Word::open(6, 600),
-                transition: Some(Transition::new(State::HalfOpen, State::Open, 6))
+                transition: Some(Transition::new(
+                    State::HalfOpen,
+                    State::Open,
+                    6,
+                    TransitionReason::ProbeFailed,
+                    1,
+                    &LIMITS
+                ))
             })
         );
         for r in [Report::Ignored, Report::Dropped] {

@@ -11,6 +11,10 @@
 
 pub(crate) use core::sync::atomic::Ordering;
 #[cfg(loom)]
+pub(crate) use loom::sync::Mutex;
+#[cfg(loom)]
 pub(crate) use loom::sync::atomic::AtomicU64;
 #[cfg(not(loom))]
 pub(crate) use portable_atomic::AtomicU64;
+#[cfg(not(loom))]
+pub(crate) use std::sync::Mutex;

@@ -165,6 +165,7 @@ impl<T> ToolResult<T> {
         let what = match blocked.reason() {
             BlockedReason::DependencyOpen => "is temporarily unavailable",
             BlockedReason::ProbeInFlight => "is being checked for recovery",
+            BlockedReason::Isolated => "is switched off by its operators",
         };
         // Tenths of a second, rounded to nearest but never to zero: "try after 0.0 s" would read
         // as "now".

@@ -1,0 +1,242 @@
+//! Per-breaker counters, striped so that counting adds no shared write to the healthy path.
+//!
+//! Counting is off unless a breaker is built with it. On, each thread adds to its own stripe: a
+//! cache-line-padded block of counters chosen by a per-thread index, so threads on different
+//! stripes never write the same line (the layout of `crossbeam-utils`' `CachePadded` slots, and of
+//! the striped counters in Java's `LongAdder`). A snapshot sums the stripes.
+
+use std::cell::Cell;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use crossbeam_utils::CachePadded;
+
+use crate::classify::{FailureKind, Outcome};
+use crate::state::{State, TransitionReason};
+
+/// One counted event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Counter {
+    Admitted,
+    Blocked,
+    Success,
+    Timeout,
+    Connect,
+    RateLimited,
+    Unavailable,
+    OtherFailure,
+    Ignored,
+}
+
+const COUNTERS: usize = 9;
+const REASONS: usize = 6;
+
+impl Counter {
+    #[inline]
+    pub(crate) fn of(outcome: &Outcome) -> Counter {
+        match outcome {
+            Outcome::Success => Counter::Success,
+            Outcome::Ignored => Counter::Ignored,
+            Outcome::Failure(kind) => match kind {
+                FailureKind::Timeout => Counter::Timeout,
+                FailureKind::Connect => Counter::Connect,
+                FailureKind::RateLimited { .. } => Counter::RateLimited,
+                FailureKind::Unavailable => Counter::Unavailable,
+                FailureKind::Other => Counter::OtherFailure,
+            },
+        }
+    }
+}
+
+fn reason_index(reason: TransitionReason) -> usize {
+    match reason {
+        TransitionReason::FailureThreshold => 0,
+        TransitionReason::CooldownElapsed => 1,
+        TransitionReason::ProbeSucceeded => 2,
+        TransitionReason::ProbeFailed => 3,
+        TransitionReason::ProbeTimedOut => 4,
+        TransitionReason::Manual => 5,
+    }
+}
+
+/// The most stripes a breaker gets: 16 × 128 B = 2 KiB per counting breaker. Threads beyond it
+/// share stripes, which stays exact (the adds are atomic) and only brings back some contention.
+const MAX_STRIPES: usize = 16;
+
+/// The stripes per breaker: the machine's parallelism rounded up to a power of two, at most
+/// [`MAX_STRIPES`].
+fn stripe_count() -> usize {
+    static STRIPES: OnceLock<usize> = OnceLock::new();
+    *STRIPES.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .next_power_of_two()
+            .min(MAX_STRIPES)
+    })
+}
+
+/// This thread's index, handed out in order of first use, so consecutive threads (a runtime's
+/// workers) land on different stripes.
+#[inline]
+fn thread_index() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    INDEX.with(|index| {
+        let mut i = index.get();
+        if i == usize::MAX {
+            i = NEXT.fetch_add(1, Ordering::Relaxed);
+            index.set(i);
+        }
+        i
+    })
+}
+
+#[derive(Debug, Default)]
+struct Stripe([AtomicU64; COUNTERS]);
+
+/// A breaker's counters.
+#[derive(Debug)]
+pub(crate) struct Counters {
+    stripes: Box<[CachePadded<Stripe>]>,
+    /// Transitions are rare (at most a few per cooldown), so one shared line is enough.
+    transitions: [AtomicU64; REASONS],
+}
+
+impl Counters {
+    pub(crate) fn new() -> Self {
+        Counters {
+            stripes: (0..stripe_count())
+                .map(|_| CachePadded::default())
+                .collect(),
+            transitions: Default::default(),
+        }
+    }
+
+    /// Add one to `counter` on this thread's stripe. Relaxed: a count orders nothing.
+    #[inline]
+    pub(crate) fn add(&self, counter: Counter) {
+        // The stripe count is a power of two, so the mask picks a stripe in range.
+        let stripe = &self.stripes[thread_index() & (self.stripes.len() - 1)];
+        stripe.0[counter as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn transition(&self, reason: TransitionReason) {
+        self.transitions[reason_index(reason)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn sum(&self, counter: Counter) -> u64 {
+        self.stripes
+            .iter()
+            .map(|s| s.0[counter as usize].load(Ordering::Relaxed))
+            .fold(0, u64::wrapping_add)
+    }
+
+    pub(crate) fn snapshot(&self, state: State) -> Metrics {
+        let t = |reason| self.transitions[reason_index(reason)].load(Ordering::Relaxed);
+        Metrics {
+            state,
+            admitted: self.sum(Counter::Admitted),
+            blocked: self.sum(Counter::Blocked),
+            successes: self.sum(Counter::Success),
+            failures: FailureCounts {
+                timeout: self.sum(Counter::Timeout),
+                connect: self.sum(Counter::Connect),
+                rate_limited: self.sum(Counter::RateLimited),
+                unavailable: self.sum(Counter::Unavailable),
+                other: self.sum(Counter::OtherFailure),
+            },
+            ignored: self.sum(Counter::Ignored),
+            transitions: TransitionCounts {
+                failure_threshold: t(TransitionReason::FailureThreshold),
+                cooldown_elapsed: t(TransitionReason::CooldownElapsed),
+                probe_succeeded: t(TransitionReason::ProbeSucceeded),
+                probe_failed: t(TransitionReason::ProbeFailed),
+                probe_timed_out: t(TransitionReason::ProbeTimedOut),
+                manual: t(TransitionReason::Manual),
+            },
+        }
+    }
+}
+
+/// A snapshot of one breaker's counters, all counted since it was built.
+///
+/// `admitted` counts permits issued; `successes`, `failures` and `ignored` count outcomes
+/// recorded, so `admitted` minus those is the calls in flight plus permits dropped without an
+/// outcome. Outcomes recorded after the breaker moved on (stale) are counted too: they are what
+/// the dependency did, even when they no longer move the state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct Metrics {
+    /// The state when the snapshot was taken.
+    pub state: State,
+    /// Calls admitted (permits issued), probes included.
+    pub admitted: u64,
+    /// Calls blocked (not admitted): nothing was sent.
+    pub blocked: u64,
+    /// Calls recorded as successes.
+    pub successes: u64,
+    /// Calls recorded as counted failures, by kind.
+    pub failures: FailureCounts,
+    /// Calls recorded as ignored: failed, but not because of the dependency.
+    pub ignored: u64,
+    /// Transitions, by reason.
+    pub transitions: TransitionCounts,
+}
+
+/// Counted failures by [`FailureKind`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct FailureCounts {
+    /// [`FailureKind::Timeout`].
+    pub timeout: u64,
+    /// [`FailureKind::Connect`].
+    pub connect: u64,
+    /// [`FailureKind::RateLimited`].
+    pub rate_limited: u64,
+    /// [`FailureKind::Unavailable`].
+    pub unavailable: u64,
+    /// [`FailureKind::Other`].
+    pub other: u64,
+}
+
+impl FailureCounts {
+    /// All counted failures.
+    pub fn total(&self) -> u64 {
+        self.timeout + self.connect + self.rate_limited + self.unavailable + self.other
+    }
+}
+
+/// Transitions by [`TransitionReason`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct TransitionCounts {
+    /// Trips: closed → open.
+    pub failure_threshold: u64,
+    /// Open → half-open, counted when a probe takes the slot.
+    pub cooldown_elapsed: u64,
+    /// Half-open → closed.
+    pub probe_succeeded: u64,
+    /// Half-open → open on a failed probe.
+    pub probe_failed: u64,
+    /// Half-open → open on a probe that outlived its lease.
+    pub probe_timed_out: u64,
+    /// Changes made by hand.
+    pub manual: u64,
+}
+
+impl TransitionCounts {
+    /// All transitions.
+    pub fn total(&self) -> u64 {
+        self.failure_threshold
+            + self.cooldown_elapsed
+            + self.probe_succeeded
+            + self.probe_failed
+            + self.probe_timed_out
+            + self.manual
+    }
+}

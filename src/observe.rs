@@ -1,0 +1,137 @@
+//! What a breaker tells the outside world: transition listeners and, with the `tracing`
+//! feature, events.
+//!
+//! Events go to the `toolbreaker` target: transitions at `info` (`warn` when opening), blocked
+//! calls and counted failures at `debug`. They carry the dependency's name, states, reasons,
+//! failure kinds, counts and durations, and nothing from a request or response: no arguments,
+//! bodies, headers, URLs or error messages, which may hold secrets. Without the feature every
+//! function here is empty and the permit reads no clock.
+
+use core::fmt;
+use core::time::Duration;
+use std::sync::Arc;
+
+use crate::blocked::Blocked;
+#[cfg(feature = "tracing")]
+use crate::breaker::CircuitBreaker;
+use crate::classify::FailureKind;
+use crate::state::Transition;
+
+/// A transition as a listener sees it: which dependency, and what changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TransitionEvent<'a> {
+    dependency: &'a str,
+    transition: &'a Transition,
+}
+
+impl<'a> TransitionEvent<'a> {
+    /// The breaker's name: its dependency (empty for an unnamed breaker).
+    pub fn dependency(&self) -> &'a str {
+        self.dependency
+    }
+
+    /// The transition: from, to, generation, reason, failures and cooldown.
+    pub fn transition(&self) -> &'a Transition {
+        self.transition
+    }
+}
+
+type ListenerFn = dyn Fn(&TransitionEvent<'_>) + Send + Sync;
+
+/// A registered transition listener.
+#[derive(Clone)]
+pub(crate) struct Listener(Arc<ListenerFn>);
+
+impl Listener {
+    pub(crate) fn new(f: impl Fn(&TransitionEvent<'_>) + Send + Sync + 'static) -> Self {
+        Listener(Arc::new(f))
+    }
+}
+
+impl fmt::Debug for Listener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Listener")
+    }
+}
+
+/// A transition landed: log it, then call the listener.
+pub(crate) fn transition(dependency: &str, transition: &Transition, listener: Option<&Listener>) {
+    #[cfg(feature = "tracing")]
+    {
+        macro_rules! transition_event {
+            ($level:expr) => {
+                tracing::event!(
+                    target: "toolbreaker",
+                    $level,
+                    dependency,
+                    from = transition.from().as_str(),
+                    to = transition.to().as_str(),
+                    generation = transition.generation(),
+                    reason = transition.reason().as_str(),
+                    failures = transition.failures(),
+                    cooldown_ms = millis(transition.cooldown()),
+                    "circuit breaker transition"
+                )
+            };
+        }
+        if transition.to() == crate::State::Open {
+            transition_event!(tracing::Level::WARN);
+        } else {
+            transition_event!(tracing::Level::INFO);
+        }
+    }
+    if let Some(Listener(listener)) = listener {
+        listener(&TransitionEvent {
+            dependency,
+            transition,
+        });
+    }
+}
+
+/// A call was blocked.
+#[inline]
+pub(crate) fn blocked(dependency: &str, blocked: &Blocked) {
+    #[cfg(feature = "tracing")]
+    tracing::debug!(
+        target: "toolbreaker",
+        dependency,
+        state = blocked.state().as_str(),
+        reason = blocked.reason().as_str(),
+        retry_after_ms = millis(blocked.retry_after()),
+        "call blocked"
+    );
+    #[cfg(not(feature = "tracing"))]
+    let _ = (dependency, blocked);
+}
+
+/// A counted failure was recorded; `elapsed` is the call's duration when known.
+#[inline]
+pub(crate) fn failure(dependency: &str, kind: &FailureKind, elapsed: Option<Duration>) {
+    #[cfg(feature = "tracing")]
+    tracing::debug!(
+        target: "toolbreaker",
+        dependency,
+        failure_kind = kind.as_str(),
+        duration_ms = elapsed.map(|d| d.as_secs_f64() * 1e3),
+        "counted failure"
+    );
+    #[cfg(not(feature = "tracing"))]
+    let _ = (dependency, kind, elapsed);
+}
+
+/// When a permit is issued: the clock's reading if failure events are wanted, else nothing (and
+/// no clock read).
+#[cfg(feature = "tracing")]
+#[inline(always)]
+pub(crate) fn start(breaker: &CircuitBreaker) -> Option<quanta::Instant> {
+    if tracing::enabled!(target: "toolbreaker", tracing::Level::DEBUG) {
+        Some(breaker.clock_now())
+    } else {
+        None
+    }
+}
+
+#[cfg(feature = "tracing")]
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
