@@ -91,6 +91,7 @@ mod permit;
 #[cfg(feature = "tokio")]
 mod pipeline;
 mod registry;
+mod reload;
 mod state;
 mod sync;
 mod tool;
@@ -115,6 +116,9 @@ pub use permit::{OwnedPermit, Permit};
 #[cfg(feature = "tokio")]
 pub use pipeline::{AgentRun, Attempt, RetryPolicy, ToolGuard};
 pub use registry::{Registry, RegistryBuilder};
+#[cfg(feature = "toml")]
+pub use reload::ConfigFileError;
+pub use reload::{ConfigChange, RegistryConfig};
 pub use state::{BlockedReason, MAX_GENERATION, MAX_TIME_MS, State, Transition, TransitionReason};
 pub use tool::{CallStats, StopReason, ToolResult};
 

@@ -1,10 +1,13 @@
 //! Breakers per dependency, created on first use.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
 
-use crate::breaker::CircuitBreaker;
+use crate::breaker::{CircuitBreaker, Extras};
 use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::observe::{Listener, TransitionEvent};
+use crate::reload::{ConfigChange, RegistryConfig};
 
 /// One breaker per dependency name, created on first use from the dependency's configuration or
 /// the default.
@@ -42,10 +45,14 @@ use crate::config::Config;
 /// ```
 #[derive(Debug)]
 pub struct Registry {
-    breakers: papaya::HashMap<Box<str>, Arc<CircuitBreaker>, foldhash::fast::RandomState>,
-    default: Config,
-    configs: HashMap<Box<str>, Config>,
+    breakers: papaya::HashMap<Arc<str>, Arc<CircuitBreaker>, foldhash::fast::RandomState>,
+    /// The configuration in force. Read when a breaker is created and written by `reload`, both
+    /// under this lock, so a breaker is either created from the new configuration or reconfigured
+    /// by the reload; lookups of existing breakers never touch it.
+    configs: RwLock<RegistryConfig>,
     clock: quanta::Clock,
+    listener: Option<Listener>,
+    metrics: bool,
 }
 
 impl Default for Registry {
@@ -104,12 +111,33 @@ impl Registry {
         if let Some(breaker) = self.breakers.get(dependency, guard) {
             return breaker;
         }
+        self.create(dependency, guard)
+    }
+
+    /// The first use of `dependency`: create its breaker from the configuration in force.
+    #[cold]
+    fn create<'g>(
+        &self,
+        dependency: &str,
+        guard: &'g impl papaya::Guard,
+    ) -> &'g Arc<CircuitBreaker> {
+        // Held across the insertion, so a reload either sees this breaker or is seen by it.
+        let configs = self
+            .configs
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let name: Arc<str> = Arc::from(dependency);
         self.breakers.get_or_insert_with(
-            dependency.into(),
+            Arc::clone(&name),
             || {
-                Arc::new(CircuitBreaker::new(
-                    self.config_for(dependency),
+                Arc::new(CircuitBreaker::with_extras(
+                    configs.config_for(dependency),
                     self.clock.clone(),
+                    Extras {
+                        name: Some(name),
+                        listener: self.listener.clone(),
+                        metrics: self.metrics,
+                    },
                 ))
             },
             guard,
@@ -119,9 +147,77 @@ impl Registry {
     /// The configuration `dependency`'s breaker has or will have.
     pub fn config_for(&self, dependency: &str) -> Config {
         self.configs
-            .get(dependency)
-            .copied()
-            .unwrap_or(self.default)
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .config_for(dependency)
+    }
+
+    /// The configuration in force: the default and each dependency's own.
+    pub fn configuration(&self) -> RegistryConfig {
+        self.configs
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Put `config` in force: every existing breaker is reconfigured in place without losing its
+    /// state (see [`CircuitBreaker::reconfigure`]), and breakers created later use it.
+    ///
+    /// Returns what changed: one entry per dependency whose effective configuration changed
+    /// (existing breakers, and dependencies named in either configuration), plus one for the
+    /// default if it changed, in name order. An entry says which transition the change caused, if
+    /// any (a lowered threshold that a closed breaker's failures already reach trips it).
+    ///
+    /// `config` is already valid, so nothing here can fail; to load it from a file, see
+    /// [`reload_toml`](Self::reload_toml), which rejects a bad file and keeps the configuration
+    /// in force.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolbreaker::{Config, Registry, RegistryConfig};
+    ///
+    /// let registry = Registry::default();
+    /// let search = registry.get("search");
+    /// let tight = Config::new(2, Duration::from_secs(5), Duration::from_secs(5))?;
+    /// let changes = registry.reload(RegistryConfig::default().dependency("search", tight));
+    /// assert_eq!(changes.len(), 1);
+    /// assert_eq!(changes[0].dependency(), Some("search"));
+    /// assert_eq!(search.config(), tight, "the existing handle sees the new settings");
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn reload(&self, config: RegistryConfig) -> Vec<ConfigChange> {
+        let mut configs = self
+            .configs
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let before = std::mem::replace(&mut *configs, config);
+        let mut names: BTreeMap<Arc<str>, Option<Arc<CircuitBreaker>>> = BTreeMap::new();
+        for name in before.dependency_names().chain(configs.dependency_names()) {
+            names.insert(Arc::from(name), None);
+        }
+        for (name, breaker) in self.breakers.pin().iter() {
+            names.insert(Arc::clone(name), Some(Arc::clone(breaker)));
+        }
+        let mut changes = Vec::new();
+        if before.default_config() != configs.default_config() {
+            changes.push(ConfigChange::new(
+                None,
+                before.default_config(),
+                configs.default_config(),
+                None,
+            ));
+        }
+        for (name, breaker) in names {
+            let (old, new) = (before.config_for(&name), configs.config_for(&name));
+            if old == new {
+                continue;
+            }
+            let transition = breaker.and_then(|breaker| breaker.reconfigure(new));
+            changes.push(ConfigChange::new(Some(name), old, new, transition));
+        }
+        changes
     }
 
     /// How many breakers have been created.
@@ -138,34 +234,83 @@ impl Registry {
     pub fn dependencies(&self) -> Vec<String> {
         self.breakers.pin().keys().map(|k| k.to_string()).collect()
     }
+
+    /// A snapshot of every counting breaker's metrics, keyed by dependency name (serialises as a
+    /// JSON object). Empty unless the registry was built with
+    /// [`metrics(true)`](RegistryBuilder::metrics).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{Outcome, Registry};
+    ///
+    /// let registry = Registry::builder().metrics(true).build();
+    /// registry.get("search").try_acquire().unwrap().record(Outcome::Success);
+    /// registry.get("weather");
+    /// let all = registry.metrics();
+    /// assert_eq!((all["search"].admitted, all["search"].successes), (1, 1));
+    /// assert_eq!(all["weather"].admitted, 0);
+    /// ```
+    pub fn metrics(&self) -> BTreeMap<String, Metrics> {
+        self.breakers
+            .pin()
+            .iter()
+            .filter_map(|(name, breaker)| Some((name.to_string(), breaker.metrics()?)))
+            .collect()
+    }
 }
 
 /// Builds a [`Registry`]; start from [`Registry::builder`].
 #[derive(Clone, Debug, Default)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct RegistryBuilder {
-    default: Config,
-    configs: HashMap<Box<str>, Config>,
+    config: RegistryConfig,
     clock: Option<quanta::Clock>,
+    listener: Option<Listener>,
+    metrics: bool,
 }
 
 impl RegistryBuilder {
     /// The configuration of every dependency without one of its own.
     pub fn default_config(mut self, config: Config) -> Self {
-        self.default = config;
+        self.config = self.config.with_default(config);
         self
     }
 
     /// `dependency`'s own configuration. A later call for the same name replaces an earlier one.
     pub fn dependency(mut self, dependency: impl Into<String>, config: Config) -> Self {
-        self.configs
-            .insert(dependency.into().into_boxed_str(), config);
+        self.config = self.config.dependency(dependency, config);
+        self
+    }
+
+    /// Start from a whole configuration (for example one read with
+    /// [`RegistryConfig::from_toml`]), replacing the default and every dependency's own.
+    pub fn config(mut self, config: RegistryConfig) -> Self {
+        self.config = config;
         self
     }
 
     /// The clock every breaker reads; tests pass `quanta::Clock::mock()`.
     pub fn clock(mut self, clock: quanta::Clock) -> Self {
         self.clock = Some(clock);
+        self
+    }
+
+    /// Call `listener` after every transition of every breaker, with the dependency's name (see
+    /// [`Builder::on_transition`](crate::Builder::on_transition)).
+    pub fn on_transition(
+        mut self,
+        listener: impl Fn(&TransitionEvent<'_>) + Send + Sync + 'static,
+    ) -> Self {
+        self.listener = Some(Listener::new(listener));
+        self
+    }
+
+    /// Count every breaker's admissions, rejections, outcomes and transitions (default: off); read
+    /// them with [`Registry::metrics`]. See [`Builder::metrics`](crate::Builder::metrics) for the
+    /// cost.
+    pub fn metrics(mut self, on: bool) -> Self {
+        self.metrics = on;
         self
     }
 
@@ -176,9 +321,10 @@ impl RegistryBuilder {
                 .hasher(foldhash::fast::RandomState::default())
                 .resize_mode(papaya::ResizeMode::Blocking)
                 .build(),
-            default: self.default,
-            configs: self.configs,
+            configs: RwLock::new(self.config),
             clock: self.clock.unwrap_or_default(),
+            listener: self.listener,
+            metrics: self.metrics,
         }
     }
 }

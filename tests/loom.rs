@@ -278,3 +278,50 @@ fn a_close_publishes_what_the_probe_did_before_it() {
         reader.join().unwrap();
     });
 }
+
+/// Model 8 (run with the preemption bound only: unbounded it takes two minutes): A threshold
+/// lowered while failures are recorded. However the reconfiguration's stores
+/// and read-modify-write interleave with the reports' loads and swaps, a closed breaker never
+/// ends at or past its threshold: it trips, exactly once, by the reconfiguration or by a report.
+#[test]
+fn a_lowered_threshold_racing_failures_always_trips_exactly_once() {
+    loom::model(|| {
+        let (breaker, _mock) = breaker(3);
+        breaker.try_acquire().unwrap().record(FAIL); // one failure of three
+        let permits: Vec<_> = (0..2).map(|_| breaker.try_acquire().unwrap()).collect();
+        let reporters: Vec<_> = permits
+            .into_iter()
+            .map(|permit| thread::spawn(move || permit.record(FAIL)))
+            .collect();
+        let lowered = toolbreaker::Config::new(2, COOLDOWN, Duration::from_secs(1)).unwrap();
+        let reconfigured = thread::spawn(move || breaker.reconfigure(lowered));
+        let mut trips: Vec<_> = reporters.into_iter().map(|r| r.join().unwrap()).collect();
+        trips.push(reconfigured.join().unwrap());
+        let trips: Vec<_> = trips.into_iter().flatten().collect();
+        assert_eq!(
+            breaker.state(),
+            State::Open,
+            "3 failures against a threshold of 2"
+        );
+        assert_eq!(trips.len(), 1, "one trip: {trips:?}");
+        assert_eq!(trips[0].to(), State::Open);
+    });
+}
+
+/// Model 9: A single failure racing a lowered threshold: with one failure already counted and the
+/// threshold lowered from 3 to 2, the breaker ends open whichever comes first (the report that
+/// read the old threshold is checked again against the new one).
+#[test]
+fn one_failure_racing_a_lowered_threshold_is_never_lost() {
+    loom::model(|| {
+        let (breaker, _mock) = breaker(3);
+        breaker.try_acquire().unwrap().record(FAIL);
+        let permit = breaker.try_acquire().unwrap();
+        let reporter = thread::spawn(move || permit.record(FAIL));
+        let lowered = toolbreaker::Config::new(2, COOLDOWN, Duration::from_secs(1)).unwrap();
+        let reconfigured = thread::spawn(move || breaker.reconfigure(lowered));
+        let trips = [reporter.join().unwrap(), reconfigured.join().unwrap()];
+        assert_eq!(breaker.state(), State::Open);
+        assert_eq!(trips.iter().flatten().count(), 1, "{trips:?}");
+    });
+}

@@ -1,0 +1,467 @@
+//! The configuration a registry holds, its changes, and (feature `toml`) loading it from a file.
+
+use core::fmt;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::state::Transition;
+
+/// A registry's configuration: a default, and each dependency's own.
+///
+/// Built in code ([`dependency`](Self::dependency)) or read from TOML
+/// ([`from_toml`](Self::from_toml), feature `toml`); put in force with
+/// [`RegistryBuilder::config`](crate::RegistryBuilder::config) or
+/// [`Registry::reload`](crate::Registry::reload).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use toolbreaker::{Config, RegistryConfig};
+///
+/// let search = Config::new(3, Duration::from_secs(2), Duration::from_secs(1))?;
+/// let config = RegistryConfig::default().dependency("search", search);
+/// assert_eq!(config.config_for("search"), search);
+/// assert_eq!(config.config_for("weather"), Config::default(), "no section: the default");
+/// # Ok::<(), toolbreaker::ConfigError>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RegistryConfig {
+    default: Config,
+    dependencies: BTreeMap<Box<str>, Config>,
+}
+
+impl RegistryConfig {
+    /// `default` for every dependency, and no dependency with its own.
+    pub fn new(default: Config) -> Self {
+        RegistryConfig {
+            default,
+            dependencies: BTreeMap::new(),
+        }
+    }
+
+    /// The same, with `default` for every dependency without its own.
+    #[must_use]
+    pub fn with_default(mut self, default: Config) -> Self {
+        self.default = default;
+        self
+    }
+
+    /// The same, with `config` as `dependency`'s own (replacing any it had).
+    #[must_use]
+    pub fn dependency(mut self, dependency: impl Into<String>, config: Config) -> Self {
+        self.dependencies
+            .insert(dependency.into().into_boxed_str(), config);
+        self
+    }
+
+    /// The configuration of every dependency without its own.
+    pub fn default_config(&self) -> Config {
+        self.default
+    }
+
+    /// `dependency`'s configuration: its own, or the default.
+    pub fn config_for(&self, dependency: &str) -> Config {
+        self.dependencies
+            .get(dependency)
+            .copied()
+            .unwrap_or(self.default)
+    }
+
+    /// The dependencies with a configuration of their own, in name order.
+    pub fn dependencies(&self) -> impl Iterator<Item = (&str, Config)> + '_ {
+        self.dependencies.iter().map(|(name, c)| (&**name, *c))
+    }
+
+    pub(crate) fn dependency_names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.dependencies.keys().map(|name| &**name)
+    }
+}
+
+/// One dependency's configuration as changed by [`Registry::reload`](crate::Registry::reload).
+///
+/// Its `Display` is one line for an operator: the dependency (or `default`), each field that
+/// changed with its old and new value, and the transition the change caused, if any.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigChange {
+    dependency: Option<Arc<str>>,
+    before: Config,
+    after: Config,
+    transition: Option<Transition>,
+}
+
+impl ConfigChange {
+    pub(crate) fn new(
+        dependency: Option<Arc<str>>,
+        before: Config,
+        after: Config,
+        transition: Option<Transition>,
+    ) -> Self {
+        ConfigChange {
+            dependency,
+            before,
+            after,
+            transition,
+        }
+    }
+
+    /// The dependency, or `None` for the default configuration.
+    pub fn dependency(&self) -> Option<&str> {
+        self.dependency.as_deref()
+    }
+
+    /// The configuration before the reload.
+    pub fn before(&self) -> Config {
+        self.before
+    }
+
+    /// The configuration after it.
+    pub fn after(&self) -> Config {
+        self.after
+    }
+
+    /// The transition the change caused: a trip, when a closed breaker's failures already reach
+    /// a lowered threshold.
+    pub fn transition(&self) -> Option<&Transition> {
+        self.transition.as_ref()
+    }
+}
+
+impl fmt::Display for ConfigChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.dependency().unwrap_or("default"))?;
+        let (b, a) = (self.before, self.after);
+        let mut sep = ": ";
+        if b.failure_threshold() != a.failure_threshold() {
+            write!(
+                f,
+                "{sep}failure_threshold {} -> {}",
+                b.failure_threshold(),
+                a.failure_threshold()
+            )?;
+            sep = ", ";
+        }
+        for (name, old, new) in [
+            ("cooldown_ms", b.cooldown(), a.cooldown()),
+            ("probe_timeout_ms", b.probe_timeout(), a.probe_timeout()),
+        ] {
+            if old != new {
+                write!(f, "{sep}{name} {} -> {}", old.as_millis(), new.as_millis())?;
+                sep = ", ";
+            }
+        }
+        if let Some(t) = &self.transition {
+            write!(f, " ({} -> {}: {})", t.from(), t.to(), t.reason())?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "toml")]
+pub use file::ConfigFileError;
+
+#[cfg(feature = "toml")]
+mod file {
+    use core::fmt;
+    use core::time::Duration;
+    use std::path::Path;
+
+    use super::RegistryConfig;
+    use crate::config::{Config, DEFAULT_FAILURE_THRESHOLD};
+    use crate::registry::Registry;
+    use crate::reload::ConfigChange;
+
+    const FIELDS: &str = "`failure_threshold`, `cooldown_ms`, `probe_timeout_ms`";
+
+    /// A configuration file that could not be read, parsed or validated. Nothing was changed.
+    ///
+    /// Names the dependency (`None` for `[default]` or the file as a whole) and the field when the
+    /// fault is in one; a syntax error gives the line.
+    #[derive(Debug)]
+    pub struct ConfigFileError {
+        dependency: Option<String>,
+        field: Option<String>,
+        line: Option<usize>,
+        problem: String,
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    }
+
+    impl ConfigFileError {
+        fn at(dependency: Option<&str>, field: Option<&str>, problem: impl Into<String>) -> Self {
+            ConfigFileError {
+                dependency: dependency.map(str::to_owned),
+                field: field.map(str::to_owned),
+                line: None,
+                problem: problem.into(),
+                source: None,
+            }
+        }
+
+        /// The dependency whose section is at fault; `None` for `[default]` or the whole file.
+        pub fn dependency(&self) -> Option<&str> {
+            self.dependency.as_deref()
+        }
+
+        /// The field at fault (`failure_threshold`, `cooldown_ms`, `probe_timeout_ms`, or the
+        /// unknown key), when the fault is in one.
+        pub fn field(&self) -> Option<&str> {
+            self.field.as_deref()
+        }
+
+        /// The 1-based line of a syntax error.
+        pub fn line(&self) -> Option<usize> {
+            self.line
+        }
+    }
+
+    impl fmt::Display for ConfigFileError {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("invalid breaker configuration file")?;
+            if let Some(line) = self.line {
+                write!(f, ", line {line}")?;
+            }
+            match &self.dependency {
+                Some(d) => write!(f, ", [dependencies.{d:?}]")?,
+                None if self.field.is_some() => f.write_str(", [default]")?,
+                None => {}
+            }
+            if let Some(field) = &self.field {
+                write!(f, " `{field}`")?;
+            }
+            write!(f, ": {}", self.problem)
+        }
+    }
+
+    impl std::error::Error for ConfigFileError {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.source
+                .as_deref()
+                .map(|e| e as &(dyn std::error::Error + 'static))
+        }
+    }
+
+    impl RegistryConfig {
+        /// Read a configuration from TOML.
+        ///
+        /// ```toml
+        /// # Every dependency without a section of its own. Keys left out: the crate's defaults
+        /// # (threshold 5, cooldown 30 s, probe timeout 30 s).
+        /// [default]
+        /// failure_threshold = 5      # consecutive counted failures that trip the breaker
+        /// cooldown_ms = 30000        # ms open before a probe
+        /// probe_timeout_ms = 30000   # ms a probe may take before it counts as failed
+        ///
+        /// # One section per dependency; keys left out come from [default].
+        /// [dependencies.search]
+        /// failure_threshold = 3
+        /// cooldown_ms = 2000
+        ///
+        /// [dependencies."api.example.com"]  # quote names with dots
+        /// cooldown_ms = 10000
+        /// ```
+        ///
+        /// # Errors
+        ///
+        /// A [`ConfigFileError`] for a syntax error (with its line), an unknown table or key (a
+        /// misspelt `cooldown` is refused, not ignored), a value of the wrong type, or a value
+        /// [`Config::new`] refuses (zero, or longer than [`MAX_DURATION`](crate::MAX_DURATION)),
+        /// naming the dependency and field.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use toolbreaker::RegistryConfig;
+        ///
+        /// let config = RegistryConfig::from_toml(
+        ///     "[default]\ncooldown_ms = 5000\n[dependencies.search]\nfailure_threshold = 2\n",
+        /// )?;
+        /// let search = config.config_for("search");
+        /// assert_eq!(search.failure_threshold(), 2);
+        /// assert_eq!(search.cooldown(), Duration::from_secs(5), "inherited from [default]");
+        ///
+        /// let err = RegistryConfig::from_toml("[dependencies.search]\ncooldown_ms = 0\n").unwrap_err();
+        /// assert_eq!((err.dependency(), err.field()), (Some("search"), Some("cooldown_ms")));
+        /// # Ok::<(), toolbreaker::ConfigFileError>(())
+        /// ```
+        pub fn from_toml(text: &str) -> Result<RegistryConfig, ConfigFileError> {
+            let table: toml::Table = toml::from_str(text).map_err(|e| {
+                let line = e
+                    .span()
+                    .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+                ConfigFileError {
+                    line,
+                    source: Some(Box::new(e.clone())),
+                    ..ConfigFileError::at(None, None, e.message().to_owned())
+                }
+            })?;
+            let mut default = Config::default();
+            let mut dependencies = Vec::new();
+            for (key, value) in &table {
+                match key.as_str() {
+                    "default" => default = section(None, value, Config::default())?,
+                    "dependencies" => {
+                        let toml::Value::Table(deps) = value else {
+                            return Err(ConfigFileError::at(
+                                None,
+                                None,
+                                "`dependencies` must be a table of tables, one per dependency",
+                            ));
+                        };
+                        dependencies.extend(deps.iter());
+                    }
+                    other => {
+                        return Err(ConfigFileError::at(
+                            None,
+                            None,
+                            format!(
+                                "unknown table `{other}`; expected `default` or `dependencies`"
+                            ),
+                        ));
+                    }
+                }
+            }
+            let mut config = RegistryConfig::new(default);
+            for (name, value) in dependencies {
+                let own = section(Some(name), value, default)?;
+                config = config.dependency(name.as_str(), own);
+            }
+            Ok(config)
+        }
+    }
+
+    /// One section: its keys over `base`, validated.
+    fn section(
+        dependency: Option<&str>,
+        value: &toml::Value,
+        base: Config,
+    ) -> Result<Config, ConfigFileError> {
+        let toml::Value::Table(table) = value else {
+            return Err(ConfigFileError::at(
+                dependency,
+                None,
+                "must be a table of settings",
+            ));
+        };
+        let mut threshold = base.failure_threshold();
+        let mut cooldown = base.cooldown();
+        let mut probe_timeout = base.probe_timeout();
+        for (key, value) in table {
+            let number = |max: u64, unit: &str| -> Result<u64, ConfigFileError> {
+                let problem = || {
+                    let found = match value.as_integer() {
+                        Some(n) => n.to_string(),
+                        None => format!("a {}", value.type_str()),
+                    };
+                    ConfigFileError::at(
+                        dependency,
+                        Some(key),
+                        format!("must be a whole number of {unit} from 1 to {max}, not {found}"),
+                    )
+                };
+                let n = value.as_integer().ok_or_else(problem)?;
+                u64::try_from(n)
+                    .ok()
+                    .filter(|&n| n <= max)
+                    .ok_or_else(problem)
+            };
+            match key.as_str() {
+                "failure_threshold" => {
+                    threshold = number(u64::from(u32::MAX), "failures")? as u32;
+                }
+                "cooldown_ms" => cooldown = Duration::from_millis(number(u64::MAX, "ms")?),
+                "probe_timeout_ms" => {
+                    probe_timeout = Duration::from_millis(number(u64::MAX, "ms")?);
+                }
+                other => {
+                    return Err(ConfigFileError::at(
+                        dependency,
+                        Some(other),
+                        format!("unknown key; expected {FIELDS}"),
+                    ));
+                }
+            }
+        }
+        Config::new(threshold, cooldown, probe_timeout).map_err(|e| {
+            let field = match e.field() {
+                "cooldown" => "cooldown_ms",
+                "probe_timeout" => "probe_timeout_ms",
+                other => other,
+            };
+            let problem = e.to_string();
+            let problem = problem
+                .strip_prefix("invalid breaker configuration: ")
+                .unwrap_or(&problem)
+                .replace(&format!("`{}`", e.field()), "it");
+            ConfigFileError {
+                source: Some(Box::new(e)),
+                ..ConfigFileError::at(dependency, Some(field), problem)
+            }
+        })
+    }
+
+    // The crate default is what an empty `[default]` means; keep the docs' figure honest.
+    const _: () = assert!(DEFAULT_FAILURE_THRESHOLD == 5);
+
+    impl Registry {
+        /// Parse `text` as TOML ([`RegistryConfig::from_toml`]) and put it in force
+        /// ([`reload`](Self::reload)), returning what changed.
+        ///
+        /// # Errors
+        ///
+        /// A [`ConfigFileError`] naming the dependency and field; the configuration in force
+        /// stays in force and no breaker is touched.
+        ///
+        /// # Examples
+        ///
+        /// ```
+        /// use toolbreaker::Registry;
+        ///
+        /// let registry = Registry::default();
+        /// let search = registry.get("search");
+        /// let changes = registry.reload_toml("[dependencies.search]\nfailure_threshold = 2\n")?;
+        /// assert_eq!(changes[0].to_string(), "search: failure_threshold 5 -> 2");
+        ///
+        /// let err = registry.reload_toml("[dependencies.search]\nfailure_threshold = -1\n").unwrap_err();
+        /// assert_eq!(err.field(), Some("failure_threshold"));
+        /// assert_eq!(search.config().failure_threshold(), 2, "the configuration in force stays");
+        /// # Ok::<(), toolbreaker::ConfigFileError>(())
+        /// ```
+        pub fn reload_toml(&self, text: &str) -> Result<Vec<ConfigChange>, ConfigFileError> {
+            let config = RegistryConfig::from_toml(text)?;
+            Ok(self.reload(config))
+        }
+
+        /// Read the TOML file at `path` and put it in force, as [`reload_toml`](Self::reload_toml).
+        ///
+        /// # Errors
+        ///
+        /// As [`reload_toml`](Self::reload_toml), or the file could not be read.
+        pub fn reload_file(
+            &self,
+            path: impl AsRef<Path>,
+        ) -> Result<Vec<ConfigChange>, ConfigFileError> {
+            self.reload_toml(&read(path.as_ref())?)
+        }
+    }
+
+    impl RegistryConfig {
+        /// Read the TOML file at `path`, as [`from_toml`](Self::from_toml).
+        ///
+        /// # Errors
+        ///
+        /// As [`from_toml`](Self::from_toml), or the file could not be read.
+        pub fn from_file(path: impl AsRef<Path>) -> Result<RegistryConfig, ConfigFileError> {
+            RegistryConfig::from_toml(&read(path.as_ref())?)
+        }
+    }
+
+    fn read(path: &Path) -> Result<String, ConfigFileError> {
+        std::fs::read_to_string(path).map_err(|e| ConfigFileError {
+            problem: format!("cannot read {}: {e}", path.display()),
+            source: Some(Box::new(e)),
+            ..ConfigFileError::at(None, None, "")
+        })
+    }
+}
