@@ -385,7 +385,7 @@ impl ToolGuard {
     /// as it ends: for a runtime's own counters and logs (probes, retries, transitions).
     ///
     /// With feature `tracing`, the call is one span and each attempt a span inside it (see
-    /// [the module docs](crate::ToolGuard#tracing)).
+    /// [Tracing](Self#tracing)).
     pub async fn call_observed<T, E, Fut>(
         &self,
         run: &AgentRun,
@@ -399,12 +399,11 @@ impl ToolGuard {
         Fut: Future<Output = Result<T, E>>,
         E: core::fmt::Display,
     {
-        let started = Instant::now();
         let span = CallSpan::new(dependency, run);
         let result = span
             .instrument(self.guarded(run, dependency, breaker, classify, attempt, observe, &span))
             .await;
-        span.finish(&result, started.elapsed());
+        span.finish(&result);
         result
     }
 
@@ -541,6 +540,9 @@ impl ToolGuard {
 struct CallSpan {
     #[cfg(feature = "tracing")]
     span: tracing::Span,
+    /// When the call started, on tokio's clock.
+    #[cfg(feature = "tracing")]
+    started: Instant,
 }
 
 /// One attempt's span, inside its call's.
@@ -579,6 +581,8 @@ impl CallSpan {
                 outcome = tracing::field::Empty,
                 duration_ms = tracing::field::Empty,
             ),
+            #[cfg(feature = "tracing")]
+            started: Instant::now(),
         }
     }
 
@@ -628,9 +632,9 @@ impl CallSpan {
         answer
     }
 
-    /// The call ended with `result` after `elapsed`.
+    /// The call ended with `result`.
     #[inline(always)]
-    fn finish<T>(&self, result: &ToolResult<T>, elapsed: Duration) {
+    fn finish<T>(&self, result: &ToolResult<T>) {
         #[cfg(feature = "tracing")]
         {
             let span = &self.span;
@@ -646,6 +650,7 @@ impl CallSpan {
             };
             span.record("outcome", outcome);
             span.record("attempt", result.stats().map_or(0, |stats| stats.attempts));
+            let elapsed = self.started.elapsed();
             span.record("duration_ms", elapsed.as_secs_f64() * 1e3);
             if let Some(error_type) = error_type {
                 span.record("error.type", error_type);
@@ -656,7 +661,7 @@ impl CallSpan {
             );
         }
         #[cfg(not(feature = "tracing"))]
-        let _ = (result, elapsed);
+        let _ = result;
     }
 }
 
