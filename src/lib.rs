@@ -70,6 +70,7 @@
 //! | `http` | the `http` module: classification of status codes and `Retry-After` |
 //! | `reqwest` | classification of `reqwest` results and transport errors (implies `http`) |
 //! | `tower` | the `tower` module: `CircuitBreakerLayer`, middleware that rejects before the inner service is called or polled (with `http`: `CircuitBreakerLayer::http`) |
+//! | `tracing` | events (target `toolbreaker`) for transitions (`info`, `warn` when opening), blocked calls and counted failures (`debug`); with `tokio`, a span per `ToolGuard` call and per attempt, with the fields `tracing-opentelemetry` maps; never a request, response or error message |
 //!
 //! # Time
 //!

@@ -297,6 +297,23 @@ pub struct Attempt {
 
 /// How a dependency's tool is called: a per-call timeout and a retry policy.
 ///
+/// # Tracing
+///
+/// With feature `tracing`, each [`call`](Self::call) is an `info` span named `execute_tool`
+/// (target `toolbreaker`), with a child span `attempt` per attempt that reached the dependency.
+/// Their fields follow what `tracing-opentelemetry` maps to OpenTelemetry, so an exporter gets
+/// GenAI tool-execution spans with no code of the caller's:
+///
+/// | span | fields |
+/// |---|---|
+/// | `execute_tool` | `otel.name` (`execute_tool {dependency}`), `otel.kind` (`internal`), `gen_ai.operation.name` (`execute_tool`), `gen_ai.tool.name` and `dependency` (the `dependency` argument), `run_id`; when the call ends: `outcome` (`ok`, `blocked`, `failed`, `stopped`, as [`ToolResult`]'s status), `attempt` (attempts made), `duration_ms` (`f64`, on tokio's clock, waits included), `otel.status_code` (`ok` or `error`) and, unless ok, `error.type` (the failure kind, `ignored` for a failure that did not count, the blocked reason, or the stop reason) |
+/// | `attempt` | `otel.name` (`attempt {dependency}`), `otel.kind` (`client`), `dependency`, `attempt` (its number), `probe`; when it ends: `outcome` (`success`, `failure`, `ignored`, or `stopped` when the run's deadline cut it), `duration_ms`, `otel.status_code` and, unless a success, `error.type` |
+///
+/// The breaker's own events fire inside these spans (a `call blocked` event in the call's span, a
+/// `counted failure` or a transition in the attempt's), so a subscriber sees them with the run's
+/// id. No span or event carries the request, the response, the error's text, or anything else
+/// from the call. Without the feature there are no spans and no cost.
+///
 /// # Examples
 ///
 /// ```
@@ -366,7 +383,33 @@ impl ToolGuard {
 
     /// [`call`](Self::call), reporting every attempt that reached the dependency to `observe`
     /// as it ends: for a runtime's own counters and logs (probes, retries, transitions).
+    ///
+    /// With feature `tracing`, the call is one span and each attempt a span inside it (see
+    /// [Tracing](Self#tracing)).
     pub async fn call_observed<T, E, Fut>(
+        &self,
+        run: &AgentRun,
+        dependency: &str,
+        breaker: &CircuitBreaker,
+        classify: impl Fn(&Result<T, E>) -> Outcome,
+        attempt: impl FnMut() -> Fut,
+        observe: impl FnMut(&Attempt),
+    ) -> ToolResult<T>
+    where
+        Fut: Future<Output = Result<T, E>>,
+        E: core::fmt::Display,
+    {
+        let span = CallSpan::new(dependency, run);
+        let result = span
+            .instrument(self.guarded(run, dependency, breaker, classify, attempt, observe, &span))
+            .await;
+        span.finish(&result);
+        result
+    }
+
+    /// The guards, in order, for one call.
+    #[allow(clippy::too_many_arguments)] // private: `call_observed`'s arguments and its span
+    async fn guarded<T, E, Fut>(
         &self,
         run: &AgentRun,
         dependency: &str,
@@ -374,6 +417,7 @@ impl ToolGuard {
         classify: impl Fn(&Result<T, E>) -> Outcome,
         mut attempt: impl FnMut() -> Fut,
         mut observe: impl FnMut(&Attempt),
+        span: &CallSpan,
     ) -> ToolResult<T>
     where
         Fut: Future<Output = Result<T, E>>,
@@ -406,8 +450,10 @@ impl ToolGuard {
             let left = run.deadline().saturating_duration_since(Instant::now());
             let limit = self.per_call_timeout.min(left);
             let probe = permit.is_probe();
+            let attempt_span = span.attempt(dependency, attempts, probe);
             let attempt_started = Instant::now();
-            let (outcome, result) = match tokio::time::timeout(limit, attempt()).await {
+            let pending = attempt_span.in_scope(|| tokio::time::timeout(limit, attempt()));
+            let (outcome, result) = match attempt_span.instrument(pending).await {
                 // 4. Classify and record.
                 Ok(result) => (classify(&result), Some(result)),
                 // Cut short by the run's deadline rather than the per-call timeout: that says
@@ -415,21 +461,28 @@ impl ToolGuard {
                 // back) and the run has stopped.
                 Err(_elapsed) if limit < self.per_call_timeout => {
                     drop(permit);
+                    attempt_span.cut(attempt_started.elapsed());
                     let reason = run.stop(StopReason::Deadline);
                     return ToolResult::stopped(run.id(), reason).with_stats(stats(attempts));
                 }
                 Err(_elapsed) => (Outcome::Failure(FailureKind::Timeout), None),
             };
-            let transition = permit.record(outcome);
-            observe(&Attempt {
-                number: attempts,
-                probe,
-                outcome,
-                timed_out: result.is_none(),
-                transition,
-                started: attempt_started,
-                elapsed: attempt_started.elapsed(),
+            let elapsed = attempt_started.elapsed();
+            // Recorded inside the attempt's span, so the breaker's events (a counted failure, a
+            // transition) belong to it.
+            attempt_span.in_scope(|| {
+                let transition = permit.record(outcome);
+                observe(&Attempt {
+                    number: attempts,
+                    probe,
+                    outcome,
+                    timed_out: result.is_none(),
+                    transition,
+                    started: attempt_started,
+                    elapsed,
+                });
             });
+            attempt_span.ended(&outcome, elapsed);
             // What the model is told if this attempt is the last.
             let last = |result: Option<Result<T, E>>| match (result, outcome) {
                 (Some(Ok(value)), Outcome::Success | Outcome::Ignored) => {
@@ -455,7 +508,9 @@ impl ToolGuard {
                 _ => None,
             };
             let Some(delay) = retry else {
-                return last(result).with_stats(stats(attempts));
+                return span
+                    .answered(last(result), &outcome)
+                    .with_stats(stats(attempts));
             };
             // Before waiting, the checks a retry would make anyway: an opened breaker ends the
             // call now (blocked), and so does a spent run (stopped); no wait is slept for nothing.
@@ -470,9 +525,211 @@ impl ToolGuard {
             // Honour the dependency's hint as a minimum, and never wait past the deadline.
             let wait = delay.max(outcome.retry_after().unwrap_or(Duration::ZERO));
             if Instant::now() + wait >= run.deadline() {
-                return last(result).with_stats(stats(attempts));
+                return span
+                    .answered(last(result), &outcome)
+                    .with_stats(stats(attempts));
             }
             tokio::time::sleep(wait).await;
         }
+    }
+}
+
+/// The spans of one call through the pipeline (feature `tracing`). Without the feature these
+/// types are empty and every method does nothing, so the pipeline pays nothing for them.
+#[derive(Debug)]
+struct CallSpan {
+    #[cfg(feature = "tracing")]
+    span: tracing::Span,
+    /// When the call started, on tokio's clock.
+    #[cfg(feature = "tracing")]
+    started: Instant,
+}
+
+/// One attempt's span, inside its call's.
+#[derive(Debug)]
+struct AttemptSpan {
+    #[cfg(feature = "tracing")]
+    span: tracing::Span,
+}
+
+#[cfg(feature = "tracing")]
+type Instrumented<F> = tracing::instrument::Instrumented<F>;
+#[cfg(not(feature = "tracing"))]
+type Instrumented<F> = F;
+
+impl CallSpan {
+    /// The call's span: named for OpenTelemetry's GenAI tool-execution span, carrying the
+    /// dependency and the run's id; the rest is recorded when the call ends.
+    #[inline(always)]
+    fn new(dependency: &str, run: &AgentRun) -> Self {
+        #[cfg(not(feature = "tracing"))]
+        let _ = (dependency, run);
+        CallSpan {
+            #[cfg(feature = "tracing")]
+            span: tracing::info_span!(
+                target: "toolbreaker",
+                "execute_tool",
+                "otel.name" = format_args!("execute_tool {dependency}"),
+                "otel.kind" = "internal",
+                "otel.status_code" = tracing::field::Empty,
+                "error.type" = tracing::field::Empty,
+                "gen_ai.operation.name" = "execute_tool",
+                "gen_ai.tool.name" = dependency,
+                dependency,
+                run_id = run.id(),
+                attempt = tracing::field::Empty,
+                outcome = tracing::field::Empty,
+                duration_ms = tracing::field::Empty,
+            ),
+            #[cfg(feature = "tracing")]
+            started: Instant::now(),
+        }
+    }
+
+    /// `future`, inside the call's span whenever it is polled.
+    #[inline(always)]
+    fn instrument<F: Future>(&self, future: F) -> Instrumented<F> {
+        #[cfg(feature = "tracing")]
+        return tracing::Instrument::instrument(future, self.span.clone());
+        #[cfg(not(feature = "tracing"))]
+        future
+    }
+
+    /// A span for attempt `number`, inside the call's.
+    #[inline(always)]
+    fn attempt(&self, dependency: &str, number: u32, probe: bool) -> AttemptSpan {
+        #[cfg(not(feature = "tracing"))]
+        let _ = (dependency, number, probe);
+        AttemptSpan {
+            #[cfg(feature = "tracing")]
+            span: tracing::info_span!(
+                target: "toolbreaker",
+                parent: &self.span,
+                "attempt",
+                "otel.name" = format_args!("attempt {dependency}"),
+                "otel.kind" = "client",
+                "otel.status_code" = tracing::field::Empty,
+                "error.type" = tracing::field::Empty,
+                dependency,
+                attempt = number,
+                probe,
+                outcome = tracing::field::Empty,
+                duration_ms = tracing::field::Empty,
+            ),
+        }
+    }
+
+    /// The answer of the call's last attempt, passed through; a failed answer's class (the
+    /// failure kind, or `ignored` when the failure did not count) goes on the span.
+    #[inline(always)]
+    fn answered<T>(&self, answer: ToolResult<T>, outcome: &Outcome) -> ToolResult<T> {
+        #[cfg(feature = "tracing")]
+        if let ToolResult::Failed { .. } = answer {
+            self.span.record("error.type", error_type(outcome));
+        }
+        #[cfg(not(feature = "tracing"))]
+        let _ = outcome;
+        answer
+    }
+
+    /// The call ended with `result`.
+    #[inline(always)]
+    fn finish<T>(&self, result: &ToolResult<T>) {
+        #[cfg(feature = "tracing")]
+        {
+            let span = &self.span;
+            if span.is_disabled() {
+                return;
+            }
+            let (outcome, error_type) = match result {
+                ToolResult::Ok { .. } => ("ok", None),
+                ToolResult::Blocked { reason, .. } => ("blocked", Some(reason.as_str())),
+                // Recorded by `answered`, which knows the last attempt's outcome.
+                ToolResult::Failed { .. } => ("failed", None),
+                ToolResult::Stopped { stop_reason, .. } => ("stopped", Some(stop_reason.as_str())),
+            };
+            span.record("outcome", outcome);
+            span.record("attempt", result.stats().map_or(0, |stats| stats.attempts));
+            let elapsed = self.started.elapsed();
+            span.record("duration_ms", elapsed.as_secs_f64() * 1e3);
+            if let Some(error_type) = error_type {
+                span.record("error.type", error_type);
+            }
+            span.record(
+                "otel.status_code",
+                if result.is_ok() { "ok" } else { "error" },
+            );
+        }
+        #[cfg(not(feature = "tracing"))]
+        let _ = result;
+    }
+}
+
+impl AttemptSpan {
+    /// `f`, inside the attempt's span.
+    #[inline(always)]
+    fn in_scope<R>(&self, f: impl FnOnce() -> R) -> R {
+        #[cfg(feature = "tracing")]
+        return self.span.in_scope(f);
+        #[cfg(not(feature = "tracing"))]
+        f()
+    }
+
+    /// `future`, inside the attempt's span whenever it is polled.
+    #[inline(always)]
+    fn instrument<F: Future>(&self, future: F) -> Instrumented<F> {
+        #[cfg(feature = "tracing")]
+        return tracing::Instrument::instrument(future, self.span.clone());
+        #[cfg(not(feature = "tracing"))]
+        future
+    }
+
+    /// The attempt ran for `elapsed` and was classified as `outcome` (a timeout as
+    /// `Failure(Timeout)`). The span closes here, before any wait for a retry.
+    #[inline(always)]
+    fn ended(self, outcome: &Outcome, elapsed: Duration) {
+        #[cfg(feature = "tracing")]
+        {
+            let span = &self.span;
+            let (name, status) = match outcome {
+                Outcome::Success => ("success", "ok"),
+                Outcome::Failure(_) => ("failure", "error"),
+                Outcome::Ignored => ("ignored", "error"),
+            };
+            span.record("outcome", name);
+            span.record("duration_ms", elapsed.as_secs_f64() * 1e3);
+            if status == "error" {
+                span.record("error.type", error_type(outcome));
+            }
+            span.record("otel.status_code", status);
+        }
+        #[cfg(not(feature = "tracing"))]
+        let _ = (outcome, elapsed);
+    }
+
+    /// The run's deadline cut the attempt short after `elapsed`; nothing was recorded. The span
+    /// closes here.
+    #[inline(always)]
+    fn cut(self, elapsed: Duration) {
+        #[cfg(feature = "tracing")]
+        {
+            let span = &self.span;
+            span.record("outcome", "stopped");
+            span.record("duration_ms", elapsed.as_secs_f64() * 1e3);
+            span.record("error.type", StopReason::Deadline.as_str());
+            span.record("otel.status_code", "error");
+        }
+        #[cfg(not(feature = "tracing"))]
+        let _ = elapsed;
+    }
+}
+
+/// The class of a failed attempt, for `error.type`: the failure kind, or `ignored` for a failure
+/// that did not count against the dependency. Never the error itself.
+#[cfg(feature = "tracing")]
+fn error_type(outcome: &Outcome) -> &'static str {
+    match outcome {
+        Outcome::Failure(kind) => kind.as_str(),
+        Outcome::Success | Outcome::Ignored => "ignored",
     }
 }
