@@ -230,7 +230,7 @@ impl Builder {
     }
 
     /// Count admissions, rejections, outcomes and transitions (default: off). Read them with
-    /// [`CircuitBreaker::metrics`].
+    /// [`CircuitBreaker::metrics`](crate::CircuitBreaker::metrics).
     ///
     /// Counting costs a thread-striped atomic add per admission and per outcome (no count shares
     /// a cache line between threads that land on different stripes); see the benchmarks for the

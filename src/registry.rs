@@ -169,8 +169,8 @@ impl Registry {
     /// any (a lowered threshold that a closed breaker's failures already reach trips it).
     ///
     /// `config` is already valid, so nothing here can fail; to load it from a file, see
-    /// [`reload_toml`](Self::reload_toml), which rejects a bad file and keeps the configuration
-    /// in force.
+    /// `reload_toml` or `reload_file` (feature `toml`), which reject a bad file and keep the
+    /// configuration in force.
     ///
     /// # Examples
     ///
@@ -284,7 +284,7 @@ impl RegistryBuilder {
     }
 
     /// Start from a whole configuration (for example one read with
-    /// [`RegistryConfig::from_toml`]), replacing the default and every dependency's own.
+    /// `RegistryConfig::from_toml`, feature `toml`), replacing the default and every dependency's own.
     pub fn config(mut self, config: RegistryConfig) -> Self {
         self.config = config;
         self

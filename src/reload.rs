@@ -10,7 +10,7 @@ use crate::state::Transition;
 /// A registry's configuration: a default, and each dependency's own.
 ///
 /// Built in code ([`dependency`](Self::dependency)) or read from TOML
-/// ([`from_toml`](Self::from_toml), feature `toml`); put in force with
+/// (`from_toml` and `from_file`, feature `toml`); put in force with
 /// [`RegistryBuilder::config`](crate::RegistryBuilder::config) or
 /// [`Registry::reload`](crate::Registry::reload).
 ///
