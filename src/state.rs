@@ -1307,6 +1307,210 @@ mod tests {
         }
     }
 
+    /// Every kind of word at a time when each effective state is reachable: closed with and
+    /// without failures, open, open past its cooldown, probing, probing past its lease, half-open
+    /// (slot free), isolated.
+    fn every_kind(generation: u32) -> [(Word, u64); 8] {
+        [
+            (Word::closed(generation, 0), 0),
+            (Word::closed(generation, 2), 0),
+            (Word::open(generation, 10), 20),
+            (Word::open(generation, 10), 110),
+            (Word::probing(generation, 10), 20),
+            (Word::probing(generation, 10), 1_010),
+            (Word::half_open(generation), 0),
+            (Word::isolated(generation), u64::MAX),
+        ]
+    }
+
+    #[test]
+    fn isolation_rejects_at_any_time_and_issues_no_permit() {
+        let word = Word::isolated(4);
+        for now in [0, 1, 10_000, MAX_TIME_MS, u64::MAX] {
+            assert_eq!(
+                admit(word, now),
+                (
+                    Admission::Reject {
+                        state: State::Open,
+                        reason: BlockedReason::Isolated,
+                        retry_after_ms: LIMITS.cooldown_ms
+                    },
+                    None
+                )
+            );
+            assert_eq!(view(word, &LIMITS, || now), View::Isolated);
+            for probe in [false, true] {
+                assert!(!is_current(word, 4, probe, &LIMITS, || now));
+                for r in [
+                    Report::Success,
+                    Report::Failure,
+                    Report::Ignored,
+                    Report::Dropped,
+                ] {
+                    assert_eq!(report(word, 4, probe, r, &LIMITS, || now), None);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn force_open_isolates_every_kind_in_a_new_generation() {
+        for (word, now) in every_kind(7) {
+            let step = manual(word, Manual::ForceOpen, &LIMITS, || now);
+            if word.is_isolated() {
+                assert_eq!(step, None, "already isolated");
+                continue;
+            }
+            let step = step.unwrap();
+            assert_eq!(step.next, Word::isolated(8), "{word:?}");
+            let t = step.transition.unwrap();
+            assert_eq!(
+                (t.from(), t.to(), t.generation(), t.reason()),
+                (
+                    view(word, &LIMITS, || now).state(),
+                    State::Open,
+                    8,
+                    TransitionReason::Manual
+                )
+            );
+            let failures = if word.kind() == Kind::Closed {
+                word.payload()
+            } else {
+                0
+            };
+            assert_eq!(t.failures(), failures);
+        }
+    }
+
+    #[test]
+    fn force_closed_and_reset_close_every_other_kind_in_a_new_generation() {
+        for action in [Manual::ForceClosed, Manual::Reset] {
+            for (word, now) in every_kind(MAX_GENERATION) {
+                let step = manual(word, action, &LIMITS, || now);
+                match (word.kind(), action) {
+                    (Kind::Closed, Manual::ForceClosed) => assert_eq!(step, None, "kept as is"),
+                    (Kind::Closed, Manual::Reset) if word.payload() == 0 => assert_eq!(step, None),
+                    (Kind::Closed, Manual::Reset) => assert_eq!(
+                        step,
+                        Some(Step {
+                            next: Word::closed(MAX_GENERATION, 0),
+                            transition: None
+                        }),
+                        "the count is cleared in the same generation"
+                    ),
+                    _ => {
+                        let step = step.unwrap();
+                        assert_eq!(step.next, Word::closed(0, 0), "{word:?} {action:?}");
+                        let t = step.transition.unwrap();
+                        assert_eq!(
+                            (t.from(), t.to(), t.generation(), t.reason(), t.failures()),
+                            (
+                                view(word, &LIMITS, || now).state(),
+                                State::Closed,
+                                0,
+                                TransitionReason::Manual,
+                                0
+                            )
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_threshold_check_trips_only_a_closed_word_whose_count_reaches_it() {
+        for (word, now) in every_kind(3) {
+            for threshold in [1, 2, 3] {
+                let limits = Limits {
+                    failure_threshold: threshold,
+                    ..LIMITS
+                };
+                let step = check_threshold(word, &limits, || now);
+                let reached = word.kind() == Kind::Closed
+                    && word.payload() > 0
+                    && word.payload() >= threshold;
+                if !reached {
+                    assert_eq!(step, None, "{word:?} at threshold {threshold}");
+                    continue;
+                }
+                let step = step.unwrap();
+                assert_eq!(step.next, Word::open(4, now));
+                let t = step.transition.unwrap();
+                assert_eq!(
+                    (t.from(), t.to(), t.reason(), t.failures()),
+                    (
+                        State::Closed,
+                        State::Open,
+                        TransitionReason::FailureThreshold,
+                        word.payload()
+                    )
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn each_write_of_acquire_reports_the_transitions_time_made() {
+        let reasons = |before: Word, now: u64| {
+            let (_, next) = admit(before, now);
+            let next = next.expect("a write");
+            acquire_transitions(before, next, &LIMITS)
+                .iter()
+                .map(|t| (t.from(), t.to(), t.generation(), t.reason()))
+                .collect::<Vec<_>>()
+        };
+        // Open past its cooldown: the claim is open → half-open, same generation.
+        assert_eq!(
+            reasons(Word::open(2, 10), 110),
+            [(
+                State::Open,
+                State::HalfOpen,
+                2,
+                TransitionReason::CooldownElapsed
+            )]
+        );
+        // A probe past its lease, found while the cooldown from the lease's end runs.
+        assert_eq!(
+            reasons(Word::probing(2, 10), 1_010),
+            [(
+                State::HalfOpen,
+                State::Open,
+                3,
+                TransitionReason::ProbeTimedOut
+            )]
+        );
+        // Found only after that cooldown too: both, oldest first, in the new probe's generation.
+        assert_eq!(
+            reasons(Word::probing(2, 10), 1_110),
+            [
+                (
+                    State::HalfOpen,
+                    State::Open,
+                    3,
+                    TransitionReason::ProbeTimedOut
+                ),
+                (
+                    State::Open,
+                    State::HalfOpen,
+                    3,
+                    TransitionReason::CooldownElapsed
+                )
+            ]
+        );
+        // A slot given back is claimed with no transition: the state was already half-open.
+        assert_eq!(reasons(Word::half_open(2), 0), []);
+        // Every other decision writes nothing.
+        for (word, now) in [
+            (Word::closed(2, 1), 0),
+            (Word::open(2, 10), 20),
+            (Word::probing(2, 10), 20),
+            (Word::isolated(2), 0),
+        ] {
+            assert_eq!(admit(word, now).1, None, "{word:?}");
+        }
+    }
+
     #[test]
     fn durations_convert_to_whole_milliseconds_rounding_up() {
         assert_eq!(duration_to_ms(Duration::ZERO), Some(0));
