@@ -597,18 +597,6 @@ impl CircuitBreaker {
         }
     }
 
-    /// The time since `start` on this breaker's clock, for events.
-    #[cfg(feature = "tracing")]
-    pub(crate) fn elapsed_since(&self, start: quanta::Instant) -> Duration {
-        self.inner.clock.now().saturating_duration_since(start)
-    }
-
-    /// The breaker's clock reading, for events.
-    #[cfg(feature = "tracing")]
-    pub(crate) fn clock_now(&self) -> quanta::Instant {
-        self.inner.clock.now()
-    }
-
     /// The clock's reading in the word's unit: milliseconds since the word's origin, which lies
     /// [`CLOCK_HEADROOM_MS`] before the clock's reading at construction. So the clock may step back
     /// that far (about 35 years) and every deadline still reads true; readings clamp at 0 before

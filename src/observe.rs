@@ -5,15 +5,13 @@
 //! calls and counted failures at `debug`. They carry the dependency's name, states, reasons,
 //! failure kinds, counts and durations, and nothing from a request or response: no arguments,
 //! bodies, headers, URLs or error messages, which may hold secrets. Without the feature every
-//! function here is empty and the permit reads no clock.
+//! function here is empty.
 
 use core::fmt;
 use core::time::Duration;
 use std::sync::Arc;
 
 use crate::blocked::Blocked;
-#[cfg(feature = "tracing")]
-use crate::breaker::CircuitBreaker;
 use crate::classify::FailureKind;
 use crate::state::Transition;
 
@@ -104,7 +102,8 @@ pub(crate) fn blocked(dependency: &str, blocked: &Blocked) {
     let _ = (dependency, blocked);
 }
 
-/// A counted failure was recorded; `elapsed` is the call's duration when known.
+/// A counted failure was recorded; `elapsed` is the call's duration when the caller timed it (the
+/// pipeline does; a bare permit is not timed, so the healthy path reads no clock).
 #[inline]
 pub(crate) fn failure(dependency: &str, kind: &FailureKind, elapsed: Option<Duration>) {
     #[cfg(feature = "tracing")]
@@ -117,18 +116,6 @@ pub(crate) fn failure(dependency: &str, kind: &FailureKind, elapsed: Option<Dura
     );
     #[cfg(not(feature = "tracing"))]
     let _ = (dependency, kind, elapsed);
-}
-
-/// When a permit is issued: the clock's reading if failure events are wanted, else nothing (and
-/// no clock read).
-#[cfg(feature = "tracing")]
-#[inline(always)]
-pub(crate) fn start(breaker: &CircuitBreaker) -> Option<quanta::Instant> {
-    if tracing::enabled!(target: "toolbreaker", tracing::Level::DEBUG) {
-        Some(breaker.clock_now())
-    } else {
-        None
-    }
 }
 
 #[cfg(feature = "tracing")]

@@ -1,6 +1,7 @@
 //! The generation-tagged permit `try_acquire` hands out.
 
 use core::ops::Deref;
+use core::time::Duration;
 use std::sync::Arc;
 
 use crate::breaker::CircuitBreaker;
@@ -41,8 +42,6 @@ impl<'a> Permit<'a> {
     pub(crate) fn new(breaker: &'a CircuitBreaker, generation: u32, probe: bool) -> Self {
         Permit {
             ticket: Ticket {
-                #[cfg(feature = "tracing")]
-                started: crate::observe::start(breaker),
                 breaker,
                 generation,
                 probe,
@@ -91,7 +90,14 @@ impl<'a> Permit<'a> {
     /// nothing and returns `None`.
     #[inline]
     pub fn record(self, outcome: Outcome) -> Option<Transition> {
-        self.ticket.record(outcome)
+        self.ticket.record(outcome, None)
+    }
+
+    /// [`record`](Self::record) for a caller that timed the call: a counted failure's event
+    /// carries `elapsed`.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn record_timed(self, outcome: Outcome, elapsed: Duration) -> Option<Transition> {
+        self.ticket.record(outcome, Some(elapsed))
     }
 
     /// The same permit, holding its breaker by `Arc` so it can outlive this borrow (move into a
@@ -111,8 +117,6 @@ impl<'a> Permit<'a> {
                 breaker,
                 generation: ticket.generation,
                 probe: ticket.probe,
-                #[cfg(feature = "tracing")]
-                started: ticket.started,
             },
         };
         ticket.probe = false; // the slot, if any, now belongs to `owned`
@@ -156,7 +160,7 @@ impl OwnedPermit {
     /// As [`Permit::record`].
     #[inline]
     pub fn record(self, outcome: Outcome) -> Option<Transition> {
-        self.ticket.record(outcome)
+        self.ticket.record(outcome, None)
     }
 
     /// As [`Permit::is_current`].
@@ -176,10 +180,6 @@ struct Ticket<B: Deref<Target = CircuitBreaker>> {
     breaker: B,
     generation: u32,
     probe: bool,
-    /// When the permit was issued, read only while debug events are enabled: a failure's event
-    /// carries the call's duration.
-    #[cfg(feature = "tracing")]
-    started: Option<quanta::Instant>,
 }
 
 impl<B: Deref<Target = CircuitBreaker>> Ticket<B> {
@@ -188,16 +188,12 @@ impl<B: Deref<Target = CircuitBreaker>> Ticket<B> {
     }
 
     #[inline]
-    fn record(mut self, outcome: Outcome) -> Option<Transition> {
+    fn record(mut self, outcome: Outcome, elapsed: Option<Duration>) -> Option<Transition> {
         let report = match outcome {
             Outcome::Success => Report::Success,
             Outcome::Failure(_) => Report::Failure,
             Outcome::Ignored => Report::Ignored,
         };
-        #[cfg(feature = "tracing")]
-        let elapsed = self.started.map(|start| self.breaker.elapsed_since(start));
-        #[cfg(not(feature = "tracing"))]
-        let elapsed = None;
         self.breaker.count_outcome(&outcome, elapsed);
         let transition = self.breaker.report(self.generation, self.probe, report);
         // The report replaces what `Drop` would do.

@@ -471,7 +471,7 @@ impl ToolGuard {
             // Recorded inside the attempt's span, so the breaker's events (a counted failure, a
             // transition) belong to it.
             attempt_span.in_scope(|| {
-                let transition = permit.record(outcome);
+                let transition = permit.record_timed(outcome, elapsed);
                 observe(&Attempt {
                     number: attempts,
                     probe,

@@ -10,11 +10,15 @@ use crate::peers::*;
 pub fn healthy(c: &mut Criterion) {
     let mut g = c.benchmark_group("closed_healthy");
     let tb = toolbreaker(5, LONG);
+    let tm = toolbreaker_counting(5, LONG);
     let fc = failsafe_consecutive(5, LONG);
     let fd = failsafe_default();
     let rc = recloser(0.5, 100, LONG);
     g.bench_function("baseline", |b| b.iter(|| black_box(op(false)).is_ok()));
     g.bench_function("toolbreaker", |b| b.iter(|| call_toolbreaker(&tb, false)));
+    g.bench_function("toolbreaker_counting", |b| {
+        b.iter(|| call_toolbreaker(&tm, false))
+    });
     g.bench_function("failsafe_consecutive", |b| {
         b.iter(|| call_failsafe(&fc, false))
     });
@@ -27,6 +31,7 @@ pub fn healthy(c: &mut Criterion) {
 pub fn two_threads(c: &mut Criterion) {
     let mut g = c.benchmark_group("closed_healthy_2_threads");
     let tb = toolbreaker(5, LONG);
+    let tm = toolbreaker_counting(5, LONG);
     let fc = failsafe_consecutive(5, LONG);
     let fd = failsafe_default();
     let rc = recloser(0.5, 100, LONG);
@@ -35,6 +40,9 @@ pub fn two_threads(c: &mut Criterion) {
     });
     g.bench_function("toolbreaker", |b| {
         b.iter_custom(|n| on_two_threads(n, || call_toolbreaker(&tb, false)))
+    });
+    g.bench_function("toolbreaker_counting", |b| {
+        b.iter_custom(|n| on_two_threads(n, || call_toolbreaker(&tm, false)))
     });
     g.bench_function("failsafe_consecutive", |b| {
         b.iter_custom(|n| on_two_threads(n, || call_failsafe(&fc, false)))

@@ -42,6 +42,18 @@ pub fn toolbreaker(threshold: u32, cooldown: Duration) -> CircuitBreaker {
         .expect("valid")
 }
 
+/// The same with counting on (`Builder::metrics`): a thread-striped atomic add per admission and
+/// per outcome.
+pub fn toolbreaker_counting(threshold: u32, cooldown: Duration) -> CircuitBreaker {
+    CircuitBreaker::builder()
+        .failure_threshold(threshold)
+        .cooldown(cooldown)
+        .probe_timeout(cooldown)
+        .metrics(true)
+        .build()
+        .expect("valid")
+}
+
 pub fn failsafe_consecutive(threshold: u32, cooldown: Duration) -> FailsafeConsecutive {
     let policy = failsafe::failure_policy::consecutive_failures(
         threshold,
