@@ -2,19 +2,24 @@
 //!
 //! An arbitrary configuration and sequence of operations — acquire (keeping every permit), record
 //! an outcome on any held permit, drop any held permit, move the mock clock forward or back by any
-//! amount, read the state — runs against the real `CircuitBreaker` and against `Model`: the
-//! behaviour contract written as plain sequential code, with no bit packing and no generations
-//! (permits are told apart by ids). After every step the admitted/blocked decision, the blocked
-//! value, the transition a record caused, and the state must agree.
+//! amount, read the state, reconfigure (valid or not), force open, force closed, reset — runs
+//! against the real `CircuitBreaker` and against `Model`: the behaviour contract written as plain
+//! sequential code, with no bit packing and no generations (permits are told apart by ids). After
+//! every step the admitted/blocked decision, the blocked value, the transition a record or a
+//! change caused, every transition the listener heard (with its reason, in order), and the state
+//! must agree.
 #![no_main]
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use toolbreaker::fuzzing::{CLOCK_HEADROOM_MS, MAX_TIME_MS};
 use toolbreaker::quanta::Clock;
-use toolbreaker::{BlockedReason, CircuitBreaker, FailureKind, Outcome, Permit, State};
+use toolbreaker::{
+    BlockedReason, CircuitBreaker, Config, FailureKind, Outcome, Permit, State, TransitionReason,
+};
 
 const NS_PER_MS: u64 = 1_000_000;
 /// The longest duration a configuration may have, in ms (the documented `MAX_DURATION`).
@@ -55,13 +60,27 @@ enum Verdict {
 #[derive(Arbitrary, Debug)]
 enum Op {
     Acquire,
-    Record { index: u8, verdict: Verdict },
-    Drop { index: u8 },
+    Record {
+        index: u8,
+        verdict: Verdict,
+    },
+    Drop {
+        index: u8,
+    },
     AdvanceMs(u8),
     AdvanceNs(u64),
     BackMs(u8),
     BackNs(u64),
     State,
+    /// A new configuration (refused, and nothing changes, when invalid).
+    Reconfigure {
+        threshold: u8,
+        cooldown: Span,
+        probe_timeout: Span,
+    },
+    ForceOpen,
+    ForceClosed,
+    Reset,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -81,6 +100,8 @@ enum ModelState {
         id: u64,
         since: u64,
     },
+    /// Forced open by hand: no cooldown ends it.
+    Isolated,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -100,7 +121,11 @@ enum Seen {
     Open { remaining: u64 },
     HalfOpenFree,
     ProbeInFlight { remaining: u64 },
+    Isolated,
 }
+
+/// A transition as the listener reports it.
+type Event = (State, State, TransitionReason);
 
 struct Model {
     threshold: u64,
@@ -109,6 +134,8 @@ struct Model {
     state: ModelState,
     period: u64,
     next_id: u64,
+    /// The transitions the breaker's listener should have heard since the last check.
+    events: Vec<Event>,
 }
 
 impl Model {
@@ -135,6 +162,7 @@ impl Model {
         match self.state {
             ModelState::Closed { .. } => Seen::Closed,
             ModelState::Free => Seen::HalfOpenFree,
+            ModelState::Isolated => Seen::Isolated,
             ModelState::Open { since } => self.open_view(since, now),
             ModelState::Probing { since, .. } => {
                 let lease_end = since + self.probe_timeout;
@@ -152,14 +180,89 @@ impl Model {
     fn state(&self, now: u64) -> State {
         match self.see(now) {
             Seen::Closed => State::Closed,
-            Seen::Open { .. } => State::Open,
+            Seen::Open { .. } | Seen::Isolated => State::Open,
             Seen::HalfOpenFree | Seen::ProbeInFlight { .. } => State::HalfOpen,
+        }
+    }
+
+    /// The transitions time made that the first caller to find them writes down: a timed-out
+    /// probe (half-open → open), and a claim of the probe slot from open (open → half-open).
+    fn found_by_caller(&mut self, now: u64, claims: bool) {
+        if let ModelState::Probing { since, .. } = self.state {
+            let lease_end = since + self.probe_timeout;
+            if now >= lease_end {
+                self.events.push((
+                    State::HalfOpen,
+                    State::Open,
+                    TransitionReason::ProbeTimedOut,
+                ));
+                self.state = ModelState::Open { since: lease_end };
+            }
+        }
+        if claims && matches!(self.state, ModelState::Open { .. }) {
+            self.events.push((
+                State::Open,
+                State::HalfOpen,
+                TransitionReason::CooldownElapsed,
+            ));
+        }
+    }
+
+    /// A change made by hand; `None` when nothing changes state.
+    fn manual(&mut self, op: &Op, now: u64) -> Option<(State, State)> {
+        let from = self.state(now);
+        let to = match (op, self.state) {
+            (Op::ForceOpen, ModelState::Isolated) => return None,
+            (Op::ForceOpen, _) => {
+                self.state = ModelState::Isolated;
+                State::Open
+            }
+            (Op::ForceClosed, ModelState::Closed { .. }) => return None,
+            (Op::Reset, ModelState::Closed { .. }) => {
+                self.state = ModelState::Closed { failures: 0 };
+                return None;
+            }
+            (Op::ForceClosed | Op::Reset, _) => {
+                self.state = ModelState::Closed { failures: 0 };
+                State::Closed
+            }
+            _ => unreachable!("not a change by hand: {op:?}"),
+        };
+        // Every change of state by hand leaves no permit from before it current.
+        self.period += 1;
+        self.events.push((from, to, TransitionReason::Manual));
+        Some((from, to))
+    }
+
+    /// New settings; a closed breaker whose count reaches the new threshold trips.
+    fn reconfigure(
+        &mut self,
+        threshold: u64,
+        cooldown: u64,
+        probe_timeout: u64,
+        now: u64,
+    ) -> Option<(State, State)> {
+        (self.threshold, self.cooldown, self.probe_timeout) = (threshold, cooldown, probe_timeout);
+        match self.state {
+            ModelState::Closed { failures } if failures > 0 && failures >= threshold => {
+                self.state = ModelState::Open { since: now };
+                self.period += 1;
+                self.events.push((
+                    State::Closed,
+                    State::Open,
+                    TransitionReason::FailureThreshold,
+                ));
+                Some((State::Closed, State::Open))
+            }
+            _ => None,
         }
     }
 
     /// `Ok(permit)` or `Err((state, reason, retry_after_ms))`.
     fn acquire(&mut self, now: u64) -> Result<ModelPermit, (State, BlockedReason, u64)> {
-        match self.see(now) {
+        let seen = self.see(now);
+        self.found_by_caller(now, seen == Seen::HalfOpenFree);
+        match seen {
             Seen::Closed => Ok(ModelPermit::Ordinary {
                 period: self.period,
             }),
@@ -175,6 +278,7 @@ impl Model {
             Seen::ProbeInFlight { remaining } => {
                 Err((State::HalfOpen, BlockedReason::ProbeInFlight, remaining))
             }
+            Seen::Isolated => Err((State::Open, BlockedReason::Isolated, self.cooldown)),
         }
     }
 
@@ -198,6 +302,11 @@ impl Model {
                         if failures + 1 >= self.threshold {
                             self.state = ModelState::Open { since: now };
                             self.period += 1;
+                            self.events.push((
+                                State::Closed,
+                                State::Open,
+                                TransitionReason::FailureThreshold,
+                            ));
                             Some((State::Closed, State::Open))
                         } else {
                             self.state = ModelState::Closed {
@@ -215,10 +324,20 @@ impl Model {
                 match verdict {
                     Some(Verdict::Success) => {
                         self.state = ModelState::Closed { failures: 0 };
+                        self.events.push((
+                            State::HalfOpen,
+                            State::Closed,
+                            TransitionReason::ProbeSucceeded,
+                        ));
                         Some((State::HalfOpen, State::Closed))
                     }
                     Some(Verdict::Failure) => {
                         self.state = ModelState::Open { since: now };
+                        self.events.push((
+                            State::HalfOpen,
+                            State::Open,
+                            TransitionReason::ProbeFailed,
+                        ));
                         Some((State::HalfOpen, State::Open))
                     }
                     Some(Verdict::Ignored) | None => {
@@ -245,6 +364,8 @@ fuzz_target!(|input: Input| {
     let threshold = u32::from(input.threshold);
     let (cooldown, probe_timeout) = (input.cooldown.duration(), input.probe_timeout.duration());
     let (clock, mock) = Clock::mock();
+    let heard: Arc<Mutex<Vec<Event>>> = Arc::default();
+    let listener = Arc::clone(&heard);
     // Start mid-range so the clock can step back as far as it steps forward.
     mock.increment(u64::MAX / 2);
     let built_ns = mock.value();
@@ -253,6 +374,13 @@ fuzz_target!(|input: Input| {
         .cooldown(cooldown)
         .probe_timeout(probe_timeout)
         .clock(clock)
+        .on_transition(move |event| {
+            let t = event.transition();
+            listener
+                .lock()
+                .unwrap()
+                .push((t.from(), t.to(), t.reason()));
+        })
         .build();
     let (Some(cooldown_ms), Some(probe_timeout_ms), true) =
         (config_ms(cooldown), config_ms(probe_timeout), threshold > 0)
@@ -268,6 +396,7 @@ fuzz_target!(|input: Input| {
         state: ModelState::Closed { failures: 0 },
         period: 0,
         next_id: 0,
+        events: Vec::new(),
     };
     let mut held: Vec<(Permit<'_>, ModelPermit)> = Vec::new();
 
@@ -328,7 +457,46 @@ fuzz_target!(|input: Input| {
             Op::BackMs(ms) => mock.decrement((u64::from(ms) * NS_PER_MS).min(mock.value())),
             Op::BackNs(ns) => mock.decrement(ns.min(mock.value())),
             Op::State => {}
+            Op::Reconfigure {
+                threshold,
+                ref cooldown,
+                ref probe_timeout,
+            } => {
+                let (cooldown, probe_timeout) = (cooldown.duration(), probe_timeout.duration());
+                let valid = match (config_ms(cooldown), config_ms(probe_timeout), threshold > 0) {
+                    (Some(c), Some(p), true) => Some((u64::from(threshold), c, p)),
+                    _ => None,
+                };
+                match (
+                    Config::new(u32::from(threshold), cooldown, probe_timeout),
+                    valid,
+                ) {
+                    (Ok(config), Some((t, c, p))) => {
+                        let real = breaker.reconfigure(config).map(|t| (t.from(), t.to()));
+                        assert_eq!(real, model.reconfigure(t, c, p, now), "{op:?} at {now}");
+                        assert_eq!(breaker.config(), config);
+                    }
+                    (Err(_), None) => {}
+                    (real, _) => panic!("{op:?}: Config::new gave {real:?}"),
+                }
+            }
+            Op::ForceOpen | Op::ForceClosed | Op::Reset => {
+                let real = match op {
+                    Op::ForceOpen => breaker.force_open(),
+                    Op::ForceClosed => breaker.force_closed(),
+                    _ => breaker.reset(),
+                };
+                let real = real.map(|t| (t.from(), t.to()));
+                assert_eq!(real, model.manual(op, now), "{op:?} at {now}");
+            }
         }
+        // The listener heard exactly the transitions the model made, in order.
+        let events: Vec<Event> = std::mem::take(&mut *heard.lock().unwrap());
+        assert_eq!(
+            events,
+            std::mem::take(&mut model.events),
+            "after {op:?} at {now}"
+        );
         // After every step, the state agrees (read at the clock as it is now).
         let now = Model::now(mock.value(), built_ns);
         assert_eq!(
