@@ -769,3 +769,59 @@ fn after_a_reload_every_breaker_has_the_configuration_in_force() {
     registry.reload_toml(BASE).unwrap();
     assert_eq!(search.config(), registry.config_for("search"));
 }
+
+#[test]
+fn breakers_created_while_reloads_run_all_end_with_the_configuration_in_force() {
+    use std::sync::Barrier;
+    const CREATORS: usize = 2;
+    const NAMES: usize = 300;
+    let registry = Arc::new(Registry::builder().config(parse(BASE)).build());
+    let files = [
+        "[default]\nfailure_threshold = 3\n[dependencies.n7]\ncooldown_ms = 7\n".to_owned(),
+        "[default]\nfailure_threshold = 4\n[dependencies.n9]\ncooldown_ms = 9\n".to_owned(),
+    ];
+    let start = Arc::new(Barrier::new(CREATORS + 1));
+    let creators: Vec<_> = (0..CREATORS)
+        .map(|c| {
+            let (registry, start) = (Arc::clone(&registry), Arc::clone(&start));
+            std::thread::spawn(move || {
+                start.wait();
+                for i in 0..NAMES {
+                    // Both threads create the same names, in opposite orders.
+                    let n = if c == 0 { i } else { NAMES - 1 - i };
+                    registry.get(&format!("n{n}"));
+                }
+            })
+        })
+        .collect();
+    let reloader = {
+        let (registry, start, files) = (Arc::clone(&registry), Arc::clone(&start), files.clone());
+        std::thread::spawn(move || {
+            start.wait();
+            for i in 0..101 {
+                registry.reload_toml(&files[i % 2]).unwrap();
+                std::thread::yield_now();
+            }
+        })
+    };
+    for c in creators {
+        c.join().unwrap();
+    }
+    reloader.join().unwrap();
+
+    let in_force = registry.configuration();
+    assert_eq!(
+        in_force,
+        parse(&files[0]),
+        "101 reloads end on the first file"
+    );
+    assert_eq!(registry.len(), NAMES);
+    for n in 0..NAMES {
+        let name = format!("n{n}");
+        assert_eq!(
+            registry.get(&name).config(),
+            in_force.config_for(&name),
+            "{name}"
+        );
+    }
+}
