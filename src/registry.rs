@@ -160,12 +160,13 @@ impl Registry {
             .clone()
     }
 
-    /// Put `config` in force: every existing breaker is reconfigured in place without losing its
-    /// state (see [`CircuitBreaker::reconfigure`]), and breakers created later use it.
+    /// Put `config` in force: every existing breaker whose settings differ from it (including
+    /// settings changed by hand with [`CircuitBreaker::reconfigure`]) is reconfigured in place
+    /// without losing its state, and breakers created later use it.
     ///
-    /// Returns what changed: one entry per dependency whose effective configuration changed
-    /// (existing breakers, and dependencies named in either configuration), plus one for the
-    /// default if it changed, in name order. An entry says which transition the change caused, if
+    /// Returns what changed: one entry per dependency whose configuration changed (existing
+    /// breakers, compared by their own settings, and dependencies named in either configuration),
+    /// plus one for the default if it changed; dependencies in name order. An entry says which transition the change caused, if
     /// any (a lowered threshold that a closed breaker's failures already reach trips it).
     ///
     /// `config` is already valid, so nothing here can fail; to load it from a file, see
@@ -210,7 +211,13 @@ impl Registry {
             ));
         }
         for (name, breaker) in names {
-            let (old, new) = (before.config_for(&name), configs.config_for(&name));
+            let new = configs.config_for(&name);
+            // An existing breaker's own settings are what change (they may have been set by
+            // hand since the last reload); for the others, the configuration's entry.
+            let old = match &breaker {
+                Some(breaker) => breaker.config(),
+                None => before.config_for(&name),
+            };
             if old == new {
                 continue;
             }

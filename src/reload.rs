@@ -168,11 +168,13 @@ mod file {
     use std::path::Path;
 
     use super::RegistryConfig;
-    use crate::config::{Config, DEFAULT_FAILURE_THRESHOLD};
+    use crate::config::{Config, DEFAULT_FAILURE_THRESHOLD, MAX_DURATION};
     use crate::registry::Registry;
     use crate::reload::ConfigChange;
 
     const FIELDS: &str = "`failure_threshold`, `cooldown_ms`, `probe_timeout_ms`";
+    /// The longest duration accepted, in ms (2^40).
+    const MAX_DURATION_MS: u64 = MAX_DURATION.as_millis() as u64;
 
     /// A configuration file that could not be read, parsed or validated. Nothing was changed.
     ///
@@ -316,7 +318,8 @@ mod file {
                             None,
                             None,
                             format!(
-                                "unknown table `{other}`; expected `default` or `dependencies`"
+                                "unknown key or table `{other}` at the top level; expected the \
+                                 tables `default` and `dependencies`"
                             ),
                         ));
                     }
@@ -338,10 +341,19 @@ mod file {
         base: Config,
     ) -> Result<Config, ConfigFileError> {
         let toml::Value::Table(table) = value else {
+            // The error's `Display` names a dependency's section; `[default]` is named here.
+            let section = if dependency.is_some() {
+                ""
+            } else {
+                "`default` "
+            };
             return Err(ConfigFileError::at(
                 dependency,
                 None,
-                "must be a table of settings",
+                format!(
+                    "{section}must be a table of settings, found {}",
+                    value.type_str()
+                ),
             ));
         };
         let mut threshold = base.failure_threshold();
@@ -370,15 +382,22 @@ mod file {
                 "failure_threshold" => {
                     threshold = number(u64::from(u32::MAX), "failures")? as u32;
                 }
-                "cooldown_ms" => cooldown = Duration::from_millis(number(u64::MAX, "ms")?),
+                "cooldown_ms" => cooldown = Duration::from_millis(number(MAX_DURATION_MS, "ms")?),
                 "probe_timeout_ms" => {
-                    probe_timeout = Duration::from_millis(number(u64::MAX, "ms")?);
+                    probe_timeout = Duration::from_millis(number(MAX_DURATION_MS, "ms")?);
                 }
                 other => {
+                    // `[dependencies.api.example.com]` is a table `api` holding `example`: say so.
+                    let hint = if value.is_table() {
+                        "; a dependency name with dots must be quoted, as in \
+                         [dependencies.\"api.example.com\"]"
+                    } else {
+                        ""
+                    };
                     return Err(ConfigFileError::at(
                         dependency,
                         Some(other),
-                        format!("unknown key; expected {FIELDS}"),
+                        format!("unknown key; expected {FIELDS}{hint}"),
                     ));
                 }
             }
