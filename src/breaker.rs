@@ -25,14 +25,16 @@ use crate::sync::{AtomicU64, Mutex, Ordering};
 ///
 /// Costs: while closed with no failures, [`try_acquire`](Self::try_acquire) is one atomic load and
 /// recording a success is one load and no store; neither reads the clock. While open, a rejection
-/// is one load and one clock read. A compare-and-swap happens only on a real change.
+/// is one load and one clock read. A compare-and-swap happens only on a real change. Counting
+/// ([`Builder::metrics`]) adds an atomic add to a per-thread stripe per admission and per outcome.
 ///
 /// # Time
 ///
 /// Deadlines are judged in whole milliseconds on the breaker's clock, as it reads at each call.
 /// A clock that steps backwards can only delay: an open breaker stays open until the clock again
 /// passes its opened-at time plus the cooldown, and a probe whose lease had run out counts as in
-/// flight again until the clock passes the lease's end once more. The clock may step back up to
+/// flight again until the clock passes the lease's end once more (unless a caller had already
+/// found it timed out, which made the breaker open from the lease's end). The clock may step back up to
 /// about 35 years behind the breaker's construction; it saturates about 104 years after it.
 ///
 /// # Memory ordering
@@ -542,9 +544,9 @@ impl CircuitBreaker {
         self.inner.limits.store(limits);
         // A read-modify-write of the word, even when it writes the same value: it comes after the
         // stores above, so a report whose swap reads from it (or from a later write) sees the new
-        // settings, and one that swapped before it is seen here. AcqRel: release publishes the
-        // stores; acquire reads the newest word.
-        // Acquire: as in `try_acquire`.
+        // settings, and one that swapped before it is seen here (loom model 9 fails if this is a
+        // plain load). AcqRel on success: release publishes the stores; acquire reads the newest
+        // word. The first load is only a guess; the swap decides.
         let mut word = Word(self.inner.word.load(Ordering::Acquire));
         loop {
             let step = state::check_threshold(word, &limits, || self.now_ms()).unwrap_or(Step {

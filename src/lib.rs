@@ -57,9 +57,24 @@
 //!    outcome, or dropping its permit, releases the slot for the next caller.
 //! 6. A probe that does not report within the probe timeout counts as failed; the cooldown restarts
 //!    from the lease's end.
-//! 7. Every transition starts a new *generation*; an outcome from an older one never moves the state.
+//! 7. Every trip, probe verdict and change by hand starts a new *generation*; an outcome from an
+//!    older one never moves the state. (Claiming the probe slot keeps it: no probe of it is alive.)
 //! 8. [`CircuitBreaker::state`] never writes, and is correct from the clock alone.
 //! 9. Invalid configuration is a [`ConfigError`] naming the field; nothing is clamped.
+//! 10. Settings change live without losing state ([`CircuitBreaker::reconfigure`],
+//!     [`Registry::reload`]): an open breaker's new cooldown counts from its original opened-at; a
+//!     closed breaker keeps its count and trips at once if the new threshold is already reached.
+//! 11. Changes by hand ([`force_open`](CircuitBreaker::force_open), which isolates,
+//!     [`force_closed`](CircuitBreaker::force_closed), [`reset`](CircuitBreaker::reset)) are
+//!     transitions with reason [`manual`](TransitionReason::Manual).
+//!
+//! # Observability
+//!
+//! Every [`Transition`] carries its reason, generation, failure count and cooldown; a listener
+//! (`on_transition` on [`Builder`] or [`RegistryBuilder`]) hears each one once, outside any retry
+//! loop. Counting is opt-in ([`Builder::metrics`]): thread-striped counters read as a [`Metrics`]
+//! snapshot. Feature `tracing` adds events and pipeline spans; feature `metrics` exports the
+//! counters through the `metrics` facade.
 //!
 //! # Features
 //!
@@ -70,6 +85,8 @@
 //! | `http` | the `http` module: classification of status codes and `Retry-After` |
 //! | `reqwest` | classification of `reqwest` results and transport errors (implies `http`) |
 //! | `tower` | the `tower` module: `CircuitBreakerLayer`, middleware that rejects before the inner service is called or polled (with `http`: `CircuitBreakerLayer::http`) |
+//! | `metrics` | `Registry::export_metrics`, `Metrics::export`: counters through the `metrics` facade, named `toolbreaker_*` and labelled by dependency |
+//! | `toml` | `RegistryConfig::from_toml`/`from_file`, `Registry::reload_toml`/`reload_file`: per-dependency configuration from TOML, reloaded live; errors name the dependency and field |
 //! | `tracing` | events (target `toolbreaker`) for transitions (`info`, `warn` when opening), blocked calls and counted failures (`debug`); with `tokio`, a span per `ToolGuard` call and per attempt, with the fields `tracing-opentelemetry` maps; never a request, response or error message |
 //!
 //! # Time
