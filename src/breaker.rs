@@ -535,6 +535,17 @@ impl CircuitBreaker {
     /// # Ok::<(), toolbreaker::ConfigError>(())
     /// ```
     pub fn reconfigure(&self, config: Config) -> Option<Transition> {
+        let transition = self.reconfigure_silently(config);
+        // After the lock is released, so a listener may reconfigure this breaker in turn.
+        if let Some(transition) = transition {
+            self.announce(transition);
+        }
+        transition
+    }
+
+    /// `reconfigure` without announcing the transition: the registry announces after releasing
+    /// its own lock.
+    pub(crate) fn reconfigure_silently(&self, config: Config) -> Option<Transition> {
         let _serialised = self
             .inner
             .reconfigure
@@ -559,21 +570,16 @@ impl CircuitBreaker {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => {
-                    if let Some(transition) = step.transition {
-                        self.announce(transition);
-                    }
-                    return step.transition;
-                }
+                Ok(_) => return step.transition,
                 Err(actual) => word = Word(actual),
             }
         }
     }
 
     /// Tell the counters, the trace and the listener about a transition that just landed.
-    /// Called after the swap, never inside a retry loop.
+    /// Called after the swap, never inside a retry loop or under a lock.
     #[cold]
-    fn announce(&self, transition: Transition) {
+    pub(crate) fn announce(&self, transition: Transition) {
         if let Some(counters) = self.inner.metrics.as_deref() {
             counters.transition(transition.reason());
         }

@@ -202,6 +202,7 @@ impl Registry {
             names.insert(Arc::clone(name), Some(Arc::clone(breaker)));
         }
         let mut changes = Vec::new();
+        let mut tripped = Vec::new();
         if before.default_config() != configs.default_config() {
             changes.push(ConfigChange::new(
                 None,
@@ -221,8 +222,18 @@ impl Registry {
             if old == new {
                 continue;
             }
-            let transition = breaker.and_then(|breaker| breaker.reconfigure(new));
+            let transition = breaker
+                .as_ref()
+                .and_then(|breaker| breaker.reconfigure_silently(new));
+            if let (Some(breaker), Some(transition)) = (breaker, transition) {
+                tripped.push((breaker, transition));
+            }
             changes.push(ConfigChange::new(Some(name), old, new, transition));
+        }
+        // Listeners hear the trips after the lock is released, so they may use the registry.
+        drop(configs);
+        for (breaker, transition) in tripped {
+            breaker.announce(transition);
         }
         changes
     }

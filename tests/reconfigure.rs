@@ -894,3 +894,57 @@ fn failures_racing_threshold_changes_and_resets_never_leave_a_closed_breaker_pas
     generations.dedup();
     assert_eq!(generations.len(), heard.len());
 }
+
+/// A listener runs outside every lock: one that reconfigures its breaker, or creates and
+/// reconfigures breakers through the registry, while a reload or a reconfiguration announces a
+/// trip, neither deadlocks nor is lost. (Run on a thread with a generous deadline, so a deadlock
+/// fails the test instead of hanging it.)
+#[test]
+fn a_listener_may_reconfigure_and_use_the_registry_while_a_change_is_announced() {
+    use std::sync::OnceLock;
+    use std::sync::mpsc;
+
+    let (done, finished) = mpsc::channel();
+    thread::spawn(move || {
+        let registry: Arc<OnceLock<Arc<Registry>>> = Arc::default();
+        let from_listener = Arc::clone(&registry);
+        let built = Arc::new(
+            Registry::builder()
+                .on_transition(move |event| {
+                    if event.transition().to() != State::Open {
+                        return;
+                    }
+                    let registry = from_listener.get().expect("set before any call");
+                    // Create a breaker and change settings from inside the listener.
+                    registry.get("audit").reconfigure(cfg(7, S, S));
+                    registry.get(event.dependency()).reconfigure(cfg(50, S, S));
+                })
+                .build(),
+        );
+        registry.set(Arc::clone(&built)).unwrap();
+        let search = built.get("search");
+        for _ in 0..3 {
+            search.try_acquire().unwrap().record(FAIL);
+        }
+        // A reload that trips `search` (3 failures against a threshold of 2) announces it.
+        let changes = built.reload(RegistryConfig::default().dependency("search", cfg(2, S, S)));
+        done.send((
+            changes.len(),
+            search.state(),
+            search.config(),
+            built.get("audit").config(),
+        ))
+        .unwrap();
+    });
+    let (changes, state, config, audit) = finished
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the reload finished: no deadlock");
+    assert_eq!(changes, 1);
+    assert_eq!(state, State::Open);
+    assert_eq!(
+        config,
+        cfg(50, S, S),
+        "the listener's change came after the reload's"
+    );
+    assert_eq!(audit, cfg(7, S, S));
+}
