@@ -161,6 +161,11 @@ pub mod fuzzing {
         .0
     }
 
+    /// The word of a breaker forced open by hand.
+    pub fn isolated(generation: u32) -> u64 {
+        Word::isolated(generation).0
+    }
+
     /// The fields of any 64-bit pattern: (kind 0–3, generation, payload).
     pub fn unpack(bits: u64) -> (u8, u32, u64) {
         let word = Word(bits);
