@@ -60,6 +60,11 @@
 //! The breaker does not stretch its cooldown to a 429's `Retry-After`; the hint is reported so you
 //! can compare the two.
 //!
+//! The report shows, next to the gateway's own counters, each breaker's (`Registry::metrics`), and
+//! sums them up in one line per dependency: whether the service failed (counted failures, by
+//! kind), whether the breaker opened (transitions by reason), and whether the agents kept calling
+//! it after it opened (calls blocked, never sent).
+//!
 //! Options: `--duration SECS` (default 10), `--concurrency N` agent tasks (default 64), `--json`
 //! (print one JSON object and nothing else on stdout; the progress lines go to stderr), `--help`.
 
@@ -267,7 +272,10 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
         to_stderr: args.json,
     };
     let config = Config::new(FAILURE_THRESHOLD, COOLDOWN, PROBE_TIMEOUT)?;
-    let registry = Registry::builder().default_config(config).build();
+    let registry = Registry::builder()
+        .default_config(config)
+        .metrics(true)
+        .build();
 
     let mut servers = Vec::with_capacity(Tool::ALL.len());
     for tool in Tool::ALL {
@@ -355,14 +363,17 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
         }
     }
 
+    let mut metrics = registry.metrics();
     let snapshots: Vec<_> = shared
         .dependencies
         .iter()
         .zip(hits)
         .map(|(dependency, hits)| {
-            dependency
-                .stats
-                .snapshot(outage_window(dependency.tool, args.duration), hits)
+            dependency.stats.snapshot(
+                outage_window(dependency.tool, args.duration),
+                hits,
+                metrics.remove(dependency.tool.name()),
+            )
         })
         .collect();
     let calls = shared.runs.calls();
@@ -567,6 +578,7 @@ async fn agent(task: usize, shared: Arc<Shared>, breakers: Vec<Arc<CircuitBreake
                 &dependency.invalid_url
             };
             let in_outage = dependency.control.mode().is_failing();
+            let mut observed = 0;
             let result = call_tool(
                 &shared.guard,
                 &run,
@@ -574,10 +586,13 @@ async fn agent(task: usize, shared: Arc<Shared>, breakers: Vec<Arc<CircuitBreake
                 &breakers[index],
                 &shared.client,
                 url,
-                |attempt| dependency.stats.attempt(attempt, shared.start),
+                |attempt| {
+                    observed += 1;
+                    dependency.stats.attempt(attempt, shared.start);
+                },
             )
             .await;
-            dependency.stats.call(&result, in_outage);
+            dependency.stats.call(&result, in_outage, observed);
             shared.runs.call(&result, cut_short);
             if matches!(result, ToolResult::Stopped { .. }) {
                 break;
