@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release --example gateway                      # 10 s, 64 agent tasks, a table
 //! cargo run --release --example gateway -- --duration 4 --json
+//! cargo run --release --example gateway -- --config examples/gateway/breakers.toml
 //! ```
 //!
 //! Four tool servers run in this process on real sockets (axum, `127.0.0.1`, ephemeral ports;
@@ -44,7 +45,7 @@
 //!   attempts and time spent; one taken from the demo is printed at the end, and so is a
 //!   `stopped` one.
 //!
-//! Settings:
+//! Settings (built in; `--config FILE` replaces the first three, the breakers' own):
 //!
 //! | setting | value | why |
 //! |---|---|---|
@@ -60,32 +61,42 @@
 //! The breaker does not stretch its cooldown to a 429's `Retry-After`; the hint is reported so you
 //! can compare the two.
 //!
+//! Options: `--duration SECS` (default 10), `--concurrency N` agent tasks (default 64), `--json`
+//! (print one JSON object and nothing else on stdout; the progress lines go to stderr),
+//! `--config FILE`, `--help`.
+//!
+//! `--config FILE` starts the registry from a TOML file of breaker settings instead of the
+//! built-in ones (`breakers.toml`, next to this file, holds the built-in ones, commented); a file
+//! that is not valid is refused at start with an error naming the dependency and field. On unix,
+//! SIGHUP reloads the file (`Registry::reload_file`): each breaker keeps its state and takes the
+//! new settings, and one line per change goes to stderr (`reloaded FILE: search: failure_threshold
+//! 5 -> 3`), or `no change`; a file that is not valid is reported and the settings in force are
+//! kept. See `settings.rs`.
+//!
 //! The report shows, next to the gateway's own counters, each breaker's (`Registry::metrics`), and
 //! sums them up in one line per dependency: whether the service failed (counted failures, by
 //! kind), whether the breaker opened (transitions by reason), and whether the agents kept calling
 //! it after it opened (calls blocked, never sent).
-//!
-//! Options: `--duration SECS` (default 10), `--concurrency N` agent tasks (default 64), `--json`
-//! (print one JSON object and nothing else on stdout; the progress lines go to stderr), `--help`.
 
 mod report;
+mod settings;
 mod tools;
 
 use std::error::Error;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
-use toolbreaker::{AgentRun, CircuitBreaker, Config, Registry, RetryPolicy, ToolGuard, ToolResult};
+use toolbreaker::{
+    AgentRun, CircuitBreaker, Registry, RegistryConfig, RetryPolicy, ToolGuard, ToolResult,
+};
 
 use report::{DependencyStats, RunStats, Window};
 use tools::{Mode, Tool, ToolServer, call_tool};
 
-const FAILURE_THRESHOLD: u32 = 5;
-const COOLDOWN: Duration = Duration::from_millis(500);
-const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 const PER_CALL_TIMEOUT: Duration = Duration::from_millis(250);
 const MAX_RETRIES: u32 = 2;
 const RETRY_FIRST_DELAY: Duration = Duration::from_millis(50);
@@ -132,12 +143,15 @@ const SCHEDULE: [Phase; 3] = [
 ];
 
 const USAGE: &str = "\
-usage: gateway [--duration SECS] [--concurrency N] [--json]
+usage: gateway [--duration SECS] [--concurrency N] [--json] [--config FILE]
 
   --duration SECS    how long the agents call the tools (default 10; up to 3600)
   --concurrency N    how many agent tasks call the tools at once, each running one agent run
                      after another (default 64; up to 1000)
   --json             print one JSON object with every counter, and nothing else, on stdout
+  --config FILE      the breakers' settings, from a TOML file (examples/gateway/breakers.toml
+                     holds the built-in ones); on unix, SIGHUP reloads it and prints what changed
+                     to stderr
   -h, --help         print this help";
 
 #[derive(Debug, PartialEq)]
@@ -145,6 +159,7 @@ struct Args {
     duration: Duration,
     concurrency: usize,
     json: bool,
+    config: Option<PathBuf>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -158,6 +173,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
         duration: Duration::from_secs_f64(DEFAULT_DURATION_SECS),
         concurrency: DEFAULT_CONCURRENCY,
         json: false,
+        config: None,
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -203,6 +219,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
                 }
                 parsed.concurrency = n;
             }
+            "--config" => parsed.config = Some(PathBuf::from(value("a TOML file")?)),
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
@@ -271,11 +288,21 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
     let log = Log {
         to_stderr: args.json,
     };
-    let config = Config::new(FAILURE_THRESHOLD, COOLDOWN, PROBE_TIMEOUT)?;
-    let registry = Registry::builder()
-        .default_config(config)
-        .metrics(true)
-        .build();
+    // A bad file is refused before anything starts: the error names the dependency and field.
+    let config = settings::initial(args.config.as_deref())?;
+    let registry = Arc::new(
+        Registry::builder()
+            .config(config.clone())
+            .metrics(true)
+            .build(),
+    );
+    // Installed before the demo starts, so that from now on a SIGHUP reloads the file rather than
+    // ending the process.
+    #[cfg(unix)]
+    let hangups = match &args.config {
+        Some(path) => Some((path.clone(), settings::hangups()?)),
+        None => None,
+    };
 
     let mut servers = Vec::with_capacity(Tool::ALL.len());
     for tool in Tool::ALL {
@@ -310,13 +337,18 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
         listening.join(", "),
     ));
     log.line(&format!(
-        "breakers: threshold {FAILURE_THRESHOLD}, cooldown {} ms, probe timeout {} ms; \
-         per-call timeout {} ms; {MAX_RETRIES} retries from {} ms, with jitter",
-        COOLDOWN.as_millis(),
-        PROBE_TIMEOUT.as_millis(),
+        "breakers: {}{}; per-call timeout {} ms; {MAX_RETRIES} retries from {} ms, with jitter",
+        settings::describe(config.default_config()),
+        match &args.config {
+            Some(path) => format!(" (from {})", path.display()),
+            None => String::new(),
+        },
         PER_CALL_TIMEOUT.as_millis(),
         RETRY_FIRST_DELAY.as_millis(),
     ));
+    for (name, own) in config.dependencies() {
+        log.line(&format!("  {name}: {}", settings::describe(own)));
+    }
     log.line(&format!(
         "agent runs: deadline {} ms, tool-call budget {RUN_TOOL_CALL_BUDGET} attempts; \
          think time {} ms",
@@ -331,6 +363,16 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
         finished.clone(),
         log,
     ));
+    #[cfg(unix)]
+    let reloader = hangups.map(|(path, hangups)| {
+        tokio::spawn(settings::reload_on_hangup(
+            Arc::clone(&registry),
+            path,
+            hangups,
+            start,
+            finished.clone(),
+        ))
+    });
     let progress = tokio::spawn(progress(
         Arc::clone(&shared),
         registry_handles(&registry),
@@ -354,6 +396,10 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
     finish.send_replace(true);
     scheduler.await?;
     progress.await?;
+    #[cfg(unix)]
+    if let Some(reloader) = reloader {
+        reloader.await?;
+    }
 
     let mut hits = Vec::with_capacity(servers.len());
     for server in servers {
@@ -401,9 +447,11 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
             "calls_stopped": shared.runs.calls_stopped(),
             "runs": shared.runs.json(),
             "settings": {
-                "failure_threshold": FAILURE_THRESHOLD,
-                "cooldown_ms": COOLDOWN.as_millis() as u64,
-                "probe_timeout_ms": PROBE_TIMEOUT.as_millis() as u64,
+                "failure_threshold": config.default_config().failure_threshold(),
+                "cooldown_ms": config.default_config().cooldown().as_millis() as u64,
+                "probe_timeout_ms": config.default_config().probe_timeout().as_millis() as u64,
+                "config_file": args.config.as_ref().map(|path| path.display().to_string()),
+                "breakers": breakers_json(&config),
                 "per_call_timeout_ms": PER_CALL_TIMEOUT.as_millis() as u64,
                 "retry": {
                     "max_retries": MAX_RETRIES,
@@ -457,6 +505,20 @@ fn retry_policy() -> RetryPolicy {
         .max_retries(MAX_RETRIES)
         .min_delay(RETRY_FIRST_DELAY)
         .jitter(true)
+}
+
+/// Each tool's breaker settings at the start, as JSON keyed by tool name.
+fn breakers_json(config: &RegistryConfig) -> serde_json::Value {
+    Tool::ALL
+        .iter()
+        .map(|tool| {
+            (
+                tool.name().to_owned(),
+                settings::json(config.config_for(tool.name())),
+            )
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 fn registry_handles(registry: &Registry) -> Vec<Arc<CircuitBreaker>> {
