@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release --example gateway                      # 10 s, 64 agent tasks, a table
 //! cargo run --release --example gateway -- --duration 4 --json
-//! cargo run --release --example gateway -- --config examples/gateway/breakers.toml
+//! cargo run --release --example gateway -- --config examples/gateway/breakers.toml --log toolbreaker=info
 //! ```
 //!
 //! Four tool servers run in this process on real sockets (axum, `127.0.0.1`, ephemeral ports;
@@ -63,7 +63,7 @@
 //!
 //! Options: `--duration SECS` (default 10), `--concurrency N` agent tasks (default 64), `--json`
 //! (print one JSON object and nothing else on stdout; the progress lines go to stderr),
-//! `--config FILE`, `--help`.
+//! `--config FILE`, `--log DIRECTIVE`, `--help`.
 //!
 //! `--config FILE` starts the registry from a TOML file of breaker settings instead of the
 //! built-in ones (`breakers.toml`, next to this file, holds the built-in ones, commented); a file
@@ -72,6 +72,10 @@
 //! new settings, and one line per change goes to stderr (`reloaded FILE: search: failure_threshold
 //! 5 -> 3`), or `no change`; a file that is not valid is reported and the settings in force are
 //! kept. See `settings.rs`.
+//!
+//! `--log DIRECTIVE` (`info`, `toolbreaker=debug`, ...: tracing-subscriber's `EnvFilter` syntax)
+//! prints the crate's `tracing` events to stderr: transitions at `info` (`warn` when opening),
+//! blocked calls and counted failures at `debug`. Without it nothing is logged.
 //!
 //! The report shows, next to the gateway's own counters, each breaker's (`Registry::metrics`), and
 //! sums them up in one line per dependency: whether the service failed (counted failures, by
@@ -143,7 +147,7 @@ const SCHEDULE: [Phase; 3] = [
 ];
 
 const USAGE: &str = "\
-usage: gateway [--duration SECS] [--concurrency N] [--json] [--config FILE]
+usage: gateway [--duration SECS] [--concurrency N] [--json] [--config FILE] [--log DIRECTIVE]
 
   --duration SECS    how long the agents call the tools (default 10; up to 3600)
   --concurrency N    how many agent tasks call the tools at once, each running one agent run
@@ -152,6 +156,8 @@ usage: gateway [--duration SECS] [--concurrency N] [--json] [--config FILE]
   --config FILE      the breakers' settings, from a TOML file (examples/gateway/breakers.toml
                      holds the built-in ones); on unix, SIGHUP reloads it and prints what changed
                      to stderr
+  --log DIRECTIVE    print the breakers' tracing events to stderr, filtered by DIRECTIVE
+                     (`info`: transitions; `toolbreaker=debug`: also blocked calls and failures)
   -h, --help         print this help";
 
 #[derive(Debug, PartialEq)]
@@ -160,6 +166,7 @@ struct Args {
     concurrency: usize,
     json: bool,
     config: Option<PathBuf>,
+    log: Option<String>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -174,6 +181,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
         concurrency: DEFAULT_CONCURRENCY,
         json: false,
         config: None,
+        log: None,
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -220,6 +228,13 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
                 parsed.concurrency = n;
             }
             "--config" => parsed.config = Some(PathBuf::from(value("a TOML file")?)),
+            "--log" => {
+                let directive = value("a filter directive, such as `info`")?;
+                // Checked here, so a typo is a usage error before anything starts.
+                tracing_subscriber::EnvFilter::try_new(&directive)
+                    .map_err(|e| format!("--log: `{directive}` is not a filter directive: {e}"))?;
+                parsed.log = Some(directive);
+            }
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
@@ -239,6 +254,9 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(directive) = &args.log {
+        log_to_stderr(directive);
+    }
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -246,6 +264,16 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Print the crate's `tracing` events (and spans' fields) to stderr, filtered by `directive`,
+/// already checked by `parse_args`.
+fn log_to_stderr(directive: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(directive).unwrap_or_default();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }
 
 /// What every agent task shares.
