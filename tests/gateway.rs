@@ -1,5 +1,6 @@
 //! The gateway example's tool servers and its tool calls through the guard pipeline
-//! (`ToolGuard::call_observed`), end to end over loopback sockets.
+//! (`ToolGuard::call_observed`), end to end over loopback sockets; and its `--config` file and
+//! reload (`settings.rs`), without signals.
 //!
 //! The servers run in this process; the test switches their modes itself (never by wall time),
 //! and the breakers read a mock clock that the test advances past each cooldown, so nothing here
@@ -9,6 +10,10 @@
 #[path = "../examples/gateway/tools.rs"]
 #[allow(dead_code)]
 mod tools;
+
+#[path = "../examples/gateway/settings.rs"]
+#[allow(dead_code)]
+mod settings;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -498,4 +503,158 @@ async fn a_run_past_its_budget_or_deadline_sends_nothing() {
     assert_eq!(server.control.hits(), 2);
 
     server.shutdown(GRACE).await.unwrap();
+}
+
+/// The gateway's `--config` file and its reload (what the SIGHUP handler calls), without signals.
+mod reload {
+    use std::path::PathBuf;
+
+    use toolbreaker::{FailureKind, Outcome, Registry, RegistryConfig, State};
+
+    use super::settings;
+
+    fn shipped() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/gateway/breakers.toml")
+    }
+
+    /// A scratch copy of the shipped file, under the target folder.
+    fn scratch(name: &str) -> PathBuf {
+        let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+        std::fs::copy(shipped(), &path).unwrap();
+        path
+    }
+
+    #[test]
+    fn the_shipped_file_holds_the_built_in_settings() {
+        assert_eq!(
+            RegistryConfig::from_file(shipped()).unwrap(),
+            settings::built_in()
+        );
+        assert_eq!(settings::initial(None).unwrap(), settings::built_in());
+        assert_eq!(
+            settings::initial(Some(&shipped())).unwrap(),
+            settings::built_in()
+        );
+    }
+
+    #[test]
+    fn a_bad_file_at_start_names_the_dependency_and_field() {
+        let path = scratch("gateway-start-bad.toml");
+        std::fs::write(&path, "[dependencies.quotes]\nprobe_timeout_ms = \"2s\"\n").unwrap();
+        let error = settings::initial(Some(&path)).unwrap_err();
+        assert_eq!(
+            (error.dependency(), error.field()),
+            (Some("quotes"), Some("probe_timeout_ms"))
+        );
+        let text = error.to_string();
+        assert!(
+            text.contains("[dependencies.\"quotes\"] `probe_timeout_ms`"),
+            "{text}"
+        );
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn a_reload_prints_one_line_per_change_and_a_bad_file_keeps_the_settings_in_force() {
+        let path = scratch("gateway-reload.toml");
+        let shown = path.display().to_string();
+        let registry = Registry::builder()
+            .config(settings::initial(Some(&path)).unwrap())
+            .metrics(true)
+            .build();
+        let search = registry.get("search");
+        let weather = registry.get("weather");
+
+        // The same file again: nothing changed.
+        assert_eq!(
+            settings::reload(&registry, &path),
+            Ok(vec![format!("reloaded {shown}: no change")])
+        );
+
+        // A new default cooldown and a section of `search`'s own: one line per change, the
+        // default's first, then each dependency's in name order; the handles see the change.
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("cooldown_ms = 500 ", "cooldown_ms = 1000")
+            + "\n[dependencies.search]\nfailure_threshold = 3\n";
+        std::fs::write(&path, text).unwrap();
+        assert_eq!(
+            settings::reload(&registry, &path),
+            Ok(vec![
+                format!("reloaded {shown}: default: cooldown_ms 500 -> 1000"),
+                format!(
+                    "reloaded {shown}: search: failure_threshold 5 -> 3, cooldown_ms 500 -> 1000"
+                ),
+                format!("reloaded {shown}: weather: cooldown_ms 500 -> 1000"),
+            ])
+        );
+        assert_eq!(search.config().failure_threshold(), 3);
+        assert_eq!(weather.config().cooldown().as_millis(), 1000);
+
+        // A threshold lowered to the failures a closed breaker already has trips it, and the
+        // line says so.
+        for _ in 0..2 {
+            search
+                .try_acquire()
+                .unwrap()
+                .record(Outcome::Failure(FailureKind::Unavailable));
+        }
+        assert_eq!(search.state(), State::Closed);
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("failure_threshold = 3", "failure_threshold = 2");
+        std::fs::write(&path, text).unwrap();
+        let lines = settings::reload(&registry, &path).unwrap();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with(&format!(
+                "reloaded {shown}: search: failure_threshold 3 -> 2 (closed -> open"
+            )),
+            "{lines:?}"
+        );
+        assert_eq!(search.state(), State::Open);
+        let metrics = search.metrics().unwrap();
+        assert_eq!(metrics.failures.unavailable, 2);
+
+        // A bad file: one line naming the dependency and field, and nothing changes.
+        let in_force = registry.configuration();
+        let good = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(
+            &path,
+            good.replace("failure_threshold = 2", "failure_threshold = 0"),
+        )
+        .unwrap();
+        let line = settings::reload(&registry, &path).unwrap_err();
+        assert!(
+            line.starts_with(&format!("not reloaded {shown}: ")),
+            "{line}"
+        );
+        assert!(
+            line.contains("[dependencies.\"search\"] `failure_threshold`"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("; the configuration in force is kept"),
+            "{line}"
+        );
+        assert_eq!(registry.configuration(), in_force);
+        assert_eq!(search.config().failure_threshold(), 2);
+        assert_eq!(
+            search.state(),
+            State::Open,
+            "a rejected file touches no breaker"
+        );
+
+        // A misspelt key is refused too, not ignored.
+        std::fs::write(&path, good.replace("cooldown_ms = 1000", "cooldown = 1000")).unwrap();
+        let line = settings::reload(&registry, &path).unwrap_err();
+        assert!(line.contains("[default] `cooldown`: unknown key"), "{line}");
+        assert_eq!(registry.configuration(), in_force);
+
+        // A file that is gone: the same.
+        std::fs::remove_file(&path).unwrap();
+        let line = settings::reload(&registry, &path).unwrap_err();
+        assert!(line.contains("cannot read"), "{line}");
+        assert_eq!(registry.configuration(), in_force);
+    }
 }

@@ -16,6 +16,15 @@ fn count(value: &Value, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("{key} is a count in {value}"))
 }
 
+fn transitions(dep: &Value, from: &str, to: &str) -> u64 {
+    dep["transitions"]
+        .as_array()
+        .expect("transitions is an array")
+        .iter()
+        .filter(|t| t["from"] == from && t["to"] == to)
+        .count() as u64
+}
+
 fn transitions_to(dep: &Value, to: &str) -> usize {
     dep["transitions"]
         .as_array()
@@ -45,9 +54,36 @@ fn search_opened_and_files_never_did() {
             "retries",
             "retries_refused",
             "probes",
+            "cut_by_deadline",
         ] {
             assert!(dep[key].is_u64(), "{name}.{key} in {text}");
         }
+        // The breaker's own counters (`Registry::metrics`) agree with the gateway's: every
+        // attempt sent took a permit; every outcome the gateway saw was recorded; every call
+        // answered blocked was one rejection.
+        let metrics = &dep["metrics"];
+        assert!(metrics.is_object(), "{name}.metrics in {text}");
+        assert_eq!(
+            count(metrics, "admitted"),
+            count(dep, "sent"),
+            "{name}: admitted == sent"
+        );
+        for key in ["blocked", "successes", "ignored"] {
+            assert_eq!(count(metrics, key), count(dep, key), "{name}: {key}");
+        }
+        for kind in ["timeout", "connect", "rate_limited", "unavailable", "other"] {
+            assert_eq!(
+                count(&metrics["failures"], kind),
+                count(&dep["failures_by_kind"], kind),
+                "{name}: failures of kind {kind}"
+            );
+        }
+        // Every trip the gateway logged is one the breaker counted.
+        assert_eq!(
+            count(&metrics["transitions"], "failure_threshold"),
+            transitions(dep, "closed", "open"),
+            "{name}: trips"
+        );
         // A call asked of the breaker sends its first attempt or is blocked; every further
         // attempt is a retry; a retry the opened breaker refused ends the call blocked.
         assert_eq!(
@@ -56,9 +92,12 @@ fn search_opened_and_files_never_did() {
             "{name}: sent + blocked == attempted + retries + retries_refused"
         );
         assert_eq!(
-            count(dep, "successes") + count(dep, "failures") + count(dep, "ignored"),
+            count(dep, "successes")
+                + count(dep, "failures")
+                + count(dep, "ignored")
+                + count(dep, "cut_by_deadline"),
             count(dep, "sent"),
-            "{name}: every attempt sent has one outcome"
+            "{name}: every attempt sent has one outcome, unless the run's deadline cut it short"
         );
     }
     assert!(
@@ -84,6 +123,27 @@ fn search_opened_and_files_never_did() {
         deps["search"]["blocked"].as_u64().unwrap() > 0,
         "search blocked nothing"
     );
+    // What the breaker's counters say about `search`: the service failed, the breaker opened,
+    // and the agents kept calling after it did (blocked, never sent).
+    let search = &deps["search"]["metrics"];
+    assert!(count(&search["failures"], "unavailable") >= 5, "{search}");
+    assert!(
+        count(&search["transitions"], "failure_threshold") >= 1,
+        "{search}"
+    );
+    assert!(count(search, "blocked") > 0, "{search}");
+    // And about `files`: its 400s were the caller's fault, never a counted failure.
+    let files = &deps["files"]["metrics"];
+    for kind in ["timeout", "connect", "rate_limited", "unavailable", "other"] {
+        assert_eq!(
+            count(&files["failures"], kind),
+            0,
+            "files: {kind} in {files}"
+        );
+    }
+    assert!(count(files, "ignored") > 0, "{files}");
+    assert_eq!(count(&files["transitions"], "failure_threshold"), 0);
+    assert_eq!(count(files, "blocked"), 0);
 
     let runs = &report["runs"];
     let started = count(runs, "started");

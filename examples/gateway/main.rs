@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release --example gateway                      # 10 s, 64 agent tasks, a table
 //! cargo run --release --example gateway -- --duration 4 --json
+//! cargo run --release --example gateway -- --config examples/gateway/breakers.toml --log toolbreaker=info
 //! ```
 //!
 //! Four tool servers run in this process on real sockets (axum, `127.0.0.1`, ephemeral ports;
@@ -44,7 +45,7 @@
 //!   attempts and time spent; one taken from the demo is printed at the end, and so is a
 //!   `stopped` one.
 //!
-//! Settings:
+//! Settings (built in; `--config FILE` replaces the first three, the breakers' own):
 //!
 //! | setting | value | why |
 //! |---|---|---|
@@ -61,26 +62,45 @@
 //! can compare the two.
 //!
 //! Options: `--duration SECS` (default 10), `--concurrency N` agent tasks (default 64), `--json`
-//! (print one JSON object and nothing else on stdout; the progress lines go to stderr), `--help`.
+//! (print one JSON object and nothing else on stdout; the progress lines go to stderr),
+//! `--config FILE`, `--log DIRECTIVE`, `--help`.
+//!
+//! `--config FILE` starts the registry from a TOML file of breaker settings instead of the
+//! built-in ones (`breakers.toml`, next to this file, holds the built-in ones, commented); a file
+//! that is not valid is refused at start with an error naming the dependency and field. On unix,
+//! SIGHUP reloads the file (`Registry::reload_file`): each breaker keeps its state and takes the
+//! new settings, and one line per change goes to stderr (`reloaded FILE: search: failure_threshold
+//! 5 -> 3`), or `no change`; a file that is not valid is reported and the settings in force are
+//! kept. See `settings.rs`.
+//!
+//! `--log DIRECTIVE` (`info`, `toolbreaker=debug`, ...: tracing-subscriber's `EnvFilter` syntax)
+//! prints the crate's `tracing` events to stderr: transitions at `info` (`warn` when opening),
+//! blocked calls and counted failures at `debug`. Without it nothing is logged.
+//!
+//! The report shows, next to the gateway's own counters, each breaker's (`Registry::metrics`), and
+//! sums them up in one line per dependency: whether the service failed (counted failures, by
+//! kind), whether the breaker opened (transitions by reason), and whether the agents kept calling
+//! it after it opened (calls blocked, never sent).
 
 mod report;
+mod settings;
 mod tools;
 
 use std::error::Error;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
-use toolbreaker::{AgentRun, CircuitBreaker, Config, Registry, RetryPolicy, ToolGuard, ToolResult};
+use toolbreaker::{
+    AgentRun, CircuitBreaker, Registry, RegistryConfig, RetryPolicy, ToolGuard, ToolResult,
+};
 
 use report::{DependencyStats, RunStats, Window};
 use tools::{Mode, Tool, ToolServer, call_tool};
 
-const FAILURE_THRESHOLD: u32 = 5;
-const COOLDOWN: Duration = Duration::from_millis(500);
-const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 const PER_CALL_TIMEOUT: Duration = Duration::from_millis(250);
 const MAX_RETRIES: u32 = 2;
 const RETRY_FIRST_DELAY: Duration = Duration::from_millis(50);
@@ -127,12 +147,17 @@ const SCHEDULE: [Phase; 3] = [
 ];
 
 const USAGE: &str = "\
-usage: gateway [--duration SECS] [--concurrency N] [--json]
+usage: gateway [--duration SECS] [--concurrency N] [--json] [--config FILE] [--log DIRECTIVE]
 
   --duration SECS    how long the agents call the tools (default 10; up to 3600)
   --concurrency N    how many agent tasks call the tools at once, each running one agent run
                      after another (default 64; up to 1000)
   --json             print one JSON object with every counter, and nothing else, on stdout
+  --config FILE      the breakers' settings, from a TOML file (examples/gateway/breakers.toml
+                     holds the built-in ones); on unix, SIGHUP reloads it and prints what changed
+                     to stderr
+  --log DIRECTIVE    print the breakers' tracing events to stderr, filtered by DIRECTIVE
+                     (`info`: transitions; `toolbreaker=debug`: also blocked calls and failures)
   -h, --help         print this help";
 
 #[derive(Debug, PartialEq)]
@@ -140,6 +165,8 @@ struct Args {
     duration: Duration,
     concurrency: usize,
     json: bool,
+    config: Option<PathBuf>,
+    log: Option<String>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -153,6 +180,8 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
         duration: Duration::from_secs_f64(DEFAULT_DURATION_SECS),
         concurrency: DEFAULT_CONCURRENCY,
         json: false,
+        config: None,
+        log: None,
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -198,6 +227,14 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
                 }
                 parsed.concurrency = n;
             }
+            "--config" => parsed.config = Some(PathBuf::from(value("a TOML file")?)),
+            "--log" => {
+                let directive = value("a filter directive, such as `info`")?;
+                // Checked here, so a typo is a usage error before anything starts.
+                tracing_subscriber::EnvFilter::try_new(&directive)
+                    .map_err(|e| format!("--log: `{directive}` is not a filter directive: {e}"))?;
+                parsed.log = Some(directive);
+            }
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
@@ -217,6 +254,9 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(directive) = &args.log {
+        log_to_stderr(directive);
+    }
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -224,6 +264,16 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Print the crate's `tracing` events (and spans' fields) to stderr, filtered by `directive`,
+/// already checked by `parse_args`.
+fn log_to_stderr(directive: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(directive).unwrap_or_default();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }
 
 /// What every agent task shares.
@@ -266,8 +316,21 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
     let log = Log {
         to_stderr: args.json,
     };
-    let config = Config::new(FAILURE_THRESHOLD, COOLDOWN, PROBE_TIMEOUT)?;
-    let registry = Registry::builder().default_config(config).build();
+    // A bad file is refused before anything starts: the error names the dependency and field.
+    let config = settings::initial(args.config.as_deref())?;
+    let registry = Arc::new(
+        Registry::builder()
+            .config(config.clone())
+            .metrics(true)
+            .build(),
+    );
+    // Installed before the demo starts, so that from now on a SIGHUP reloads the file rather than
+    // ending the process.
+    #[cfg(unix)]
+    let hangups = match &args.config {
+        Some(path) => Some((path.clone(), settings::hangups()?)),
+        None => None,
+    };
 
     let mut servers = Vec::with_capacity(Tool::ALL.len());
     for tool in Tool::ALL {
@@ -302,13 +365,18 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
         listening.join(", "),
     ));
     log.line(&format!(
-        "breakers: threshold {FAILURE_THRESHOLD}, cooldown {} ms, probe timeout {} ms; \
-         per-call timeout {} ms; {MAX_RETRIES} retries from {} ms, with jitter",
-        COOLDOWN.as_millis(),
-        PROBE_TIMEOUT.as_millis(),
+        "breakers: {}{}; per-call timeout {} ms; {MAX_RETRIES} retries from {} ms, with jitter",
+        settings::describe(config.default_config()),
+        match &args.config {
+            Some(path) => format!(" (from {})", path.display()),
+            None => String::new(),
+        },
         PER_CALL_TIMEOUT.as_millis(),
         RETRY_FIRST_DELAY.as_millis(),
     ));
+    for (name, own) in config.dependencies() {
+        log.line(&format!("  {name}: {}", settings::describe(own)));
+    }
     log.line(&format!(
         "agent runs: deadline {} ms, tool-call budget {RUN_TOOL_CALL_BUDGET} attempts; \
          think time {} ms",
@@ -323,6 +391,16 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
         finished.clone(),
         log,
     ));
+    #[cfg(unix)]
+    let reloader = hangups.map(|(path, hangups)| {
+        tokio::spawn(settings::reload_on_hangup(
+            Arc::clone(&registry),
+            path,
+            hangups,
+            start,
+            finished.clone(),
+        ))
+    });
     let progress = tokio::spawn(progress(
         Arc::clone(&shared),
         registry_handles(&registry),
@@ -346,6 +424,10 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
     finish.send_replace(true);
     scheduler.await?;
     progress.await?;
+    #[cfg(unix)]
+    if let Some(reloader) = reloader {
+        reloader.await?;
+    }
 
     let mut hits = Vec::with_capacity(servers.len());
     for server in servers {
@@ -355,14 +437,17 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
         }
     }
 
+    let mut metrics = registry.metrics();
     let snapshots: Vec<_> = shared
         .dependencies
         .iter()
         .zip(hits)
         .map(|(dependency, hits)| {
-            dependency
-                .stats
-                .snapshot(outage_window(dependency.tool, args.duration), hits)
+            dependency.stats.snapshot(
+                outage_window(dependency.tool, args.duration),
+                hits,
+                metrics.remove(dependency.tool.name()),
+            )
         })
         .collect();
     let calls = shared.runs.calls();
@@ -390,9 +475,11 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
             "calls_stopped": shared.runs.calls_stopped(),
             "runs": shared.runs.json(),
             "settings": {
-                "failure_threshold": FAILURE_THRESHOLD,
-                "cooldown_ms": COOLDOWN.as_millis() as u64,
-                "probe_timeout_ms": PROBE_TIMEOUT.as_millis() as u64,
+                "failure_threshold": config.default_config().failure_threshold(),
+                "cooldown_ms": config.default_config().cooldown().as_millis() as u64,
+                "probe_timeout_ms": config.default_config().probe_timeout().as_millis() as u64,
+                "config_file": args.config.as_ref().map(|path| path.display().to_string()),
+                "breakers": breakers_json(&config),
                 "per_call_timeout_ms": PER_CALL_TIMEOUT.as_millis() as u64,
                 "retry": {
                     "max_retries": MAX_RETRIES,
@@ -446,6 +533,20 @@ fn retry_policy() -> RetryPolicy {
         .max_retries(MAX_RETRIES)
         .min_delay(RETRY_FIRST_DELAY)
         .jitter(true)
+}
+
+/// Each tool's breaker settings at the start, as JSON keyed by tool name.
+fn breakers_json(config: &RegistryConfig) -> serde_json::Value {
+    Tool::ALL
+        .iter()
+        .map(|tool| {
+            (
+                tool.name().to_owned(),
+                settings::json(config.config_for(tool.name())),
+            )
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 fn registry_handles(registry: &Registry) -> Vec<Arc<CircuitBreaker>> {
@@ -567,6 +668,7 @@ async fn agent(task: usize, shared: Arc<Shared>, breakers: Vec<Arc<CircuitBreake
                 &dependency.invalid_url
             };
             let in_outage = dependency.control.mode().is_failing();
+            let mut observed = 0;
             let result = call_tool(
                 &shared.guard,
                 &run,
@@ -574,10 +676,13 @@ async fn agent(task: usize, shared: Arc<Shared>, breakers: Vec<Arc<CircuitBreake
                 &breakers[index],
                 &shared.client,
                 url,
-                |attempt| dependency.stats.attempt(attempt, shared.start),
+                |attempt| {
+                    observed += 1;
+                    dependency.stats.attempt(attempt, shared.start);
+                },
             )
             .await;
-            dependency.stats.call(&result, in_outage);
+            dependency.stats.call(&result, in_outage, observed);
             shared.runs.call(&result, cut_short);
             if matches!(result, ToolResult::Stopped { .. }) {
                 break;

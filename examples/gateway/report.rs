@@ -7,10 +7,17 @@
 //! Attempts are counted as the pipeline reports them (`ToolGuard::call_observed`'s `observe`), and
 //! calls by their `ToolResult`, so per dependency, once every call has ended:
 //!
-//! - `sent` = attempts = `successes` + `failures` + `ignored`;
+//! - `sent` = attempts = `successes` + `failures` + `ignored` + `cut`, where `cut` counts the
+//!   attempts the run's deadline cut short (sent, but no outcome is recorded for them: the
+//!   pipeline does not report them to `observe`, and they are told apart by the call's attempt
+//!   count, one more than the attempts reported);
 //! - `sent` + `blocked` = `attempted` + `retries` + `retries_refused`: a call that was asked of
 //!   the breaker sends its first attempt or is blocked; every further attempt is a retry, and a
 //!   retry the opened breaker refused ends the call `blocked`.
+//!
+//! Next to them, the report shows the breaker's own counters ([`Metrics`], from
+//! `Registry::metrics`), which agree with the gateway's: the breaker admitted `sent` attempts,
+//! recorded the same successes, failures by kind and ignored, and blocked the same calls.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,7 +26,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::time::Instant;
-use toolbreaker::{Attempt, FailureKind, Outcome, State, StopReason, ToolResult};
+use toolbreaker::{Attempt, FailureKind, Metrics, Outcome, State, StopReason, ToolResult};
 
 use crate::tools::{Mode, Tool};
 
@@ -69,6 +76,9 @@ pub struct DependencyStats {
     retries: AtomicU64,
     retries_refused: AtomicU64,
     probes: AtomicU64,
+    /// Attempts the run's deadline cut short: sent (and counted in `sent`, and in `retries` if
+    /// they were one), but no outcome recorded.
+    cut: AtomicU64,
     outage_attempted: AtomicU64,
     outage_never_sent: AtomicU64,
     /// The last `Retry-After` hint seen, in ms (0: none yet).
@@ -93,6 +103,7 @@ impl DependencyStats {
             retries: AtomicU64::new(0),
             retries_refused: AtomicU64::new(0),
             probes: AtomicU64::new(0),
+            cut: AtomicU64::new(0),
             outage_attempted: AtomicU64::new(0),
             outage_never_sent: AtomicU64::new(0),
             retry_after_hint_ms: AtomicU64::new(0),
@@ -139,12 +150,21 @@ impl DependencyStats {
     }
 
     /// Count one call by its result. `in_outage`: the dependency's server was in a failing mode
-    /// when the call started.
+    /// when the call started. `observed`: how many of its attempts the pipeline reported (to
+    /// [`attempt`](Self::attempt)); one more was sent if the run's deadline cut it short, and it
+    /// is counted here.
     ///
     /// A call the run guard stopped before its first attempt was never asked of the breaker, and
     /// counts nothing here.
-    pub fn call(&self, result: &ToolResult<String>, in_outage: bool) {
+    pub fn call(&self, result: &ToolResult<String>, in_outage: bool, observed: u32) {
         let attempts = result.stats().map_or(0, |stats| stats.attempts);
+        if matches!(result, ToolResult::Stopped { .. }) && attempts > observed {
+            bump(&self.cut);
+            bump(&self.sent);
+            if attempts > 1 {
+                bump(&self.retries);
+            }
+        }
         if attempts == 0 && matches!(result, ToolResult::Stopped { .. }) {
             return;
         }
@@ -182,8 +202,14 @@ impl DependencyStats {
         self.first_blocked.get().map(String::as_str)
     }
 
-    /// A copy of the counters, once the run is over.
-    pub fn snapshot(&self, window: Option<Window>, server_hits: u64) -> Snapshot {
+    /// A copy of the counters, once the run is over, with the breaker's own (`None` if it kept
+    /// none).
+    pub fn snapshot(
+        &self,
+        window: Option<Window>,
+        server_hits: u64,
+        metrics: Option<Metrics>,
+    ) -> Snapshot {
         let mut transitions = self
             .transitions
             .lock()
@@ -201,6 +227,7 @@ impl DependencyStats {
             retries: load(&self.retries),
             retries_refused: load(&self.retries_refused),
             probes: load(&self.probes),
+            cut: load(&self.cut),
             outage_attempted: load(&self.outage_attempted),
             outage_never_sent: load(&self.outage_never_sent),
             retry_after_hint_ms: match load(&self.retry_after_hint_ms) {
@@ -210,6 +237,7 @@ impl DependencyStats {
             server_hits,
             window,
             transitions,
+            metrics,
         }
     }
 }
@@ -237,12 +265,14 @@ pub struct Snapshot {
     retries: u64,
     retries_refused: u64,
     probes: u64,
+    cut: u64,
     outage_attempted: u64,
     outage_never_sent: u64,
     retry_after_hint_ms: Option<u64>,
     server_hits: u64,
     window: Option<Window>,
     transitions: Vec<LoggedTransition>,
+    metrics: Option<Metrics>,
 }
 
 impl Snapshot {
@@ -276,6 +306,12 @@ impl Snapshot {
         row("attempts sent to the dependency", self.sent.to_string());
         row("  of which retries", self.retries.to_string());
         row("  of which probes", self.probes.to_string());
+        if self.cut > 0 {
+            row(
+                "  of which cut short by the run's deadline",
+                self.cut.to_string(),
+            );
+        }
         row(
             "requests that reached the server",
             self.server_hits.to_string(),
@@ -325,6 +361,42 @@ impl Snapshot {
                 );
             }
         }
+        if let Some(m) = &self.metrics {
+            let _ = writeln!(
+                out,
+                "  the breaker's own counters (state at the end: {}):",
+                m.state
+            );
+            let _ = writeln!(
+                out,
+                "    admitted {}, blocked {}; successes {}, counted failures {}, ignored {}",
+                m.admitted,
+                m.blocked,
+                m.successes,
+                m.failures.total(),
+                m.ignored
+            );
+            let f = &m.failures;
+            let _ = writeln!(
+                out,
+                "    failures by kind: timeout {}, connect {}, rate_limited {}, unavailable {}, \
+                 other {}",
+                f.timeout, f.connect, f.rate_limited, f.unavailable, f.other
+            );
+            let t = &m.transitions;
+            let _ = writeln!(
+                out,
+                "    transitions by reason: failure_threshold {}, cooldown_elapsed {}, \
+                 probe_succeeded {}, probe_failed {}, probe_timed_out {}, manual {}",
+                t.failure_threshold,
+                t.cooldown_elapsed,
+                t.probe_succeeded,
+                t.probe_failed,
+                t.probe_timed_out,
+                t.manual
+            );
+            let _ = writeln!(out, "  in short: {}", verdict(m));
+        }
         out
     }
 
@@ -351,6 +423,7 @@ impl Snapshot {
             "retries": self.retries,
             "retries_refused": self.retries_refused,
             "probes": self.probes,
+            "cut_by_deadline": self.cut,
             "server_hits": self.server_hits,
             "retry_after_hint_ms": self.retry_after_hint_ms,
             "transitions": transitions,
@@ -362,8 +435,46 @@ impl Snapshot {
                 "never_sent": self.outage_never_sent,
                 "never_sent_share": self.never_sent_share(),
             })),
+            "metrics": self.metrics.map(|m| serde_json::to_value(m).unwrap_or(Value::Null)),
         })
     }
+}
+
+/// What the breaker's counters say, in one line: did the service fail, did the breaker open,
+/// and did the agents keep calling once it had?
+fn verdict(m: &Metrics) -> String {
+    let failures = m.failures.total();
+    let failed = if failures == 0 {
+        match m.ignored {
+            0 => "the service never failed".to_owned(),
+            n => format!(
+                "the service never failed ({n} calls failed by the caller's fault, ignored)"
+            ),
+        }
+    } else {
+        format!("the service failed ({failures} counted failures)")
+    };
+    let trips = m.transitions.failure_threshold;
+    let reopened = m.transitions.probe_failed + m.transitions.probe_timed_out;
+    let times = |n: u64| match n {
+        1 => "once".to_owned(),
+        n => format!("{n} times"),
+    };
+    let opened = match (trips, reopened) {
+        (0, _) => "the breaker never opened".to_owned(),
+        (n, 0) => format!("the breaker opened {}", times(n)),
+        (n, r) => format!(
+            "the breaker opened {}, and failed probes reopened it {}",
+            times(n),
+            times(r)
+        ),
+    };
+    let kept_calling = match m.blocked {
+        0 if trips == 0 => String::new(),
+        0 => "; no call came while it was not closed".to_owned(),
+        n => format!("; the agents kept calling after it opened: {n} calls blocked, never sent"),
+    };
+    format!("{failed}; {opened}{kept_calling}")
 }
 
 /// The stop reasons, in report order (`StopReason::as_str` names).
