@@ -316,6 +316,34 @@ impl CircuitBreaker {
         }
     }
 
+    /// `Blocked` if the breaker is open (or isolated) now, as [`try_acquire`](Self::try_acquire)
+    /// would answer, but without taking a permit or the probe slot and without writing the word:
+    /// for a caller deciding whether a retry is worth waiting for. Half-open is `Ok`, probe in
+    /// flight or not: the probe may have finished by the time the retry asks. A `Blocked` answer is
+    /// counted and logged as a blocked call, since the caller gives up on it.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn check_open(&self) -> Result<(), Blocked> {
+        // Acquire: as in `try_acquire`.
+        let word = Word(self.inner.word.load(Ordering::Acquire));
+        if word.closed_generation().is_some() {
+            return Ok(());
+        }
+        match state::acquire(word, &self.limits(), || self.now_ms()).0 {
+            Admission::Reject {
+                state: State::Open,
+                reason,
+                retry_after_ms,
+            } => {
+                let retry_after = Duration::from_millis(retry_after_ms);
+                let blocked = Blocked::new(State::Open, reason, retry_after);
+                self.count(Counter::Blocked);
+                observe::blocked(self.name(), &blocked);
+                Err(blocked)
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// [`try_acquire`](Self::try_acquire) for a breaker behind an `Arc`: the permit holds the
     /// `Arc`, so it can move into a task or a response future.
     ///
@@ -631,4 +659,87 @@ fn millis_floor(d: Duration) -> u64 {
 
 fn millis_ceil(d: Duration) -> u64 {
     u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::classify::FailureKind;
+    use crate::state::BlockedReason;
+
+    /// The retry check reads and never claims: at any state it leaves the probe slot, the word,
+    /// the admission count and the transitions as they were.
+    #[test]
+    fn the_open_check_never_takes_the_probe_slot_or_writes() {
+        let (clock, mock) = quanta::Clock::mock();
+        let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = Arc::clone(&heard);
+        let breaker = CircuitBreaker::builder()
+            .failure_threshold(1)
+            .cooldown(Duration::from_millis(100))
+            .probe_timeout(Duration::from_millis(50))
+            .clock(clock)
+            .metrics(true)
+            .on_transition(move |e| log.lock().unwrap().push(e.transition().reason()))
+            .build()
+            .unwrap();
+        let word = || breaker.inner.word.load(Ordering::Relaxed);
+        assert_eq!(breaker.check_open(), Ok(()), "closed");
+
+        breaker
+            .try_acquire()
+            .unwrap()
+            .record(Outcome::Failure(FailureKind::Unavailable));
+        let before = (word(), heard.lock().unwrap().len());
+        let blocked = breaker.check_open().unwrap_err();
+        assert_eq!(
+            (blocked.state(), blocked.reason(), blocked.retry_after()),
+            (
+                State::Open,
+                BlockedReason::DependencyOpen,
+                Duration::from_millis(100)
+            )
+        );
+
+        mock.increment(Duration::from_millis(100)); // half-open, slot free
+        for _ in 0..3 {
+            assert_eq!(breaker.check_open(), Ok(()));
+        }
+        assert_eq!(
+            (word(), heard.lock().unwrap().len()),
+            before,
+            "nothing written"
+        );
+        let probe = breaker.try_acquire().expect("the slot is still free");
+        assert!(probe.is_probe());
+        assert_eq!(
+            breaker.check_open(),
+            Ok(()),
+            "half-open with a probe in flight"
+        );
+
+        mock.increment(Duration::from_millis(50)); // the probe's lease runs out: open again
+        let before = word();
+        assert_eq!(breaker.check_open().unwrap_err().state(), State::Open);
+        assert_eq!(
+            word(),
+            before,
+            "the timed-out probe is left for a caller to write down"
+        );
+        drop(probe);
+
+        let metrics = breaker.metrics().unwrap();
+        assert_eq!(
+            metrics.admitted, 2,
+            "the first call and the probe, nothing else"
+        );
+        assert_eq!(metrics.blocked, 2, "the two open answers");
+        assert_eq!(
+            *heard.lock().unwrap(),
+            [
+                crate::TransitionReason::FailureThreshold,
+                crate::TransitionReason::CooldownElapsed
+            ]
+        );
+    }
 }

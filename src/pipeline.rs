@@ -34,7 +34,7 @@ use tokio::time::Instant;
 
 use crate::breaker::CircuitBreaker;
 use crate::classify::{FailureKind, Outcome};
-use crate::state::{State, Transition};
+use crate::state::Transition;
 use crate::tool::{CallStats, StopReason, ToolResult};
 
 /// One agent run: its id, deadline and budgets, shared by all its tool calls (also concurrent
@@ -514,10 +514,9 @@ impl ToolGuard {
             };
             // Before waiting, the checks a retry would make anyway: an opened breaker ends the
             // call now (blocked), and so does a spent run (stopped); no wait is slept for nothing.
-            if breaker.state() == State::Open {
-                if let Err(blocked) = breaker.try_acquire() {
-                    return ToolResult::blocked(dependency, &blocked).with_stats(stats(attempts));
-                }
+            // Asked without taking the probe slot (a half-open breaker's retry waits, then asks).
+            if let Err(blocked) = breaker.check_open() {
+                return ToolResult::blocked(dependency, &blocked).with_stats(stats(attempts));
             }
             if let Err(reason) = run.check(Instant::now()) {
                 return ToolResult::stopped(run.id(), reason).with_stats(stats(attempts));
