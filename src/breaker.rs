@@ -614,7 +614,7 @@ impl CircuitBreaker {
         observe::transition(self.name(), &transition, self.inner.listener.as_ref());
     }
 
-    /// Count an admission or a rejection, when counting is on.
+    /// Count an admission or a rejection, when counting is on (the add is out of line).
     #[inline(always)]
     fn count(&self, counter: Counter) {
         if let Some(counters) = self.inner.metrics.as_deref() {
@@ -622,9 +622,17 @@ impl CircuitBreaker {
         }
     }
 
-    /// Count a recorded outcome, when counting is on; log a counted failure.
+    /// Count a recorded outcome, when counting is on; log a counted failure. The healthy path
+    /// with counting off is two compares; the rest is out of line to keep callers small.
     #[inline(always)]
     pub(crate) fn count_outcome(&self, outcome: &Outcome, elapsed: Option<Duration>) {
+        if self.inner.metrics.is_some() || outcome.is_counted_failure() {
+            self.count_outcome_slow(outcome, elapsed);
+        }
+    }
+
+    #[inline(never)]
+    fn count_outcome_slow(&self, outcome: &Outcome, elapsed: Option<Duration>) {
         if let Some(counters) = self.inner.metrics.as_deref() {
             counters.add(Counter::of(outcome));
         }

@@ -86,10 +86,20 @@ pub(crate) fn transition(dependency: &str, transition: &Transition, listener: Op
     }
 }
 
-/// A call was blocked.
-#[inline]
+/// A call was blocked. The level check is inline; the event, when wanted, is out of line.
+#[inline(always)]
 pub(crate) fn blocked(dependency: &str, blocked: &Blocked) {
     #[cfg(feature = "tracing")]
+    if tracing::level_enabled!(tracing::Level::DEBUG) {
+        blocked_event(dependency, blocked);
+    }
+    #[cfg(not(feature = "tracing"))]
+    let _ = (dependency, blocked);
+}
+
+#[cfg(feature = "tracing")]
+#[inline(never)]
+fn blocked_event(dependency: &str, blocked: &Blocked) {
     tracing::debug!(
         target: "toolbreaker",
         dependency,
@@ -98,15 +108,23 @@ pub(crate) fn blocked(dependency: &str, blocked: &Blocked) {
         retry_after_ms = millis(blocked.retry_after()),
         "call blocked"
     );
-    #[cfg(not(feature = "tracing"))]
-    let _ = (dependency, blocked);
 }
 
 /// A counted failure was recorded; `elapsed` is the call's duration when the caller timed it (the
 /// pipeline does; a bare permit is not timed, so the healthy path reads no clock).
-#[inline]
+#[inline(always)]
 pub(crate) fn failure(dependency: &str, kind: &FailureKind, elapsed: Option<Duration>) {
     #[cfg(feature = "tracing")]
+    if tracing::level_enabled!(tracing::Level::DEBUG) {
+        failure_event(dependency, kind, elapsed);
+    }
+    #[cfg(not(feature = "tracing"))]
+    let _ = (dependency, kind, elapsed);
+}
+
+#[cfg(feature = "tracing")]
+#[inline(never)]
+fn failure_event(dependency: &str, kind: &FailureKind, elapsed: Option<Duration>) {
     tracing::debug!(
         target: "toolbreaker",
         dependency,
@@ -114,8 +132,6 @@ pub(crate) fn failure(dependency: &str, kind: &FailureKind, elapsed: Option<Dura
         duration_ms = elapsed.map(|d| d.as_secs_f64() * 1e3),
         "counted failure"
     );
-    #[cfg(not(feature = "tracing"))]
-    let _ = (dependency, kind, elapsed);
 }
 
 #[cfg(feature = "tracing")]

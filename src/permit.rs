@@ -38,7 +38,6 @@ pub struct Permit<'a> {
 }
 
 impl<'a> Permit<'a> {
-    #[inline(always)]
     pub(crate) fn new(breaker: &'a CircuitBreaker, generation: u32, probe: bool) -> Self {
         Permit {
             ticket: Ticket {
