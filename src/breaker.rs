@@ -291,12 +291,10 @@ impl CircuitBreaker {
                     word = Word(actual);
                     continue;
                 }
-                // Outside the loop's retries: only the caller whose write landed reports it.
-                for transition in state::acquire_transitions(word, next, &limits).iter() {
-                    self.announce(transition);
-                }
             }
-            return match admission {
+            // The answer exists before anyone hears of the write: a listener that panics unwinds
+            // through the permit, whose drop gives the probe slot back.
+            let answer = match admission {
                 Admission::Admit { generation, probe } => {
                     self.count(Counter::Admitted);
                     Ok(Permit::new(self, generation, probe))
@@ -313,6 +311,13 @@ impl CircuitBreaker {
                     Err(blocked)
                 }
             };
+            if let Some(next) = next {
+                // Outside the loop's retries: only the caller whose write landed reports it.
+                for transition in state::acquire_transitions(word, next, &limits).iter() {
+                    self.announce(transition);
+                }
+            }
+            return answer;
         }
     }
 
@@ -478,6 +483,8 @@ impl CircuitBreaker {
     /// a cooldown.
     ///
     /// Returns the transition (reason `manual`), or `None` if the breaker was already isolated.
+    /// From open the transition reads `open → open`: the state is the same, but no cooldown ends
+    /// it now.
     /// Outcomes of calls admitted before it no longer count.
     ///
     /// # Examples
@@ -540,7 +547,8 @@ impl CircuitBreaker {
     /// - Isolated: stays isolated.
     ///
     /// Reconfigurations of one breaker are serialised; each call's decisions use the settings in
-    /// force when they are made.
+    /// force when they are made. The three settings are stored one after another, so a decision
+    /// or a [`config`](Self::config) read during the change may see some new and some old.
     ///
     /// # Panics
     ///

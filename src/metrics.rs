@@ -174,7 +174,9 @@ pub struct Metrics {
     pub state: State,
     /// Calls admitted (permits issued), probes included.
     pub admitted: u64,
-    /// Calls blocked (not admitted): nothing was sent.
+    /// Calls blocked (not admitted): nothing was sent. A pipeline retry refused before its
+    /// backoff wait (the breaker opened meanwhile) counts here too, although its call's first
+    /// attempt was admitted.
     pub blocked: u64,
     /// Calls recorded as successes.
     pub successes: u64,

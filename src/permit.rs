@@ -19,6 +19,7 @@ use crate::state::{Report, Transition};
 /// Generations are 20 bits and wrap, but they move only as time passes (2^20 changes take at
 /// least 2^19 cooldowns), so a permit would have to be held for 2^19 cooldowns — 8.7 minutes at
 /// the shortest cooldown of 1 ms, six days at 1 s — before it could be mistaken for a current one.
+/// Changes by hand take no time: a permit held across 2^20 of them could be mistaken too.
 ///
 /// # Examples
 ///

@@ -364,7 +364,9 @@ impl ToolGuard {
     ///
     /// `attempt` makes one attempt and is called once per attempt; `classify` is the
     /// dependency's classification. The error of a failed call reaches the model as text, so
-    /// `E`'s `Display` must hold nothing secret.
+    /// `E`'s `Display` must hold nothing secret: map errors that may before returning them (a
+    /// `reqwest::Error` displays its URL, query string and all; `Error::without_url` drops it).
+    /// Tracing never records the error's text.
     pub async fn call<T, E, Fut>(
         &self,
         run: &AgentRun,

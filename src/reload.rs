@@ -265,10 +265,13 @@ mod file {
         ///
         /// # Errors
         ///
-        /// A [`ConfigFileError`] for a syntax error (with its line), an unknown table or key (a
-        /// misspelt `cooldown` is refused, not ignored), a value of the wrong type, or a value
-        /// [`Config::new`] refuses (zero, or longer than [`MAX_DURATION`](crate::MAX_DURATION)),
-        /// naming the dependency and field.
+        /// A [`ConfigFileError`] for a syntax error (with its line, and the dependency and key
+        /// of that line when it can tell), an unknown table or key (a misspelt `cooldown` is
+        /// refused, not ignored), a value of the wrong type, or a value [`Config::new`] refuses
+        /// (zero, or longer than [`MAX_DURATION`](crate::MAX_DURATION)), naming the dependency
+        /// and field; and for a file that sets nothing (empty, or comments only), so that a file
+        /// caught half-written never resets every breaker. To replace a file that a reload may
+        /// read at any moment, write the new one beside it and rename it into place.
         ///
         /// # Examples
         ///
@@ -289,13 +292,19 @@ mod file {
         /// ```
         pub fn from_toml(text: &str) -> Result<RegistryConfig, ConfigFileError> {
             let table: toml::Table = toml::from_str(text).map_err(|e| {
-                let line = e
-                    .span()
-                    .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+                let (line, dependency, field) = match e.span() {
+                    Some(span) => {
+                        let (line, dependency, field) = locate(text, span.start);
+                        (Some(line), dependency, field)
+                    }
+                    None => (None, None, None),
+                };
                 ConfigFileError {
+                    dependency,
+                    field,
                     line,
+                    problem: e.message().to_owned(),
                     source: Some(Box::new(e.clone())),
-                    ..ConfigFileError::at(None, None, e.message().to_owned())
                 }
             })?;
             let mut default = Config::default();
@@ -325,6 +334,17 @@ mod file {
                     }
                 }
             }
+            // An empty file (or one of comments only) is refused rather than read as "every
+            // default": a file caught half-written, or truncated by a redirect, must not reset
+            // every breaker.
+            if !table.contains_key("default") && !table.contains_key("dependencies") {
+                return Err(ConfigFileError::at(
+                    None,
+                    None,
+                    "the file sets nothing: expected a [default] or a [dependencies.NAME] table \
+                     (an empty [default] table asks for the crate's defaults)",
+                ));
+            }
             let mut config = RegistryConfig::new(default);
             for (name, value) in dependencies {
                 let own = section(Some(name), value, default)?;
@@ -332,6 +352,34 @@ mod file {
             }
             Ok(config)
         }
+    }
+
+    /// Where byte `offset` of `text` lies, for an error the parser reports by position only: the
+    /// 1-based line, the dependency whose section holds it (by the nearest table header at or
+    /// above it), and the key the line sets (for `key = value` lines). Read from the text itself,
+    /// so best effort for unusual layouts (inline tables, multi-line values).
+    fn locate(text: &str, offset: usize) -> (usize, Option<String>, Option<String>) {
+        let bytes = text.as_bytes();
+        let offset = offset.min(bytes.len());
+        let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
+        let unquote = |s: &str| s.trim().trim_matches('"').trim_matches('\'').to_owned();
+        let lines: Vec<&str> = text.lines().collect();
+        let here = lines.get(line - 1).map_or("", |l| l.trim());
+        let field = match here.split_once('=') {
+            Some((key, _)) if !here.starts_with('[') => Some(unquote(key)),
+            _ => None,
+        };
+        let dependency = lines[..line.min(lines.len())]
+            .iter()
+            .rev()
+            .map(|l| l.trim())
+            .find(|l| l.starts_with('['))
+            .and_then(|header| {
+                let name = header.trim_start_matches('[');
+                let name = name.split(']').next().unwrap_or("").trim();
+                name.strip_prefix("dependencies.").map(unquote)
+            });
+        (line, dependency, field)
     }
 
     /// One section: its keys over `base`, validated.
@@ -388,7 +436,7 @@ mod file {
                 }
                 other => {
                     // `[dependencies.api.example.com]` is a table `api` holding `example`: say so.
-                    let hint = if value.is_table() {
+                    let hint = if value.is_table() && dependency.is_some() {
                         "; a dependency name with dots must be quoted, as in \
                          [dependencies.\"api.example.com\"]"
                     } else {

@@ -188,7 +188,8 @@ impl<T> ToolResult<T> {
 
     /// The result of a call that ran and failed. `counted` says whether the failure counted
     /// against the dependency's health (`Outcome::Failure`) or was the call's own fault
-    /// (`Outcome::Ignored`); the message differs accordingly.
+    /// (`Outcome::Ignored`); the message differs accordingly. `error` is shown to the model as
+    /// given: it must hold nothing secret (no URL with a key in it, no header, no argument).
     pub fn failed(dependency: impl Into<String>, error: impl Into<String>, counted: bool) -> Self {
         let (dependency, error) = (dependency.into(), error.into());
         let message = if counted {

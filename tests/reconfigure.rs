@@ -948,3 +948,38 @@ fn a_listener_may_reconfigure_and_use_the_registry_while_a_change_is_announced()
     );
     assert_eq!(audit, cfg(7, S, S));
 }
+
+/// A listener that panics while a caller's claim of the probe slot is announced: the panic
+/// unwinds through the caller's permit, which gives the slot back, so the next caller is the
+/// probe (behaviour contract 5: a probe's permit dropped by a panic releases the slot).
+#[test]
+fn a_listener_panicking_on_a_probe_claim_leaves_the_slot_free() {
+    let (clock, mock) = Clock::mock();
+    let breaker = CircuitBreaker::builder()
+        .failure_threshold(1)
+        .cooldown(S)
+        .probe_timeout(Duration::from_secs(30))
+        .clock(clock)
+        .on_transition(|event| {
+            if event.transition().reason() == TransitionReason::CooldownElapsed {
+                panic!("the alerting hook failed");
+            }
+        })
+        .build()
+        .unwrap();
+    breaker.try_acquire().unwrap().record(FAIL);
+    mock.increment(S);
+    let claim = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        breaker.try_acquire().map(|p| p.is_probe())
+    }));
+    assert!(claim.is_err(), "the listener's panic reaches the caller");
+    assert_eq!(breaker.state(), State::HalfOpen);
+    let probe = breaker
+        .try_acquire()
+        .expect("the slot was given back, not stranded");
+    assert!(probe.is_probe());
+    assert_eq!(
+        probe.record(Outcome::Success).map(|t| t.to()),
+        Some(State::Closed)
+    );
+}

@@ -52,8 +52,6 @@ fn fail_n(breaker: &CircuitBreaker, n: u32) -> Option<Transition> {
 #[test]
 fn missing_sections_mean_the_crate_defaults() {
     for text in [
-        "",
-        "# only a comment\n",
         "[default]\n",
         "[dependencies]\n",
         "[default]\n[dependencies]\n",
@@ -160,39 +158,43 @@ type BadFile = (
 /// Every bad file this suite knows, with the dependency, field and line its error names.
 fn bad_files() -> Vec<BadFile> {
     let mut bad: Vec<BadFile> = vec![
-        // Syntax, with the line.
+        // Syntax, with the line, and the section and key of that line, read from the text.
         (
             "[default]\nfailure_threshold = 3\ncooldown_ms = = 5\n".into(),
             None,
-            None,
+            Some("cooldown_ms"),
             Some(3),
         ),
         ("[default\ncooldown_ms = 5\n".into(), None, None, Some(1)),
-        // Past i64: the parser refuses it before any field is known.
+        // Past i64: the parser refuses it; the line names the field.
         (
             "[default]\ncooldown_ms = 99999999999999999999\n".into(),
             None,
-            None,
+            Some("cooldown_ms"),
             Some(2),
         ),
         (
             "\n\n\n\n[dependencies.search]\ncooldown_ms = 5 5\n".into(),
-            None,
-            None,
+            Some("search"),
+            Some("cooldown_ms"),
             Some(6),
         ),
         (
             "[default]\nfailure_threshold = 1\nfailure_threshold = 2\n".into(),
             None,
-            None,
+            Some("failure_threshold"),
             Some(3),
         ),
+        // A table defined twice: the header's own line names the dependency.
         (
             "[dependencies.\"météo\"]\ncooldown_ms = 1\n[dependencies.\"météo\"]\n".into(),
-            None,
+            Some("météo"),
             None,
             Some(3),
         ),
+        // A file that sets nothing is refused: a half-written file must not reset everything.
+        ("".into(), None, None, None),
+        ("# only a comment\n\n".into(), None, None, None),
         // The shape of the file.
         ("[defaults]\ncooldown_ms = 5\n".into(), None, None, None),
         ("failure_threshold = 3\n".into(), None, None, None),
@@ -366,6 +368,11 @@ fn the_error_message_names_the_section_field_and_problem() {
         dotted.contains("[dependencies.\"api.example.com\"]") && dotted.contains("quoted"),
         "an unquoted dotted name is explained: {dotted}"
     );
+    let nested_default = refuse("[default.x]\ncooldown_ms = 5\n").to_string();
+    assert!(
+        nested_default.contains("[default] `x`") && !nested_default.contains("quoted"),
+        "the quoting hint is for dependency names only: {nested_default}"
+    );
     assert!(
         refuse("failure_threshold = 3\n")
             .to_string()
@@ -376,7 +383,7 @@ fn the_error_message_names_the_section_field_and_problem() {
     assert!(
         syntax
             .to_string()
-            .starts_with("invalid breaker configuration file, line 2: "),
+            .starts_with("invalid breaker configuration file, line 2, [default] `cooldown_ms`: "),
         "{syntax}"
     );
     assert!(
