@@ -457,6 +457,26 @@ impl CircuitBreaker {
         let mut word = Word(self.inner.word.load(Ordering::Acquire));
         loop {
             let limits = self.limits();
+            // A probe that outlived its lease is written down first, as the next caller would,
+            // so the change's `from` follows from a transition that was heard.
+            if let Some(found) = state::expired_probe(word, &limits, || self.now_ms()) {
+                // AcqRel/Acquire as below.
+                match self.inner.word.compare_exchange(
+                    word.0,
+                    found.next.0,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => {
+                        if let Some(transition) = found.transition {
+                            self.announce(transition);
+                        }
+                        word = found.next;
+                    }
+                    Err(actual) => word = Word(actual),
+                }
+                continue;
+            }
             let step = state::manual(word, action, &limits, || self.now_ms())?;
             // AcqRel/Acquire as in `report_slow`; strong, because a spurious failure would
             // make a change by hand report nothing.

@@ -775,6 +775,36 @@ pub(crate) fn manual(
     })
 }
 
+/// A probing word whose lease has run out, written down: open from the lease's end, in a new
+/// generation, with its `half-open → open` (probe timed out) transition, as [`acquire`] writes it
+/// when a caller finds it. `None` for any other word. A change by hand writes this first, so the
+/// transitions heard stay a chain (no `open → …` without the `half-open → open` before it).
+pub(crate) fn expired_probe(
+    word: Word,
+    limits: &Limits,
+    now: impl FnOnce() -> u64,
+) -> Option<Step> {
+    if word.kind() != Kind::Probing {
+        return None;
+    }
+    let lease_end = word.payload().saturating_add(limits.probe_timeout_ms);
+    if now() < lease_end {
+        return None;
+    }
+    let generation = next_generation(word.generation());
+    Some(Step {
+        next: Word::open(generation, lease_end),
+        transition: Some(Transition::new(
+            State::HalfOpen,
+            State::Open,
+            generation,
+            TransitionReason::ProbeTimedOut,
+            1,
+            limits,
+        )),
+    })
+}
+
 /// Trip a closed word whose failure count already reaches the threshold in `limits`: the check
 /// made after the threshold is lowered, and after a failure counted under an older threshold.
 /// `now` is called only to trip.
@@ -1421,6 +1451,37 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn only_a_probe_past_its_lease_is_written_down_as_timed_out() {
+        for (word, now) in every_kind(5) {
+            let step = expired_probe(word, &LIMITS, || now);
+            let expired =
+                word.kind() == Kind::Probing && now >= word.payload() + LIMITS.probe_timeout_ms;
+            if !expired {
+                assert_eq!(step, None, "{word:?} at {now}");
+                continue;
+            }
+            let step = step.unwrap();
+            assert_eq!(
+                step.next,
+                Word::open(6, word.payload() + LIMITS.probe_timeout_ms)
+            );
+            // The same word and transition an admission writes when it finds the timeout.
+            let (_, written) = acquire(word, &LIMITS, || now.min(1_099));
+            assert_eq!(written, Some(step.next));
+            let t = step.transition.unwrap();
+            assert_eq!(
+                (t.from(), t.to(), t.generation(), t.reason()),
+                (
+                    State::HalfOpen,
+                    State::Open,
+                    6,
+                    TransitionReason::ProbeTimedOut
+                )
+            );
         }
     }
 

@@ -983,3 +983,49 @@ fn a_listener_panicking_on_a_probe_claim_leaves_the_slot_free() {
         Some(State::Closed)
     );
 }
+
+/// A change by hand that finds a probe past its lease writes the timeout down first, so the
+/// transitions heard stay a chain: `half-open → open` (probe timed out), then the change from
+/// open, in the generation after it. For every change by hand.
+#[test]
+fn a_change_by_hand_after_an_unfound_probe_timeout_is_heard_after_the_timeout() {
+    type Change = fn(&CircuitBreaker) -> Option<Transition>;
+    let changes: [(Change, State); 3] = [
+        (CircuitBreaker::force_open, State::Open),
+        (CircuitBreaker::force_closed, State::Closed),
+        (CircuitBreaker::reset, State::Closed),
+    ];
+    for (change, to) in changes {
+        let (breaker, mock, heard) = heard_breaker(cfg(1, S, S));
+        fail(&breaker);
+        mock.increment(S);
+        let probe = breaker.try_acquire().unwrap();
+        mock.increment(S); // the lease ran out; no caller has come since
+        heard.lock().unwrap().clear();
+
+        let made = change(&breaker).expect("a change of state");
+        let heard = heard.lock().unwrap().clone();
+        let chain: Vec<_> = heard
+            .iter()
+            .map(|t| (t.from(), t.to(), t.reason()))
+            .collect();
+        assert_eq!(
+            chain,
+            [
+                (
+                    State::HalfOpen,
+                    State::Open,
+                    TransitionReason::ProbeTimedOut
+                ),
+                (State::Open, to, TransitionReason::Manual)
+            ]
+        );
+        assert_eq!(heard[1], made);
+        assert_eq!(made.generation(), heard[0].generation() + 1);
+        assert_eq!(
+            probe.record(Outcome::Success),
+            None,
+            "the timed-out probe is stale"
+        );
+    }
+}

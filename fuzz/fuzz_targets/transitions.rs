@@ -210,6 +210,8 @@ impl Model {
 
     /// A change made by hand; `None` when nothing changes state.
     fn manual(&mut self, op: &Op, now: u64) -> Option<(State, State)> {
+        // A probe past its lease is written down first, as by the next caller.
+        self.found_by_caller(now, false);
         let from = self.state(now);
         let to = match (op, self.state) {
             (Op::ForceOpen, ModelState::Isolated) => return None,
