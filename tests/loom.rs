@@ -325,3 +325,28 @@ fn one_failure_racing_a_lowered_threshold_is_never_lost() {
         assert_eq!(trips.iter().flatten().count(), 1, "{trips:?}");
     });
 }
+
+/// Model 10: Isolating a breaker while its probe reports success. Whichever lands first, the
+/// breaker ends isolated: the success closes it and the isolation opens it again, or the
+/// isolation makes the probe stale. The isolation always reports a change; the probe does only
+/// when it came first.
+#[test]
+fn isolating_while_the_probe_succeeds_always_ends_isolated() {
+    loom::model(|| {
+        let (breaker, mock) = breaker(1);
+        half_open(breaker, &mock, 1);
+        let probe = breaker.try_acquire().unwrap();
+        let prober = thread::spawn(move || probe.record(Outcome::Success));
+        let isolator = thread::spawn(move || breaker.force_open());
+        let closed = prober.join().unwrap();
+        let isolated = isolator.join().unwrap().expect("the isolation changes the state");
+        assert_eq!(breaker.try_acquire().unwrap_err().reason(), BlockedReason::Isolated);
+        match closed {
+            Some(t) => {
+                assert_eq!(t.to(), State::Closed);
+                assert_eq!(isolated.from(), State::Closed, "the isolation came second");
+            }
+            None => assert_eq!(isolated.from(), State::HalfOpen, "the probe came second"),
+        }
+    });
+}
