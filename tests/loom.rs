@@ -339,8 +339,14 @@ fn isolating_while_the_probe_succeeds_always_ends_isolated() {
         let prober = thread::spawn(move || probe.record(Outcome::Success));
         let isolator = thread::spawn(move || breaker.force_open());
         let closed = prober.join().unwrap();
-        let isolated = isolator.join().unwrap().expect("the isolation changes the state");
-        assert_eq!(breaker.try_acquire().unwrap_err().reason(), BlockedReason::Isolated);
+        let isolated = isolator
+            .join()
+            .unwrap()
+            .expect("the isolation changes the state");
+        assert_eq!(
+            breaker.try_acquire().unwrap_err().reason(),
+            BlockedReason::Isolated
+        );
         match closed {
             Some(t) => {
                 assert_eq!(t.to(), State::Closed);
