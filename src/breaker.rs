@@ -34,8 +34,9 @@ use crate::sync::{AtomicU64, Mutex, Ordering};
 /// A clock that steps backwards can only delay: an open breaker stays open until the clock again
 /// passes its opened-at time plus the cooldown, and a probe whose lease had run out counts as in
 /// flight again until the clock passes the lease's end once more (unless a caller had already
-/// found it timed out, which made the breaker open from the lease's end). The clock may step back up to
-/// about 35 years behind the breaker's construction; it saturates about 104 years after it.
+/// found it timed out, which made the breaker open from the lease's end). The clock may step
+/// back up to about 35 years behind the breaker's construction; it saturates about 104 years
+/// after it.
 ///
 /// # Memory ordering
 ///
@@ -76,8 +77,8 @@ use crate::sync::{AtomicU64, Mutex, Ordering};
 #[derive(Debug)]
 pub struct CircuitBreaker {
     // The word, the settings and the clock share one padded block: the non-healthy paths read
-    // them together, the settings change only by hand, and the padding keeps the word's line away
-    // from neighbours (an `Arc`'s counts, other breakers in a map).
+    // them together, the settings change only on reconfiguration, and the padding keeps the
+    // word's line away from neighbours (an `Arc`'s counts, other breakers in a map).
     inner: CachePadded<Inner>,
 }
 

@@ -166,8 +166,10 @@ impl Registry {
     ///
     /// Returns what changed: one entry per dependency whose configuration changed (existing
     /// breakers, compared by their own settings, and dependencies named in either configuration),
-    /// plus one for the default if it changed; dependencies in name order. An entry says which transition the change caused, if
-    /// any (a lowered threshold that a closed breaker's failures already reach trips it).
+    /// plus one for the default if it changed; dependencies in name order. An entry says which
+    /// transition the change caused, if any (a lowered threshold that a closed breaker's
+    /// failures already reach trips it); listeners hear it after the registry's lock is
+    /// released.
     ///
     /// `config` is already valid, so nothing here can fail; to load it from a file, see
     /// `reload_toml` or `reload_file` (feature `toml`), which reject a bad file and keep the
