@@ -305,18 +305,24 @@ impl CircuitBreaker {
                     reason,
                     retry_after_ms,
                 } => {
-                    let blocked =
-                        Blocked::new(state, reason, Duration::from_millis(retry_after_ms));
                     self.count(Counter::Blocked);
-                    observe::blocked(self.name(), &blocked);
-                    Err(blocked)
+                    Err(Blocked::new(
+                        state,
+                        reason,
+                        Duration::from_millis(retry_after_ms),
+                    ))
                 }
             };
             if let Some(next) = next {
                 // Outside the loop's retries: only the caller whose write landed reports it.
-                for transition in state::acquire_transitions(word, next, &limits).iter() {
-                    self.announce(transition);
+                let transitions = state::acquire_transitions(word, next, &limits);
+                if transitions.0.iter().any(Option::is_some) {
+                    self.announce_all(&transitions.0);
                 }
+            }
+            // After the transition that explains it (a timed-out probe found by this caller).
+            if let Err(blocked) = &answer {
+                observe::blocked(self.name(), blocked);
             }
             return answer;
         }
@@ -456,10 +462,12 @@ impl CircuitBreaker {
     fn manual(&self, action: Manual) -> Option<Transition> {
         // Acquire: as in `try_acquire`.
         let mut word = Word(self.inner.word.load(Ordering::Acquire));
-        loop {
+        // A probe that outlived its lease is written down first, as the next caller would, so
+        // the change follows a transition that was heard; both are announced once the change
+        // has landed, so a listener's panic cannot stop it.
+        let mut timed_out = None;
+        let made = loop {
             let limits = self.limits();
-            // A probe that outlived its lease is written down first, as the next caller would,
-            // so the change's `from` follows from a transition that was heard.
             if let Some(found) = state::expired_probe(word, &limits, || self.now_ms()) {
                 // AcqRel/Acquire as below.
                 match self.inner.word.compare_exchange(
@@ -469,16 +477,16 @@ impl CircuitBreaker {
                     Ordering::Acquire,
                 ) {
                     Ok(_) => {
-                        if let Some(transition) = found.transition {
-                            self.announce(transition);
-                        }
+                        timed_out = found.transition;
                         word = found.next;
                     }
                     Err(actual) => word = Word(actual),
                 }
                 continue;
             }
-            let step = state::manual(word, action, &limits, || self.now_ms())?;
+            let Some(step) = state::manual(word, action, &limits) else {
+                break None;
+            };
             // AcqRel/Acquire as in `report_slow`; strong, because a spurious failure would
             // make a change by hand report nothing.
             match self.inner.word.compare_exchange(
@@ -487,15 +495,15 @@ impl CircuitBreaker {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => {
-                    if let Some(transition) = step.transition {
-                        self.announce(transition);
-                    }
-                    return step.transition;
-                }
+                Ok(_) => break step.transition,
                 Err(actual) => word = Word(actual),
             }
+        };
+        let heard = [timed_out, made];
+        if heard.iter().any(Option::is_some) {
+            self.announce_all(&heard);
         }
+        made
     }
 
     /// Isolate the dependency: open now, and stay open, admitting no probe, until
@@ -637,10 +645,31 @@ impl CircuitBreaker {
     /// Called after the swap, never inside a retry loop or under a lock.
     #[cold]
     pub(crate) fn announce(&self, transition: Transition) {
+        self.announce_all(&[Some(transition)]);
+    }
+
+    /// [`announce`](Self::announce) for transitions that landed together, oldest first. Every
+    /// one is counted, then every one is logged and heard, even if a listener panics: the first
+    /// panic is resumed once all have been told, so one failing alert hook loses no transition.
+    #[cold]
+    pub(crate) fn announce_all(&self, transitions: &[Option<Transition>]) {
         if let Some(counters) = self.inner.metrics.as_deref() {
-            counters.transition(transition.reason());
+            for transition in transitions.iter().flatten() {
+                counters.transition(transition.reason());
+            }
         }
-        observe::transition(self.name(), &transition, self.inner.listener.as_ref());
+        let mut panicked = None;
+        for transition in transitions.iter().flatten() {
+            let told = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                observe::transition(self.name(), transition, self.inner.listener.as_ref());
+            }));
+            if let Err(panic) = told {
+                panicked.get_or_insert(panic);
+            }
+        }
+        if let Some(panic) = panicked {
+            std::panic::resume_unwind(panic);
+        }
     }
 
     /// Count an admission or a rejection, when counting is on (the add is out of line).

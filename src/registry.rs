@@ -233,9 +233,19 @@ impl Registry {
             changes.push(ConfigChange::new(Some(name), old, new, transition));
         }
         // Listeners hear the trips after the lock is released, so they may use the registry.
+        // Every trip is told even if a listener panics; the first panic is resumed afterwards.
         drop(configs);
+        let mut panicked = None;
         for (breaker, transition) in tripped {
-            breaker.announce(transition);
+            let told = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                breaker.announce(transition);
+            }));
+            if let Err(panic) = told {
+                panicked.get_or_insert(panic);
+            }
+        }
+        if let Some(panic) = panicked {
+            std::panic::resume_unwind(panic);
         }
         changes
     }

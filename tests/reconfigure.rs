@@ -477,9 +477,11 @@ fn force_open_from_open_and_from_half_open() {
     mock.increment(10 * S);
     assert_eq!(breaker.state(), State::HalfOpen);
     let isolated = breaker.force_open().expect("half-open → isolated");
+    // No caller claimed the slot, so `open → half-open` was never announced: the change is
+    // heard as from open, and the transitions a listener hears still chain.
     assert_eq!(
         summary(&isolated),
-        (State::HalfOpen, State::Open, TransitionReason::Manual, 0)
+        (State::Open, State::Open, TransitionReason::Manual, 0)
     );
     mock.increment(100 * S);
     assert_eq!(
@@ -532,27 +534,45 @@ fn force_open_with_a_probe_in_flight_makes_its_success_stale() {
 #[test]
 fn force_closed_from_isolated_open_and_half_open_closes_with_no_count() {
     type Setup = fn(&CircuitBreaker, &Mock);
-    let cases: [(&str, State, Setup); 4] = [
-        ("isolated", State::Open, |b, _| {
+    // (name, the state now, the state last announced: the transition's `from`, setup)
+    let cases: [(&str, State, State, Setup); 5] = [
+        ("isolated", State::Open, State::Open, |b, _| {
             b.force_open().unwrap();
         }),
-        ("open", State::Open, |b, _| {
+        ("open", State::Open, State::Open, |b, _| {
             fail_n(b, 3).unwrap();
         }),
-        ("half-open", State::HalfOpen, |b, m| {
-            fail_n(b, 3).unwrap();
-            m.increment(10 * S);
-        }),
-        ("isolated after a trip", State::Open, |b, _| {
+        // Half-open by time alone: no claim announced `open → half-open` yet.
+        (
+            "half-open, unclaimed",
+            State::HalfOpen,
+            State::Open,
+            |b, m| {
+                fail_n(b, 3).unwrap();
+                m.increment(10 * S);
+            },
+        ),
+        // Half-open after a probe claimed the slot and gave it back.
+        (
+            "half-open, slot given back",
+            State::HalfOpen,
+            State::HalfOpen,
+            |b, m| {
+                fail_n(b, 3).unwrap();
+                m.increment(10 * S);
+                drop(b.try_acquire().unwrap());
+            },
+        ),
+        ("isolated after a trip", State::Open, State::Open, |b, _| {
             fail_n(b, 3).unwrap();
             b.force_open().unwrap();
         }),
     ];
-    for (name, from, setup) in cases {
+    for (name, now, from, setup) in cases {
         let (breaker, mock) = breaker(cfg(3, 10 * S, S));
         let old = breaker.try_acquire().unwrap();
         setup(&breaker, &mock);
-        assert_eq!(breaker.state(), from, "{name}");
+        assert_eq!(breaker.state(), now, "{name}");
 
         let closed = breaker.force_closed().expect(name);
         assert_eq!(
@@ -1028,4 +1048,146 @@ fn a_change_by_hand_after_an_unfound_probe_timeout_is_heard_after_the_timeout() 
             "the timed-out probe is stale"
         );
     }
+}
+
+/// The chain holds even when the cooldown after the timed-out probe has also run out: the change
+/// by hand is heard from `open`, the state the last announced transition left.
+#[test]
+fn a_change_by_hand_long_after_an_unfound_probe_timeout_still_chains() {
+    type Change = fn(&CircuitBreaker) -> Option<Transition>;
+    let changes: [(Change, State); 3] = [
+        (CircuitBreaker::force_open, State::Open),
+        (CircuitBreaker::force_closed, State::Closed),
+        (CircuitBreaker::reset, State::Closed),
+    ];
+    for (change, to) in changes {
+        let (breaker, mock, heard) = heard_breaker(cfg(1, S, S));
+        fail(&breaker);
+        mock.increment(S);
+        let _probe = breaker.try_acquire().unwrap();
+        mock.increment(3 * S); // past the lease and the cooldown after it
+        assert_eq!(breaker.state(), State::HalfOpen);
+        heard.lock().unwrap().clear();
+        change(&breaker).expect("a change of state");
+        let chain: Vec<_> = heard
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|t| (t.from(), t.to(), t.reason()))
+            .collect();
+        assert_eq!(
+            chain,
+            [
+                (
+                    State::HalfOpen,
+                    State::Open,
+                    TransitionReason::ProbeTimedOut
+                ),
+                (State::Open, to, TransitionReason::Manual)
+            ]
+        );
+    }
+}
+
+/// A listener that panics loses no transition: every transition that landed with it is counted,
+/// logged and heard, the change it announced stands, and the panic reaches the caller afterwards.
+#[test]
+fn a_panicking_listener_loses_no_transition_and_stops_no_change() {
+    type Heard = Arc<Mutex<Vec<(String, TransitionReason)>>>;
+    fn registry_panicking_on(
+        dependency: &'static str,
+        on: TransitionReason,
+    ) -> (Arc<Registry>, Arc<Mock>, Heard) {
+        let (clock, mock) = Clock::mock();
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&heard);
+        let registry = Registry::builder()
+            .default_config(cfg(3, S, S))
+            .clock(clock)
+            .metrics(true)
+            .on_transition(move |event| {
+                let reason = event.transition().reason();
+                log.lock()
+                    .unwrap()
+                    .push((event.dependency().to_owned(), reason));
+                if event.dependency() == dependency && reason == on {
+                    panic!("the alerting hook failed");
+                }
+            })
+            .build();
+        (Arc::new(registry), mock, heard)
+    }
+    let caught = |f: &dyn Fn()| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err();
+
+    // A reload that trips three breakers, with a listener that panics on the first.
+    let (registry, _mock, heard) = registry_panicking_on("a", TransitionReason::FailureThreshold);
+    for name in ["a", "b", "c"] {
+        let breaker = registry.get(name);
+        fail_n(&breaker, 2);
+    }
+    assert!(caught(&|| {
+        registry.reload(RegistryConfig::new(cfg(2, S, S)));
+    }));
+    let heard_names: Vec<_> = heard
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(d, _)| d.clone())
+        .collect();
+    assert_eq!(heard_names, ["a", "b", "c"], "every trip was heard");
+    for (name, metrics) in registry.metrics() {
+        assert_eq!(metrics.state, State::Open, "{name}");
+        assert_eq!(metrics.transitions.failure_threshold, 1, "{name} counted");
+    }
+
+    // A claim that writes down a timed-out probe and takes the slot: two transitions, the
+    // listener panics on the first; the second is heard and counted, and the slot is free.
+    let (registry, mock, heard) = registry_panicking_on("s", TransitionReason::ProbeTimedOut);
+    let breaker = registry.get("s");
+    fail_n(&breaker, 3);
+    mock.increment(S);
+    let probe = breaker.try_acquire().unwrap();
+    std::mem::forget(probe); // hangs: never reports
+    mock.increment(2 * S); // past the lease and the cooldown after it
+    heard.lock().unwrap().clear();
+    assert!(caught(&|| {
+        let _ = breaker.try_acquire();
+    }));
+    let reasons: Vec<_> = heard.lock().unwrap().iter().map(|(_, r)| *r).collect();
+    assert_eq!(
+        reasons,
+        [
+            TransitionReason::ProbeTimedOut,
+            TransitionReason::CooldownElapsed
+        ]
+    );
+    let metrics = breaker.metrics().unwrap();
+    assert_eq!(
+        (
+            metrics.transitions.probe_timed_out,
+            metrics.transitions.cooldown_elapsed
+        ),
+        (1, 2)
+    );
+    assert!(
+        breaker.try_acquire().unwrap().is_probe(),
+        "the slot was given back"
+    );
+
+    // A change by hand that first writes down a timed-out probe: the panic on that announcement
+    // does not stop the change.
+    let (registry, mock, _heard) = registry_panicking_on("m", TransitionReason::ProbeTimedOut);
+    let breaker = registry.get("m");
+    fail_n(&breaker, 3);
+    mock.increment(S);
+    std::mem::forget(breaker.try_acquire().unwrap());
+    mock.increment(S);
+    assert!(caught(&|| {
+        breaker.force_open();
+    }));
+    assert_eq!(
+        breaker.try_acquire().unwrap_err().reason(),
+        BlockedReason::Isolated,
+        "isolated despite the panic"
+    );
 }

@@ -210,9 +210,15 @@ impl Model {
 
     /// A change made by hand; `None` when nothing changes state.
     fn manual(&mut self, op: &Op, now: u64) -> Option<(State, State)> {
-        // A probe past its lease is written down first, as by the next caller.
+        // A probe past its lease is written down first, as by the next caller. `from` is the
+        // state as last announced: an open breaker past its cooldown whose slot no caller has
+        // claimed is still `open` to a listener.
         self.found_by_caller(now, false);
-        let from = self.state(now);
+        let from = match self.state {
+            ModelState::Closed { .. } => State::Closed,
+            ModelState::Open { .. } | ModelState::Isolated => State::Open,
+            ModelState::Free | ModelState::Probing { .. } => State::HalfOpen,
+        };
         let to = match (op, self.state) {
             (Op::ForceOpen, ModelState::Isolated) => return None,
             (Op::ForceOpen, _) => {
