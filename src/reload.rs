@@ -269,9 +269,10 @@ mod file {
         /// of that line when it can tell), an unknown table or key (a misspelt `cooldown` is
         /// refused, not ignored), a value of the wrong type, or a value [`Config::new`] refuses
         /// (zero, or longer than [`MAX_DURATION`](crate::MAX_DURATION)), naming the dependency
-        /// and field; and for a file that sets nothing (empty, or comments only), so that a file
-        /// caught half-written never resets every breaker. To replace a file that a reload may
-        /// read at any moment, write the new one beside it and rename it into place.
+        /// and field; and for a file that sets nothing (empty, or comments only), so that an
+        /// emptied file never resets every breaker. A file cut short elsewhere may still be
+        /// valid TOML, which no parser can tell: to replace a file that a reload may read at any
+        /// moment, write the new one beside it and rename it into place.
         ///
         /// # Examples
         ///
@@ -335,8 +336,8 @@ mod file {
                 }
             }
             // An empty file (or one of comments only) is refused rather than read as "every
-            // default": a file caught half-written, or truncated by a redirect, must not reset
-            // every breaker.
+            // default": a file emptied by a redirect, or caught before its first line was
+            // written, must not reset every breaker.
             if !table.contains_key("default") && !table.contains_key("dependencies") {
                 return Err(ConfigFileError::at(
                     None,
