@@ -407,6 +407,7 @@ fuzz_target!(|input: Input| {
         events: Vec::new(),
     };
     let mut held: Vec<(Permit<'_>, ModelPermit)> = Vec::new();
+    let mut last_heard = State::Closed;
 
     for op in &input.ops {
         let now = Model::now(mock.value(), built_ns);
@@ -498,13 +499,18 @@ fuzz_target!(|input: Input| {
                 assert_eq!(real, model.manual(op, now), "{op:?} at {now}");
             }
         }
-        // The listener heard exactly the transitions the model made, in order.
+        // The listener heard exactly the transitions the model made, in order, and they chain:
+        // each one starts where the one before it ended.
         let events: Vec<Event> = std::mem::take(&mut *heard.lock().unwrap());
         assert_eq!(
             events,
             std::mem::take(&mut model.events),
             "after {op:?} at {now}"
         );
+        for &(from, to, reason) in &events {
+            assert_eq!(from, last_heard, "{reason:?} after {op:?} at {now}");
+            last_heard = to;
+        }
         // After every step, the state agrees (read at the clock as it is now).
         let now = Model::now(mock.value(), built_ns);
         assert_eq!(
