@@ -119,6 +119,7 @@ impl LiveLimits {
         }
     }
 
+    /// Relaxed loads: see the type's docs.
     #[inline]
     fn load(&self) -> Limits {
         Limits {
@@ -128,6 +129,7 @@ impl LiveLimits {
         }
     }
 
+    /// Relaxed stores: `reconfigure`'s read-modify-write of the word, after them, publishes them.
     fn store(&self, limits: Limits) {
         self.failure_threshold
             .store(limits.failure_threshold, Ordering::Relaxed);
@@ -442,20 +444,24 @@ impl CircuitBreaker {
     fn check_threshold(&self, word: Word) -> Option<Transition> {
         let limits = self.limits();
         let step = state::check_threshold(word, &limits, || self.now_ms())?;
-        self.install(word, step)
-    }
-
-    /// Swap `word` for `step.next` once (no retry: `word` is what the caller judged) and
-    /// announce the transition if the swap landed.
-    fn install(&self, word: Word, step: Step) -> Option<Transition> {
-        // AcqRel/Acquire as in `report_slow`.
-        self.inner
-            .word
-            .compare_exchange(word.0, step.next.0, Ordering::AcqRel, Ordering::Acquire)
-            .ok()?;
+        // Once, no retry: `word` is what this caller judged.
+        self.swap(word, step.next).ok()?;
         let transition = step.transition?;
         self.announce(transition);
         Some(transition)
+    }
+
+    /// One strong compare-and-swap of `current` for `next`, for the paths that must not fail
+    /// spuriously (a change by hand, a reconfiguration, a threshold check): `Err` holds the word
+    /// that beat it. AcqRel on success: release publishes the change (and what its caller did
+    /// before it); acquire orders it after the word it replaces. Acquire on failure: the caller
+    /// decides again from the newer word, as if it had loaded it.
+    fn swap(&self, current: Word, next: Word) -> Result<(), Word> {
+        self.inner
+            .word
+            .compare_exchange(current.0, next.0, Ordering::AcqRel, Ordering::Acquire)
+            .map(drop)
+            .map_err(Word)
     }
 
     /// Apply a change made by hand, retrying until it lands on the newest word.
@@ -469,34 +475,21 @@ impl CircuitBreaker {
         let made = loop {
             let limits = self.limits();
             if let Some(found) = state::expired_probe(word, &limits, || self.now_ms()) {
-                // AcqRel/Acquire as below.
-                match self.inner.word.compare_exchange(
-                    word.0,
-                    found.next.0,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
-                    Ok(_) => {
+                match self.swap(word, found.next) {
+                    Ok(()) => {
                         timed_out = found.transition;
                         word = found.next;
                     }
-                    Err(actual) => word = Word(actual),
+                    Err(actual) => word = actual,
                 }
                 continue;
             }
             let Some(step) = state::manual(word, action, &limits) else {
                 break None;
             };
-            // AcqRel/Acquire as in `report_slow`; strong, because a spurious failure would
-            // make a change by hand report nothing.
-            match self.inner.word.compare_exchange(
-                word.0,
-                step.next.0,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => break step.transition,
-                Err(actual) => word = Word(actual),
+            match self.swap(word, step.next) {
+                Ok(()) => break step.transition,
+                Err(actual) => word = actual,
             }
         };
         let heard = [timed_out, made];
@@ -629,14 +622,9 @@ impl CircuitBreaker {
                 next: word,
                 transition: None,
             });
-            match self.inner.word.compare_exchange(
-                word.0,
-                step.next.0,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return step.transition,
-                Err(actual) => word = Word(actual),
+            match self.swap(word, step.next) {
+                Ok(()) => return step.transition,
+                Err(actual) => word = actual,
             }
         }
     }
@@ -658,18 +646,9 @@ impl CircuitBreaker {
                 counters.transition(transition.reason());
             }
         }
-        let mut panicked = None;
-        for transition in transitions.iter().flatten() {
-            let told = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                observe::transition(self.name(), transition, self.inner.listener.as_ref());
-            }));
-            if let Err(panic) = told {
-                panicked.get_or_insert(panic);
-            }
-        }
-        if let Some(panic) = panicked {
-            std::panic::resume_unwind(panic);
-        }
+        observe::tell_each(transitions.iter().flatten(), |transition| {
+            observe::transition(self.name(), transition, self.inner.listener.as_ref());
+        });
     }
 
     /// Count an admission or a rejection, when counting is on (the add is out of line).

@@ -86,6 +86,8 @@ fn thread_index() -> usize {
     INDEX.with(|index| {
         let mut i = index.get();
         if i == usize::MAX {
+            // Relaxed: only distinctness matters, which every atomic add gives; nothing is
+            // published through the index.
             i = NEXT.fetch_add(1, Ordering::Relaxed);
             index.set(i);
         }
@@ -122,10 +124,13 @@ impl Counters {
         stripe.0[counter as usize].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Count a transition. Relaxed, as `add`.
     pub(crate) fn transition(&self, reason: TransitionReason) {
         self.transitions[reason_index(reason)].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// The total over the stripes. Relaxed loads: each count is exact once its adds are done,
+    /// and a snapshot taken during calls promises no more than counts read one after another.
     fn sum(&self, counter: Counter) -> u64 {
         self.stripes
             .iter()
@@ -134,6 +139,7 @@ impl Counters {
     }
 
     pub(crate) fn snapshot(&self, state: State) -> Metrics {
+        // Relaxed, as in `sum`.
         let t = |reason| self.transitions[reason_index(reason)].load(Ordering::Relaxed);
         Metrics {
             state,

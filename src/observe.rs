@@ -52,6 +52,22 @@ impl fmt::Debug for Listener {
     }
 }
 
+/// Call `tell` for every item, even when one call panics, and resume the first panic once all
+/// have been told: listeners are the user's code, and one failing alert hook must not lose the
+/// transitions after it.
+pub(crate) fn tell_each<T>(items: impl IntoIterator<Item = T>, mut tell: impl FnMut(T)) {
+    let mut panicked = None;
+    for item in items {
+        let told = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tell(item)));
+        if let Err(panic) = told {
+            panicked.get_or_insert(panic);
+        }
+    }
+    if let Some(panic) = panicked {
+        std::panic::resume_unwind(panic);
+    }
+}
+
 /// A transition landed: log it, then call the listener.
 pub(crate) fn transition(dependency: &str, transition: &Transition, listener: Option<&Listener>) {
     #[cfg(feature = "tracing")]

@@ -649,17 +649,9 @@ impl CallSpan {
                 ToolResult::Failed { .. } => ("failed", None),
                 ToolResult::Stopped { stop_reason, .. } => ("stopped", Some(stop_reason.as_str())),
             };
-            span.record("outcome", outcome);
             span.record("attempt", result.stats().map_or(0, |stats| stats.attempts));
             let elapsed = self.started.elapsed();
-            span.record("duration_ms", elapsed.as_secs_f64() * 1e3);
-            if let Some(error_type) = error_type {
-                span.record("error.type", error_type);
-            }
-            span.record(
-                "otel.status_code",
-                if result.is_ok() { "ok" } else { "error" },
-            );
+            record_end(span, outcome, elapsed, error_type, result.is_ok());
         }
         #[cfg(not(feature = "tracing"))]
         let _ = result;
@@ -691,18 +683,14 @@ impl AttemptSpan {
     fn ended(self, outcome: &Outcome, elapsed: Duration) {
         #[cfg(feature = "tracing")]
         {
-            let span = &self.span;
-            let (name, status) = match outcome {
-                Outcome::Success => ("success", "ok"),
-                Outcome::Failure(_) => ("failure", "error"),
-                Outcome::Ignored => ("ignored", "error"),
+            let name = match outcome {
+                Outcome::Success => "success",
+                Outcome::Failure(_) => "failure",
+                Outcome::Ignored => "ignored",
             };
-            span.record("outcome", name);
-            span.record("duration_ms", elapsed.as_secs_f64() * 1e3);
-            if status == "error" {
-                span.record("error.type", error_type(outcome));
-            }
-            span.record("otel.status_code", status);
+            let ok = matches!(outcome, Outcome::Success);
+            let error = (!ok).then(|| error_type(outcome));
+            record_end(&self.span, name, elapsed, error, ok);
         }
         #[cfg(not(feature = "tracing"))]
         let _ = (outcome, elapsed);
@@ -714,15 +702,30 @@ impl AttemptSpan {
     fn cut(self, elapsed: Duration) {
         #[cfg(feature = "tracing")]
         {
-            let span = &self.span;
-            span.record("outcome", "stopped");
-            span.record("duration_ms", elapsed.as_secs_f64() * 1e3);
-            span.record("error.type", StopReason::Deadline.as_str());
-            span.record("otel.status_code", "error");
+            let stopped = Some(StopReason::Deadline.as_str());
+            record_end(&self.span, "stopped", elapsed, stopped, false);
         }
         #[cfg(not(feature = "tracing"))]
         let _ = elapsed;
     }
+}
+
+/// What a span records when its call or attempt ends: `outcome`, `duration_ms`, `error.type`
+/// when there is one, and `otel.status_code` (`ok` or `error`).
+#[cfg(feature = "tracing")]
+fn record_end(
+    span: &tracing::Span,
+    outcome: &str,
+    elapsed: Duration,
+    error_type: Option<&str>,
+    ok: bool,
+) {
+    span.record("outcome", outcome);
+    span.record("duration_ms", elapsed.as_secs_f64() * 1e3);
+    if let Some(error_type) = error_type {
+        span.record("error.type", error_type);
+    }
+    span.record("otel.status_code", if ok { "ok" } else { "error" });
 }
 
 /// The class of a failed attempt, for `error.type`: the failure kind, or `ignored` for a failure

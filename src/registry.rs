@@ -6,7 +6,7 @@ use std::sync::{Arc, RwLock};
 use crate::breaker::{CircuitBreaker, Extras};
 use crate::config::Config;
 use crate::metrics::Metrics;
-use crate::observe::{Listener, TransitionEvent};
+use crate::observe::{self, Listener, TransitionEvent};
 use crate::reload::{ConfigChange, RegistryConfig};
 
 /// One breaker per dependency name, created on first use from the dependency's configuration or
@@ -235,18 +235,12 @@ impl Registry {
         // Listeners hear the trips after the lock is released, so they may use the registry.
         // Every trip is told even if a listener panics; the first panic is resumed afterwards.
         drop(configs);
-        let mut panicked = None;
-        for (breaker, transition) in tripped {
-            let told = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        observe::tell_each(
+            tripped,
+            |(breaker, transition): (Arc<CircuitBreaker>, _)| {
                 breaker.announce(transition);
-            }));
-            if let Err(panic) = told {
-                panicked.get_or_insert(panic);
-            }
-        }
-        if let Some(panic) = panicked {
-            std::panic::resume_unwind(panic);
-        }
+            },
+        );
         changes
     }
 

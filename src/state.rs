@@ -172,6 +172,17 @@ impl Word {
         Word::pack(OPEN, generation, ISOLATED_AT)
     }
 
+    /// The state the last announced transition left this word in, read from its kind alone:
+    /// time-made changes are announced only when a caller writes them down, so an open word past
+    /// its cooldown whose slot no probe has claimed is still `open` to a listener.
+    pub(crate) const fn announced_state(self) -> State {
+        match self.kind() {
+            Kind::Closed => State::Closed,
+            Kind::Open => State::Open,
+            Kind::Probing | Kind::HalfOpen => State::HalfOpen,
+        }
+    }
+
     pub(crate) const fn is_isolated(self) -> bool {
         matches!(self.kind(), Kind::Open) && self.payload() == ISOLATED_AT
     }
@@ -222,6 +233,34 @@ const fn clamp(value: u64, max: u64) -> u64 {
 /// The next generation, wrapping within the field.
 const fn next_generation(generation: u32) -> u32 {
     ((generation as u64 + 1) & GENERATION_MASK) as u32
+}
+
+/// When the lease of a probing word's probe ends, in ms since the origin.
+const fn lease_end(word: Word, limits: &Limits) -> u64 {
+    word.payload().saturating_add(limits.probe_timeout_ms)
+}
+
+/// A probing word whose lease has run out, written down: open from the lease's end, in the
+/// generation the next probe would have taken, so the timed-out probe's late report stays stale
+/// and the next claim keeps the generation.
+const fn timed_out(word: Word, limits: &Limits) -> Word {
+    Word::open(next_generation(word.generation()), lease_end(word, limits))
+}
+
+/// A trip of a closed word of `generation` with `failures` counted, at `now_ms`.
+fn trip(generation: u32, failures: u64, now_ms: u64, limits: &Limits) -> Step {
+    let next = next_generation(generation);
+    Step {
+        next: Word::open(next, now_ms),
+        transition: Some(Transition::new(
+            State::Closed,
+            State::Open,
+            next,
+            TransitionReason::FailureThreshold,
+            failures,
+            limits,
+        )),
+    }
 }
 
 /// A validated configuration in the word's units.
@@ -316,7 +355,7 @@ pub(crate) fn view(word: Word, limits: &Limits, now: impl FnOnce() -> u64) -> Vi
         Kind::Open => open_view(word.payload(), now(), limits),
         Kind::Probing => {
             let now_ms = now();
-            let lease_end = word.payload().saturating_add(limits.probe_timeout_ms);
+            let lease_end = lease_end(word, limits);
             if now_ms < lease_end {
                 View::ProbeInFlight {
                     remaining_ms: lease_end - now_ms,
@@ -387,13 +426,8 @@ pub(crate) fn acquire(
         }
         View::Open { remaining_ms } => {
             // A probing word that reads open: its lease ran out and no one has recorded that yet.
-            // Store it as open from the lease's end, in the generation the next probe would have
-            // taken, so the timed-out probe's late report stays stale and the next claim keeps it.
             let next = match word.kind() {
-                Kind::Probing => Some(Word::open(
-                    next_generation(word.generation()),
-                    word.payload().saturating_add(limits.probe_timeout_ms),
-                )),
+                Kind::Probing => Some(timed_out(word, limits)),
                 _ => None,
             };
             (
@@ -435,28 +469,33 @@ pub(crate) fn acquire(
 /// timed-out probe is both.
 pub(crate) fn acquire_transitions(before: Word, after: Word, limits: &Limits) -> Transitions {
     let generation = after.generation();
-    let timed_out = Transition {
-        from: State::HalfOpen,
-        to: State::Open,
+    let timed_out = probe_timed_out(generation, limits);
+    let cooldown_elapsed = Transition::new(
+        State::Open,
+        State::HalfOpen,
         generation,
-        reason: TransitionReason::ProbeTimedOut,
-        failures: 1,
-        cooldown_ms: limits.cooldown_ms,
-    };
-    let cooldown_elapsed = Transition {
-        from: State::Open,
-        to: State::HalfOpen,
-        generation,
-        reason: TransitionReason::CooldownElapsed,
-        failures: 0,
-        cooldown_ms: limits.cooldown_ms,
-    };
+        TransitionReason::CooldownElapsed,
+        0,
+        limits,
+    );
     match (before.kind(), after.kind()) {
         (Kind::Probing, Kind::Open) => Transitions([Some(timed_out), None]),
         (Kind::Probing, Kind::Probing) => Transitions([Some(timed_out), Some(cooldown_elapsed)]),
         (Kind::Open, Kind::Probing) => Transitions([Some(cooldown_elapsed), None]),
         _ => Transitions([None, None]),
     }
+}
+
+/// `half-open → open` for a probe that outlived its lease, entering `generation`.
+const fn probe_timed_out(generation: u32, limits: &Limits) -> Transition {
+    Transition::new(
+        State::HalfOpen,
+        State::Open,
+        generation,
+        TransitionReason::ProbeTimedOut,
+        1,
+        limits,
+    )
 }
 
 /// Up to two transitions, oldest first.
@@ -636,18 +675,7 @@ pub(crate) fn report(
                 Report::Failure => {
                     let failures = failures.saturating_add(1);
                     if failures >= limits.failure_threshold {
-                        let next = next_generation(generation);
-                        Some(Step {
-                            next: Word::open(next, now()),
-                            transition: Some(Transition::new(
-                                State::Closed,
-                                State::Open,
-                                next,
-                                TransitionReason::FailureThreshold,
-                                failures,
-                                limits,
-                            )),
-                        })
+                        Some(trip(generation, failures, now(), limits))
                     } else {
                         Some(Step {
                             next: Word::closed(generation, failures),
@@ -660,8 +688,7 @@ pub(crate) fn report(
         }
         (Kind::Probing, true) => {
             let now_ms = now();
-            let lease_end = word.payload().saturating_add(limits.probe_timeout_ms);
-            if now_ms >= lease_end {
+            if now_ms >= lease_end(word, limits) {
                 return None;
             }
             let next = next_generation(generation);
@@ -718,7 +745,7 @@ pub(crate) fn is_current(
     }
     match (word.kind(), probe) {
         (Kind::Closed, false) => true,
-        (Kind::Probing, true) => now() < word.payload().saturating_add(limits.probe_timeout_ms),
+        (Kind::Probing, true) => now() < lease_end(word, limits),
         _ => false,
     }
 }
@@ -760,15 +787,10 @@ pub(crate) fn manual(word: Word, action: Manual, limits: &Limits) -> Option<Step
             (0, State::Closed, Word::closed(generation, 0))
         }
     };
-    let from = match word.kind() {
-        Kind::Closed => State::Closed,
-        Kind::Open => State::Open,
-        Kind::Probing | Kind::HalfOpen => State::HalfOpen,
-    };
     Some(Step {
         next,
         transition: Some(Transition::new(
-            from,
+            word.announced_state(),
             to,
             generation,
             TransitionReason::Manual,
@@ -787,24 +809,13 @@ pub(crate) fn expired_probe(
     limits: &Limits,
     now: impl FnOnce() -> u64,
 ) -> Option<Step> {
-    if word.kind() != Kind::Probing {
+    if word.kind() != Kind::Probing || now() < lease_end(word, limits) {
         return None;
     }
-    let lease_end = word.payload().saturating_add(limits.probe_timeout_ms);
-    if now() < lease_end {
-        return None;
-    }
-    let generation = next_generation(word.generation());
+    let next = timed_out(word, limits);
     Some(Step {
-        next: Word::open(generation, lease_end),
-        transition: Some(Transition::new(
-            State::HalfOpen,
-            State::Open,
-            generation,
-            TransitionReason::ProbeTimedOut,
-            1,
-            limits,
-        )),
+        next,
+        transition: Some(probe_timed_out(next.generation(), limits)),
     })
 }
 
@@ -821,18 +832,7 @@ pub(crate) fn check_threshold(
     if failures == 0 || failures < limits.failure_threshold {
         return None;
     }
-    let next = next_generation(generation);
-    Some(Step {
-        next: Word::open(next, now()),
-        transition: Some(Transition::new(
-            State::Closed,
-            State::Open,
-            next,
-            TransitionReason::FailureThreshold,
-            failures,
-            limits,
-        )),
-    })
+    Some(trip(generation, failures, now(), limits))
 }
 
 /// Milliseconds in `duration`, rounded up, or `None` if it exceeds [`MAX_TIME_MS`].
