@@ -71,8 +71,10 @@
 //! # Observability
 //!
 //! Every [`Transition`] carries its reason, generation, failure count and cooldown; a listener
-//! (`on_transition` on [`Builder`] or [`RegistryBuilder`]) hears each one once, outside any retry
-//! loop. Counting is opt-in ([`Builder::metrics`]): thread-striped counters read as a [`Metrics`]
+//! (`on_transition` on [`Builder`](breaker::Builder) or
+//! [`RegistryBuilder`](registry::RegistryBuilder)) hears each one once, outside any retry
+//! loop. Counting is opt-in ([`Builder::metrics`](breaker::Builder::metrics)): thread-striped counters read as a
+//! [`Metrics`](observe::Metrics)
 //! snapshot. Feature `tracing` adds events and pipeline spans; feature `metrics` exports the
 //! counters through the `metrics` facade.
 //!
@@ -98,57 +100,49 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod blocked;
-mod breaker;
-mod call;
-mod classify;
-mod config;
-mod metrics;
-mod observe;
-mod permit;
-#[cfg(feature = "tokio")]
-mod pipeline;
-mod registry;
-mod reload;
-mod state;
+// The layers, bottom up; each imports only from those above it in this list.
+pub mod agent;
+pub mod breaker;
+pub mod classify;
+pub mod config;
+pub mod observe;
+pub mod registry;
 mod sync;
-mod tool;
+mod time;
 #[cfg(feature = "tower")]
 pub mod tower;
+mod types;
 
 pub use quanta;
 
-pub use blocked::Blocked;
-pub use breaker::CircuitBreaker;
-pub use call::{CallError, RunFuture};
-#[cfg(feature = "http")]
-pub use classify::http;
-pub use classify::{Classify, FailureKind, Outcome};
-pub use config::{
-    Builder, Config, ConfigError, DEFAULT_COOLDOWN, DEFAULT_FAILURE_THRESHOLD,
-    DEFAULT_PROBE_TIMEOUT, MAX_DURATION, Problem,
-};
-pub use metrics::{FailureCounts, Metrics, TransitionCounts};
-pub use observe::TransitionEvent;
-pub use permit::{OwnedPermit, Permit};
 #[cfg(feature = "tokio")]
-pub use pipeline::{AgentRun, Attempt, RetryPolicy, ToolGuard};
-pub use registry::{Registry, RegistryBuilder};
-#[cfg(feature = "toml")]
-pub use reload::ConfigFileError;
-pub use reload::{ConfigChange, RegistryConfig};
-pub use state::{BlockedReason, MAX_GENERATION, MAX_TIME_MS, State, Transition, TransitionReason};
-pub use tool::{CallStats, StopReason, ToolResult};
+pub use agent::{AgentRun, RetryPolicy, ToolGuard};
+pub use agent::{StopReason, ToolResult};
+pub use breaker::{CallError, CircuitBreaker, Permit};
+pub use classify::{Classify, FailureKind, Outcome};
+pub use config::{Config, ConfigError};
+pub use registry::{Registry, RegistryConfig};
+pub use types::{Blocked, BlockedReason, State, Transition, TransitionReason};
 
 /// Internals for the fuzz targets (`fuzz/`), built only under `--cfg fuzzing`; not part of the
 /// API and not covered by semver.
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzzing {
-    use crate::state::{Kind, Word};
+    use crate::breaker::fuzzing::{self as word, Kind, Word};
 
-    pub use crate::breaker::CLOCK_HEADROOM_MS;
-    pub use crate::state::{GENERATION_BITS, KIND_BITS, MAX_TIME_MS, PAYLOAD_BITS};
+    /// Bits of the kind field.
+    pub const KIND_BITS: u32 = word::KIND_BITS;
+    /// Bits of the generation field.
+    pub const GENERATION_BITS: u32 = word::GENERATION_BITS;
+    /// Bits of the payload field.
+    pub const PAYLOAD_BITS: u32 = word::PAYLOAD_BITS;
+    /// The largest generation; the next one is 0.
+    pub const MAX_GENERATION: u32 = word::MAX_GENERATION;
+    /// The largest time the word holds, in ms since the breaker's origin.
+    pub const MAX_TIME_MS: u64 = word::MAX_TIME_MS;
+    /// How far before its construction a breaker's time origin lies, in ms.
+    pub const CLOCK_HEADROOM_MS: u64 = crate::time::CLOCK_HEADROOM_MS;
 
     /// A word of `kind` (0 closed, 1 open, 2 probing, 3 half-open) built by its constructor.
     pub fn pack(kind: u8, generation: u32, payload: u64) -> u64 {

@@ -1,20 +1,44 @@
-//! The one place the crate's atomics come from.
+//! The one place the crate's atomics and locks come from.
 //!
-//! Every atomic the breaker touches is imported from here, so a model checker can swap in its own
-//! types without a second copy of the breaker code (the shape of tokio's `src/loom/` and
-//! crossbeam-utils' `primitive` module). The 64-bit atomic comes from `portable-atomic`, which is
-//! the native instruction where the target has one and a fallback where it does not, so 32-bit
-//! targets build too.
+//! Every atomic the crate touches is imported from here, so a model checker can swap in its own
+//! types without a second copy of the code (the shape of tokio's `src/loom/` and crossbeam-utils'
+//! `primitive` module). Nothing else in the crate names `core::sync::atomic`, `std::sync`'s locks
+//! or `portable_atomic`.
 //!
-//! Under `--cfg loom` the breaker's word is loom's `AtomicU64`, so the model tests in
-//! `tests/loom.rs` explore every interleaving of the real breaker code.
+//! - [`AtomicU64`] is the breaker's word and its threshold: under `--cfg loom` they are loom's, so
+//!   the model tests in `tests/loom.rs` explore every interleaving of the real breaker code.
+//!   Elsewhere it comes from `portable-atomic`, the native instruction where the target has one
+//!   and a fallback where it does not, so 32-bit targets build too.
+//! - [`RelaxedU64`] is for values that take part in no protocol (the live durations, counters):
+//!   always `portable-atomic`'s, also under loom, so they stay out of the explored state.
+//! - The narrower atomics and the locks are the standard library's (loom's `Mutex` under loom).
 
-pub(crate) use core::sync::atomic::Ordering;
+#[cfg(feature = "tokio")]
+pub(crate) use core::sync::atomic::{AtomicU8, AtomicU32};
+pub(crate) use core::sync::atomic::{AtomicUsize, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::sync::Mutex;
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::AtomicU64;
 #[cfg(not(loom))]
 pub(crate) use portable_atomic::AtomicU64;
+pub(crate) use portable_atomic::AtomicU64 as RelaxedU64;
 #[cfg(not(loom))]
 pub(crate) use std::sync::Mutex;
+pub(crate) use std::sync::RwLock;
+
+/// The guard of `lock`, recovering it if a thread panicked while holding it: every lock in the
+/// crate guards only plain stores, so the data behind a poisoned lock is whole.
+pub(crate) fn lock<T>(lock: &Mutex<T>) -> MutexGuard<'_, T> {
+    #[cfg(not(loom))]
+    return lock
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    #[cfg(loom)]
+    return lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+}
+
+#[cfg(loom)]
+pub(crate) use loom::sync::MutexGuard;
+#[cfg(not(loom))]
+pub(crate) use std::sync::MutexGuard;

@@ -61,7 +61,7 @@ fn blocked_and_call_error_box_into_dyn_error() {
 #[test]
 fn owned_permits_are_send_sync_and_static() {
     fn send_sync_static<T: Send + Sync + 'static>() {}
-    send_sync_static::<toolbreaker::OwnedPermit>();
+    send_sync_static::<toolbreaker::breaker::OwnedPermit>();
 }
 
 #[test]
@@ -78,7 +78,7 @@ fn an_owned_probe_dropped_in_another_thread_releases_the_slot() {
         .try_acquire_owned()
         .unwrap()
         .record(Outcome::Failure(toolbreaker::FailureKind::Timeout));
-    mock.increment(toolbreaker::DEFAULT_COOLDOWN);
+    mock.increment(toolbreaker::config::DEFAULT_COOLDOWN);
     let probe = breaker.try_acquire_owned().unwrap();
     assert!(probe.is_probe());
     assert!(breaker.try_acquire().is_err());

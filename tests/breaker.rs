@@ -744,11 +744,14 @@ fn a_success_while_closed_with_no_failures_changes_nothing() {
     assert_eq!(breaker.try_acquire().unwrap().generation(), gen_before);
 }
 
+/// How many generations a permit tells apart: the documented 20-bit field (see `Permit`).
+const GENERATIONS: usize = 1 << 20;
+
 #[test]
 fn a_breaker_survives_more_generation_changes_than_its_field_holds() {
     // Each round moves the generation twice (trip, close): 2^20 + a few changes in all.
     let (breaker, mock) = breaker_with(1);
-    let generations = toolbreaker::MAX_GENERATION as usize + 1;
+    let generations = GENERATIONS;
     let rounds = generations / 2 + 2;
     for _ in 0..rounds {
         fail_once(&breaker);
@@ -765,7 +768,7 @@ fn a_breaker_survives_more_generation_changes_than_its_field_holds() {
 /// stays stale. Releases spend no generation, and an ordinary permit never matches a probe.
 #[test]
 fn p6_a_call_from_before_the_trip_stays_stale_across_any_number_of_probe_releases() {
-    let generations = toolbreaker::MAX_GENERATION as usize + 1;
+    let generations = GENERATIONS;
     // The count at which a generation spent per claim and release would come back round to the
     // old permit's, and more releases than the field holds.
     for releases in [generations / 2 - 1, generations + 2] {

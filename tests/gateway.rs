@@ -19,8 +19,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use toolbreaker::{
-    AgentRun, Attempt, BlockedReason, CircuitBreaker, Config, FailureKind, Outcome, Registry,
-    RetryPolicy, State, StopReason, ToolGuard, ToolResult,
+    AgentRun, BlockedReason, CircuitBreaker, Config, FailureKind, Outcome, Registry, RetryPolicy,
+    State, StopReason, ToolGuard, ToolResult, agent::Attempt,
 };
 use tools::{Cause, Mode, Tool, ToolError, ToolServer, call_tool};
 

@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::{HeaderMap, Response, StatusCode};
-use toolbreaker::http::{
+use toolbreaker::classify::http::{
     HttpClassifier, classify_reqwest, classify_reqwest_error, classify_response, classify_status,
     retry_after,
 };

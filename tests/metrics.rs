@@ -8,7 +8,8 @@ use std::time::Duration;
 use serde_json::json;
 use toolbreaker::quanta::{Clock, Mock};
 use toolbreaker::{
-    CircuitBreaker, Config, FailureKind, Metrics, Outcome, Registry, State, TransitionReason,
+    CircuitBreaker, Config, FailureKind, Outcome, Registry, State, TransitionReason,
+    observe::Metrics,
 };
 
 const COOLDOWN: Duration = Duration::from_millis(100);

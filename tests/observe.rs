@@ -243,7 +243,7 @@ fn assert_fields(fields: &Fields, expected: &[(&str, Value)]) {
 const COOLDOWN: Duration = Duration::from_secs(30);
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
-fn builder(threshold: u32) -> (toolbreaker::Builder, Arc<Mock>) {
+fn builder(threshold: u32) -> (toolbreaker::breaker::Builder, Arc<Mock>) {
     let (clock, mock) = Clock::mock();
     let builder = CircuitBreaker::builder()
         .name("search")

@@ -447,7 +447,7 @@ async fn a_spent_token_budget_stops_later_calls() {
 #[test]
 fn stopped_and_failed_results_are_exactly_this_json() {
     let stopped = ToolResult::<()>::stopped("run-9", StopReason::ToolCallBudget).with_stats(
-        toolbreaker::CallStats {
+        toolbreaker::agent::CallStats {
             attempts: 2,
             elapsed_ms: 300,
         },

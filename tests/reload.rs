@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use toolbreaker::quanta::{Clock, Mock};
 use toolbreaker::{
-    BlockedReason, CircuitBreaker, Config, ConfigFileError, FailureKind, Outcome, Registry,
-    RegistryConfig, State, Transition, TransitionReason,
+    BlockedReason, CircuitBreaker, Config, FailureKind, Outcome, Registry, RegistryConfig, State,
+    Transition, TransitionReason, registry::ConfigFileError,
 };
 
 const FAIL: Outcome = Outcome::Failure(FailureKind::Unavailable);
@@ -133,11 +133,11 @@ fn the_largest_values_are_accepted_and_one_more_is_refused() {
     assert_eq!(config.default_config().failure_threshold(), u32::MAX);
     assert_eq!(
         config.default_config().cooldown(),
-        toolbreaker::MAX_DURATION
+        toolbreaker::config::MAX_DURATION
     );
     assert_eq!(
         config.default_config().probe_timeout(),
-        toolbreaker::MAX_DURATION
+        toolbreaker::config::MAX_DURATION
     );
     let smallest =
         parse("[default]\nfailure_threshold = 1\ncooldown_ms = 1\nprobe_timeout_ms = 1\n");

@@ -17,7 +17,8 @@ use http::{Response, StatusCode};
 use toolbreaker::quanta::{Clock, Mock};
 use toolbreaker::tower::{CircuitBreakerLayer, CircuitBreakerService};
 use toolbreaker::{
-    Blocked, BlockedReason, CircuitBreaker, FailureKind, Outcome, State, http::HttpClassifier,
+    Blocked, BlockedReason, CircuitBreaker, FailureKind, Outcome, State,
+    classify::http::HttpClassifier,
 };
 use tower::{BoxError, Layer, Service, ServiceBuilder, ServiceExt, service_fn};
 
@@ -45,9 +46,10 @@ fn poll_once<F: Future>(fut: Pin<&mut F>) -> Poll<F::Output> {
 
 /// The `Blocked` an error carries; panics on any other error.
 fn blocked(error: &BoxError) -> Blocked {
-    *error
+    error
         .downcast_ref::<Blocked>()
         .unwrap_or_else(|| panic!("expected a Blocked error, got {error}"))
+        .clone()
 }
 
 /// What the stand-in dependency is asked to do.

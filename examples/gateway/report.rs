@@ -26,7 +26,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::time::Instant;
-use toolbreaker::{Attempt, FailureKind, Metrics, Outcome, State, StopReason, ToolResult};
+use toolbreaker::{
+    FailureKind, Outcome, State, StopReason, ToolResult, agent::Attempt, observe::Metrics,
+};
 
 use crate::tools::{Mode, Tool};
 

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use toolbreaker::{Config, ConfigFileError, Registry, RegistryConfig};
+use toolbreaker::{Config, Registry, RegistryConfig, registry::ConfigFileError};
 
 /// Consecutive counted failures that trip a breaker.
 pub const FAILURE_THRESHOLD: u32 = 5;

@@ -29,8 +29,10 @@ use axum::routing::get;
 use axum::serve::ListenerExt;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use toolbreaker::http::{classify_reqwest, classify_reqwest_error};
-use toolbreaker::{AgentRun, Attempt, CircuitBreaker, FailureKind, Outcome, ToolGuard, ToolResult};
+use toolbreaker::classify::http::{classify_reqwest, classify_reqwest_error};
+use toolbreaker::{
+    AgentRun, CircuitBreaker, FailureKind, Outcome, ToolGuard, ToolResult, agent::Attempt,
+};
 
 /// The tools the agent can call; each is its own dependency with its own server and breaker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

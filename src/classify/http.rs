@@ -32,7 +32,7 @@ use crate::classify::{Classify, FailureKind, Outcome};
 ///
 /// ```
 /// use http::StatusCode;
-/// use toolbreaker::{FailureKind, Outcome, http::classify_status};
+/// use toolbreaker::{FailureKind, Outcome, classify::http::classify_status};
 ///
 /// assert_eq!(classify_status(StatusCode::SERVICE_UNAVAILABLE), Outcome::Failure(FailureKind::Unavailable));
 /// assert_eq!(classify_status(StatusCode::BAD_REQUEST), Outcome::Ignored);
@@ -55,7 +55,7 @@ pub fn classify_status(status: StatusCode) -> Outcome {
 ///
 /// ```
 /// use std::time::Duration;
-/// use toolbreaker::{FailureKind, Outcome, http::classify_response};
+/// use toolbreaker::{FailureKind, Outcome, classify::http::classify_response};
 ///
 /// let response = http::Response::builder().status(429).header("retry-after", "2").body(()).unwrap();
 /// assert_eq!(
@@ -67,11 +67,11 @@ pub fn classify_response<B>(response: &Response<B>) -> Outcome {
     with_hint(
         classify_status(response.status()),
         response.headers(),
-        SystemTime::now(),
+        crate::time::wall_now(),
     )
 }
 
-fn with_hint(outcome: Outcome, headers: &HeaderMap, now: SystemTime) -> Outcome {
+pub(super) fn with_hint(outcome: Outcome, headers: &HeaderMap, now: SystemTime) -> Outcome {
     match outcome {
         Outcome::Failure(FailureKind::RateLimited { .. }) => {
             Outcome::Failure(FailureKind::RateLimited {
@@ -90,7 +90,7 @@ fn with_hint(outcome: Outcome, headers: &HeaderMap, now: SystemTime) -> Outcome 
 /// ```
 /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// use http::HeaderMap;
-/// use toolbreaker::http::retry_after;
+/// use toolbreaker::classify::http::retry_after;
 ///
 /// let mut headers = HeaderMap::new();
 /// headers.insert("retry-after", "120".parse().unwrap());
@@ -120,7 +120,7 @@ pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
 ///
 /// ```
 /// use http::StatusCode;
-/// use toolbreaker::{FailureKind, Outcome, http::HttpClassifier};
+/// use toolbreaker::{FailureKind, Outcome, classify::http::HttpClassifier};
 ///
 /// let classify = HttpClassifier::new().status(StatusCode::NOT_FOUND, Outcome::Failure(FailureKind::Unavailable));
 /// let not_found = http::Response::builder().status(404).body(()).unwrap();
@@ -161,70 +161,13 @@ impl HttpClassifier {
         with_hint(
             self.classify_status(response.status()),
             response.headers(),
-            SystemTime::now(),
+            crate::time::wall_now(),
         )
     }
 }
 
 #[cfg(feature = "reqwest")]
-mod reqwest_support {
-    use super::*;
-
-    /// The outcome of a `reqwest` call by the tables in the module docs.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use toolbreaker::{Outcome, http::classify_reqwest};
-    ///
-    /// // A URL that cannot be parsed is the caller's fault, not the dependency's.
-    /// let client = reqwest::Client::new();
-    /// let built = client.get("not a url").build().map(|_| unreachable!());
-    /// assert_eq!(classify_reqwest(&built), Outcome::Ignored);
-    /// ```
-    pub fn classify_reqwest(result: &Result<reqwest::Response, reqwest::Error>) -> Outcome {
-        HttpClassifier::default().reqwest(result)
-    }
-
-    /// The outcome of a transport error alone.
-    pub fn classify_reqwest_error(error: &reqwest::Error) -> Outcome {
-        if error.is_timeout() {
-            Outcome::Failure(FailureKind::Timeout)
-        } else if error.is_connect() {
-            Outcome::Failure(FailureKind::Connect)
-        } else if error.is_builder() {
-            Outcome::Ignored
-        } else if let Some(status) = error.status() {
-            classify_status(status)
-        } else {
-            Outcome::Failure(FailureKind::Other)
-        }
-    }
-
-    impl HttpClassifier {
-        /// The outcome of a `reqwest` call: the response by status (overrides first), or the
-        /// transport error.
-        pub fn reqwest(&self, result: &Result<reqwest::Response, reqwest::Error>) -> Outcome {
-            match result {
-                Ok(response) => with_hint(
-                    self.classify_status(response.status()),
-                    response.headers(),
-                    SystemTime::now(),
-                ),
-                Err(error) => classify_reqwest_error(error),
-            }
-        }
-    }
-
-    impl Classify<reqwest::Response, reqwest::Error> for HttpClassifier {
-        fn classify(&self, result: &Result<reqwest::Response, reqwest::Error>) -> Outcome {
-            self.reqwest(result)
-        }
-    }
-}
-
-#[cfg(feature = "reqwest")]
-pub use reqwest_support::{classify_reqwest, classify_reqwest_error};
+pub use super::reqwest::{classify_reqwest, classify_reqwest_error};
 
 impl<B, E> Classify<Response<B>, E> for HttpClassifier {
     /// A response by status; an error from a generic HTTP service is a failure of kind `Other`,

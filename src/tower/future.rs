@@ -9,9 +9,9 @@ use std::sync::Arc;
 use ::tower::BoxError;
 use pin_project_lite::pin_project;
 
-use crate::blocked::Blocked;
+use crate::breaker::OwnedPermit;
 use crate::classify::Classify;
-use crate::permit::OwnedPermit;
+use crate::types::Blocked;
 
 pin_project! {
     /// The response future of a [`CircuitBreakerService`](super::CircuitBreakerService).
@@ -42,9 +42,9 @@ pin_project! {
             permit: Option<OwnedPermit>,
             classifier: Arc<C>,
         },
-        // Not admitted; nothing was sent.
+        // Not admitted; nothing was sent. `blocked` is taken when the future completes.
         Rejected {
-            blocked: Blocked,
+            blocked: Option<Blocked>,
         },
     }
 }
@@ -62,7 +62,9 @@ impl<F, C> ResponseFuture<F, C> {
 
     pub(super) fn rejected(blocked: Blocked) -> Self {
         ResponseFuture {
-            state: State::Rejected { blocked },
+            state: State::Rejected {
+                blocked: Some(blocked),
+            },
         }
     }
 }
@@ -88,7 +90,12 @@ where
                 }
                 Poll::Ready(result.map_err(Into::into))
             }
-            StateProj::Rejected { blocked } => Poll::Ready(Err(Box::new(*blocked))),
+            StateProj::Rejected { blocked } => {
+                let blocked = blocked
+                    .take()
+                    .expect("`ResponseFuture` polled after completion");
+                Poll::Ready(Err(Box::new(blocked)))
+            }
         }
     }
 }

@@ -62,10 +62,10 @@ impl<C> CircuitBreakerLayer<C> {
 }
 
 #[cfg(feature = "http")]
-impl CircuitBreakerLayer<crate::http::HttpClassifier> {
+impl CircuitBreakerLayer<crate::classify::http::HttpClassifier> {
     /// A layer for services answering [`http::Response`](::http::Response)s (features `tower`
     /// and `http`): responses are classified by
-    /// [`HttpClassifier`](crate::http::HttpClassifier)'s table (5xx, 408 and 429 count, other 4xx
+    /// [`HttpClassifier`](crate::classify::http::HttpClassifier)'s table (5xx, 408 and 429 count, other 4xx
     /// are ignored) and every error of the inner service counts as a failure of kind
     /// [`Other`](crate::FailureKind::Other). For per-status overrides, pass an `HttpClassifier`
     /// to [`new`](Self::new).
@@ -75,7 +75,7 @@ impl CircuitBreakerLayer<crate::http::HttpClassifier> {
     /// ```
     /// use std::sync::Arc;
     /// use toolbreaker::tower::CircuitBreakerLayer;
-    /// use toolbreaker::{CircuitBreaker, FailureKind, Outcome, http::HttpClassifier};
+    /// use toolbreaker::{CircuitBreaker, FailureKind, Outcome, classify::http::HttpClassifier};
     ///
     /// let breaker = Arc::new(CircuitBreaker::builder().build()?);
     /// let layer = CircuitBreakerLayer::http(breaker);
@@ -86,7 +86,7 @@ impl CircuitBreakerLayer<crate::http::HttpClassifier> {
     /// # Ok::<(), toolbreaker::ConfigError>(())
     /// ```
     pub fn http(breaker: Arc<CircuitBreaker>) -> Self {
-        Self::new(breaker, crate::http::HttpClassifier::new())
+        Self::new(breaker, crate::classify::http::HttpClassifier::new())
     }
 }
 

@@ -4,7 +4,7 @@
 //! A request the breaker does not admit is answered at once with an error that carries the
 //! [`Blocked`] value (downcast the [`BoxError`] to read `retry_after`); the inner service is not
 //! called, and not even polled for readiness. An admitted request's result is classified by a
-//! [`Classify`] implementation (a closure, or `toolbreaker::http::HttpClassifier` for
+//! [`Classify`] implementation (a closure, or `toolbreaker::classify::http::HttpClassifier` for
 //! `http::Response`s, with features `tower` and `http`) and recorded on the breaker; the
 //! response, or the inner service's error boxed, is passed through unchanged.
 //!
@@ -104,10 +104,10 @@ use std::sync::Arc;
 
 use ::tower::{BoxError, Service};
 
-use crate::blocked::Blocked;
 use crate::breaker::CircuitBreaker;
+use crate::breaker::OwnedPermit;
 use crate::classify::Classify;
-use crate::permit::OwnedPermit;
+use crate::types::Blocked;
 
 pub mod future;
 mod layer;

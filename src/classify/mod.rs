@@ -8,6 +8,8 @@ use core::time::Duration;
 
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "reqwest")]
+mod reqwest;
 
 /// How one call went, as far as the dependency's health is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -4,9 +4,11 @@ use core::ops::Deref;
 use core::time::Duration;
 use std::sync::Arc;
 
-use crate::breaker::CircuitBreaker;
+use super::CircuitBreaker;
+use super::decide::Report;
 use crate::classify::Outcome;
-use crate::state::{Report, Transition};
+use crate::observe::Counter;
+use crate::types::Transition;
 
 /// Permission to make one call to the dependency; report how it went with [`record`](Self::record).
 ///
@@ -49,8 +51,7 @@ impl<'a> Permit<'a> {
         }
     }
 
-    /// The generation the permit was issued in (wraps after
-    /// [`MAX_GENERATION`](crate::MAX_GENERATION)).
+    /// The generation the permit was issued in (20 bits: it wraps to 0 after 1,048,575).
     pub fn generation(&self) -> u32 {
         self.ticket.generation
     }
@@ -187,18 +188,17 @@ impl<B: Deref<Target = CircuitBreaker>> Ticket<B> {
         self.breaker.permit_is_current(self.generation, self.probe)
     }
 
-    #[inline]
+    #[inline(always)]
     fn record(mut self, outcome: Outcome, elapsed: Option<Duration>) -> Option<Transition> {
-        let report = match outcome {
-            Outcome::Success => Report::Success,
-            Outcome::Failure(_) => Report::Failure,
-            Outcome::Ignored => Report::Ignored,
-        };
-        self.breaker.count_outcome(&outcome, elapsed);
-        let transition = self.breaker.report(self.generation, self.probe, report);
-        // The report replaces what `Drop` would do.
-        self.probe = false;
-        transition
+        let counter = Counter::of(&outcome);
+        // The healthy path first, inline: nothing to write and nothing to count. Everything else
+        // is one out-of-line call with plain arguments.
+        if self.breaker.is_no_op(self.generation, self.probe, counter) {
+            return None;
+        }
+        let probe = core::mem::replace(&mut self.probe, false); // the report replaces `Drop`'s
+        self.breaker
+            .record_slow(self.generation, probe, counter, elapsed)
     }
 }
 

@@ -3,8 +3,8 @@
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
-use crate::blocked::Blocked;
-use crate::state::BlockedReason;
+use crate::time::millis_floor;
+use crate::types::{Blocked, BlockedReason};
 
 /// The result of one tool call as the agent runtime hands it to the model.
 ///
@@ -159,9 +159,7 @@ impl<T> ToolResult<T> {
     /// never shown as less than 0.1 s).
     pub fn blocked(dependency: impl Into<String>, blocked: &Blocked) -> Self {
         let dependency = dependency.into();
-        let retry_after_ms = u64::try_from(blocked.retry_after().as_millis())
-            .unwrap_or(u64::MAX)
-            .max(1);
+        let retry_after_ms = millis_floor(blocked.retry_after()).max(1);
         let what = match blocked.reason() {
             BlockedReason::DependencyOpen => "is temporarily unavailable",
             BlockedReason::ProbeInFlight => "is being checked for recovery",

@@ -6,10 +6,9 @@ use core::pin::Pin;
 use core::task::{Context, Poll, ready};
 use core::time::Duration;
 
-use crate::blocked::Blocked;
-use crate::breaker::CircuitBreaker;
+use super::{CircuitBreaker, Permit};
 use crate::classify::Outcome;
-use crate::permit::Permit;
+use crate::types::Blocked;
 
 /// Why a guarded call returned no value.
 #[derive(Debug, PartialEq, Eq)]

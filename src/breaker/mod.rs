@@ -1,26 +1,50 @@
-//! `CircuitBreaker`: one atomic word, and the only compare-and-swap loops in the crate.
+//! [`CircuitBreaker`]: one packed word behind one compare-and-swap seam, and the calls that go
+//! through it.
+//!
+//! The layers of this folder, bottom up: `word` (the layout and its constants), `decide` (the
+//! pure transitions), `store` (the type that owns the word and its one read-modify-write),
+//! `permit`, then this module, which reads the clock and the live settings, applies the decisions
+//! through the store and tells the observers; `call` (guarded calls) and `builder` sit on it.
 
 use core::time::Duration;
-
-use crossbeam_utils::CachePadded;
-
 use std::sync::Arc;
 
-use crate::blocked::Blocked;
-use crate::classify::Outcome;
-use crate::config::{Builder, Config};
-use crate::metrics::{Counter, Counters, Metrics};
-use crate::observe::{self, Listener};
-use crate::permit::{OwnedPermit, Permit};
-use crate::state::{
-    self, Admission, Limits, MAX_TIME_MS, Manual, Report, State, Step, Transition, Word,
-};
-use crate::sync::{AtomicU64, Mutex, Ordering};
+use crossbeam_utils::CachePadded;
+use smol_str::SmolStr;
+
+mod builder;
+mod call;
+mod decide;
+mod permit;
+mod store;
+mod word;
+
+pub use self::builder::Builder;
+pub(crate) use self::builder::Extras;
+pub use self::call::{CallError, RunFuture};
+pub use self::permit::{OwnedPermit, Permit};
+
+use self::decide::{Admission, Manual, Report, Step};
+use self::store::Store;
+use self::word::{MAX_TIME_MS, Word};
+use crate::config::{Config, Limits};
+use crate::observe::{self, Counter, Counters, Listener, Metrics};
+use crate::sync::{self, AtomicU64, Mutex, Ordering, RelaxedU64};
+use crate::time::Origin;
+use crate::types::{Blocked, State, Transition};
+
+/// Word-layout internals for the fuzz targets (`fuzz/`), built only under `--cfg fuzzing`.
+#[cfg(fuzzing)]
+pub(crate) mod fuzzing {
+    pub(crate) use super::word::{
+        GENERATION_BITS, KIND_BITS, Kind, MAX_GENERATION, MAX_TIME_MS, PAYLOAD_BITS, Word,
+    };
+}
 
 /// A lock-free circuit breaker for one dependency.
 ///
-/// State, consecutive failure count and opened-at time live in one 64-bit word (layout in the
-/// `state` module's docs) that changes only by compare-and-swap, so the probe slot is claimed
+/// State, consecutive failure count and opened-at time live in one 64-bit word (its layout is in
+/// the `breaker::word` module's source docs) that changes only by compare-and-swap, so the probe slot is claimed
 /// without a lock and a reader never sees one state with another state's timestamp.
 ///
 /// Costs: while closed with no failures, [`try_acquire`](Self::try_acquire) is one atomic load and
@@ -84,13 +108,12 @@ pub struct CircuitBreaker {
 
 #[derive(Debug)]
 struct Inner {
-    word: AtomicU64,
+    store: Store,
     limits: LiveLimits,
-    clock: quanta::Clock,
-    epoch: quanta::Instant,
+    origin: Origin,
     /// Counters, when counting is on (`Builder::metrics`).
     metrics: Option<Box<Counters>>,
-    name: Option<Arc<str>>,
+    name: SmolStr,
     listener: Option<Listener>,
     /// Serialises reconfigurations, so two never interleave their fields.
     reconfigure: Mutex<()>,
@@ -106,16 +129,16 @@ struct Inner {
 #[derive(Debug)]
 struct LiveLimits {
     failure_threshold: AtomicU64,
-    cooldown_ms: portable_atomic::AtomicU64,
-    probe_timeout_ms: portable_atomic::AtomicU64,
+    cooldown_ms: RelaxedU64,
+    probe_timeout_ms: RelaxedU64,
 }
 
 impl LiveLimits {
     fn new(limits: Limits) -> Self {
         LiveLimits {
             failure_threshold: AtomicU64::new(limits.failure_threshold),
-            cooldown_ms: portable_atomic::AtomicU64::new(limits.cooldown_ms),
-            probe_timeout_ms: portable_atomic::AtomicU64::new(limits.probe_timeout_ms),
+            cooldown_ms: RelaxedU64::new(limits.cooldown_ms),
+            probe_timeout_ms: RelaxedU64::new(limits.probe_timeout_ms),
         }
     }
 
@@ -140,14 +163,6 @@ impl LiveLimits {
     }
 }
 
-/// What a [`CircuitBreaker`] is built with besides its configuration and clock.
-#[derive(Debug)]
-pub(crate) struct Extras {
-    pub(crate) name: Option<Arc<str>>,
-    pub(crate) listener: Option<Listener>,
-    pub(crate) metrics: bool,
-}
-
 impl CircuitBreaker {
     /// A builder with the documented defaults (threshold 5, cooldown 30 s, probe timeout 30 s,
     /// the system clock, no name, no listener, no counting).
@@ -168,7 +183,7 @@ impl CircuitBreaker {
     /// ```
     pub fn new(config: Config, clock: quanta::Clock) -> Self {
         let extras = Extras {
-            name: None,
+            name: SmolStr::default(),
             listener: None,
             metrics: false,
         };
@@ -176,13 +191,11 @@ impl CircuitBreaker {
     }
 
     pub(crate) fn with_extras(config: Config, clock: quanta::Clock, extras: Extras) -> Self {
-        let epoch = clock.now();
         CircuitBreaker {
             inner: CachePadded::new(Inner {
-                word: AtomicU64::new(Word::INITIAL.0),
+                store: Store::new(Word::INITIAL),
                 limits: LiveLimits::new(config.limits()),
-                clock,
-                epoch,
+                origin: Origin::new(clock),
                 metrics: extras.metrics.then(|| Box::new(Counters::new())),
                 name: extras.name,
                 listener: extras.listener,
@@ -194,7 +207,7 @@ impl CircuitBreaker {
     /// The dependency this breaker guards, as named by [`Builder::name`] or by the
     /// [`Registry`](crate::Registry) that made it; empty if unnamed. Events and metrics carry it.
     pub fn name(&self) -> &str {
-        self.inner.name.as_deref().unwrap_or_default()
+        &self.inner.name
     }
 
     /// The configuration in force: the one built with, or the latest
@@ -209,7 +222,7 @@ impl CircuitBreaker {
     }
 
     /// A snapshot of this breaker's counters, or `None` when counting is off (the default; turn
-    /// it on with [`Builder::metrics`] or [`RegistryBuilder::metrics`](crate::RegistryBuilder::metrics)).
+    /// it on with [`Builder::metrics`] or [`RegistryBuilder::metrics`](crate::registry::RegistryBuilder::metrics)).
     ///
     /// The counts are read one after another while calls go on, so a snapshot taken under load
     /// may count a call's admission and not yet its outcome.
@@ -242,10 +255,8 @@ impl CircuitBreaker {
     /// between; a probe past its lease reads [`State::Open`]. Reads the clock only when not closed.
     #[inline]
     pub fn state(&self) -> State {
-        // Acquire: pairs with the release of the transition that stored this word, so a caller
-        // that sees the new state also sees what the reporter did before it.
-        let word = Word(self.inner.word.load(Ordering::Acquire));
-        state::view(word, &self.limits(), || self.now_ms()).state()
+        let word = self.inner.store.load();
+        decide::view(word, &self.limits(), || self.now_ms()).state()
     }
 
     /// Ask to make one call to the dependency.
@@ -259,9 +270,7 @@ impl CircuitBreaker {
     /// [`Blocked`] when the breaker does not admit the call; nothing has been sent.
     #[inline]
     pub fn try_acquire(&self) -> Result<Permit<'_>, Blocked> {
-        // Acquire: pairs with the release of whichever transition stored this word (see
-        // `# Memory ordering`).
-        let word = Word(self.inner.word.load(Ordering::Acquire));
+        let word = self.inner.store.load();
         // The healthy path, kept small enough to inline: closed admits on the one load.
         match word.closed_generation() {
             Some(generation) => {
@@ -274,60 +283,46 @@ impl CircuitBreaker {
 
     /// The rest of `try_acquire`, out of line so the closed path stays a load and a compare.
     #[inline(never)]
-    fn try_acquire_not_closed(&self, mut word: Word) -> Result<Permit<'_>, Blocked> {
-        let mut now = None;
+    fn try_acquire_not_closed(&self, word: Word) -> Result<Permit<'_>, Blocked> {
         let limits = self.limits();
-        loop {
+        let mut now = None;
+        let updated = self.inner.store.update(word, |word| {
             let (admission, next) =
-                state::acquire(word, &limits, || *now.get_or_insert_with(|| self.now_ms()));
-            if let Some(next) = next {
-                // AcqRel on success: release publishes the claim of the probe slot (or the
-                // record of a timed-out probe); acquire orders it after the transition that
-                // made it possible. Acquire on failure: we decide again from the word that beat
-                // us, as if we had loaded it. Weak: a spurious failure only costs another turn.
-                if let Err(actual) = self.inner.word.compare_exchange_weak(
-                    word.0,
-                    next.0,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                ) {
-                    word = Word(actual);
-                    continue;
-                }
+                decide::acquire(word, &limits, || *now.get_or_insert_with(|| self.now_ms()));
+            (next, admission)
+        });
+        // The answer exists before anyone hears of the write: a listener that panics unwinds
+        // through the permit, whose drop gives the probe slot back.
+        let answer = match updated.answer {
+            Admission::Admit { generation, probe } => {
+                self.count(Counter::Admitted);
+                Ok(Permit::new(self, generation, probe))
             }
-            // The answer exists before anyone hears of the write: a listener that panics unwinds
-            // through the permit, whose drop gives the probe slot back.
-            let answer = match admission {
-                Admission::Admit { generation, probe } => {
-                    self.count(Counter::Admitted);
-                    Ok(Permit::new(self, generation, probe))
-                }
-                Admission::Reject {
-                    state,
-                    reason,
-                    retry_after_ms,
-                } => {
-                    self.count(Counter::Blocked);
-                    Err(Blocked::new(
-                        state,
-                        reason,
-                        Duration::from_millis(retry_after_ms),
-                    ))
-                }
-            };
-            if let Some(next) = next {
-                // Outside the loop's retries: only the caller whose write landed reports it.
-                let transitions = state::acquire_transitions(word, next, &limits);
-                if transitions.0.iter().any(Option::is_some) {
-                    self.announce_all(&transitions.0);
-                }
+            Admission::Reject {
+                state,
+                reason,
+                retry_after_ms,
+            } => {
+                self.count(Counter::Blocked);
+                Err(self.blocked(state, reason, retry_after_ms))
             }
-            // After the transition that explains it (a timed-out probe found by this caller).
-            if let Err(blocked) = &answer {
-                observe::blocked(self.name(), blocked);
+        };
+        if let Some(after) = updated.after {
+            // Only the caller whose write landed reports what it wrote.
+            let transitions = decide::acquire_transitions(updated.before, after, &limits);
+            if transitions.0.iter().any(Option::is_some) {
+                self.announce_all(&transitions.0);
             }
-            return answer;
         }
+        // After the transition that explains it (a timed-out probe found by this caller).
+        if let Err(blocked) = &answer {
+            observe::blocked(blocked);
+        }
+        answer
+    }
+
+    fn blocked(&self, state: State, reason: crate::BlockedReason, retry_after_ms: u64) -> Blocked {
+        Blocked::new(self.inner.name.clone(), state, reason, retry_after_ms)
     }
 
     /// `Blocked` if the breaker is open (or isolated) now, as [`try_acquire`](Self::try_acquire)
@@ -337,21 +332,19 @@ impl CircuitBreaker {
     /// counted and logged as a blocked call, since the caller gives up on it.
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn check_open(&self) -> Result<(), Blocked> {
-        // Acquire: as in `try_acquire`.
-        let word = Word(self.inner.word.load(Ordering::Acquire));
+        let word = self.inner.store.load();
         if word.closed_generation().is_some() {
             return Ok(());
         }
-        match state::acquire(word, &self.limits(), || self.now_ms()).0 {
+        match decide::acquire(word, &self.limits(), || self.now_ms()).0 {
             Admission::Reject {
                 state: State::Open,
                 reason,
                 retry_after_ms,
             } => {
-                let retry_after = Duration::from_millis(retry_after_ms);
-                let blocked = Blocked::new(State::Open, reason, retry_after);
+                let blocked = self.blocked(State::Open, reason, retry_after_ms);
                 self.count(Counter::Blocked);
-                observe::blocked(self.name(), &blocked);
+                observe::blocked(&blocked);
                 Err(blocked)
             }
             _ => Ok(()),
@@ -370,133 +363,122 @@ impl CircuitBreaker {
             .map(|permit| permit.into_owned(Arc::clone(self)))
     }
 
-    /// Whether a permit of `generation` would still count (see `state::is_current`).
+    /// Whether a permit of `generation` would still count (see `decide::is_current`).
     pub(crate) fn permit_is_current(&self, generation: u32, probe: bool) -> bool {
-        // Acquire: as in `try_acquire`; the answer is judged against the newest transition.
-        let word = Word(self.inner.word.load(Ordering::Acquire));
-        state::is_current(word, generation, probe, &self.limits(), || self.now_ms())
+        let word = self.inner.store.load();
+        decide::is_current(word, generation, probe, &self.limits(), || self.now_ms())
+    }
+
+    /// Whether recording `counter` from a permit of `generation` changes nothing and counts
+    /// nothing: an ordinary permit's success or ignored outcome, counting off, and the word closed
+    /// in the permit's generation with no failures to clear. The whole healthy path of a report:
+    /// register tests, then one load; no store, no clock read.
+    #[inline(always)]
+    pub(crate) fn is_no_op(&self, generation: u32, probe: bool, counter: Counter) -> bool {
+        !probe
+            && !counter.is_failure()
+            && self.inner.metrics.is_none()
+            && self.inner.store.load() == Word::closed(generation, 0)
+    }
+
+    /// Everything a report does besides the no-op: counting, the failure event, clearing a
+    /// count, transitions and stale reports. Out of line, with plain arguments, so the caller's
+    /// healthy path keeps no stack frame.
+    #[inline(never)]
+    pub(crate) fn record_slow(
+        &self,
+        generation: u32,
+        probe: bool,
+        counter: Counter,
+        elapsed: Option<Duration>,
+    ) -> Option<Transition> {
+        if let Some(counters) = self.inner.metrics.as_deref() {
+            counters.add(counter);
+        }
+        if let Some(kind) = counter.failure_kind() {
+            observe::failure(self.name(), kind, elapsed);
+        }
+        let report = match counter {
+            Counter::Success => Report::Success,
+            Counter::Ignored => Report::Ignored,
+            _ => Report::Failure,
+        };
+        self.report(generation, probe, report)
     }
 
     /// Apply a permit's report. Returns the state change it caused, if any.
-    #[inline]
     pub(crate) fn report(
         &self,
         generation: u32,
         probe: bool,
         report: Report,
     ) -> Option<Transition> {
-        // Acquire: as in `try_acquire`; this report is judged against the newest transition.
-        let word = Word(self.inner.word.load(Ordering::Acquire));
-        // The healthy path: closed in the permit's generation with no failures to clear, and
-        // nothing to count. One load, no store, no clock read.
-        if !probe && word == Word::closed(generation, 0) && report != Report::Failure {
-            return None;
-        }
-        self.report_slow(word, generation, probe, report)
-    }
-
-    /// The rest of `report`, out of line: counting, clearing, transitions, stale reports.
-    #[inline(never)]
-    fn report_slow(
-        &self,
-        mut word: Word,
-        generation: u32,
-        probe: bool,
-        report: Report,
-    ) -> Option<Transition> {
-        let mut now = None;
         let limits = self.limits();
-        let step = loop {
-            let step = state::report(word, generation, probe, report, &limits, || {
-                *now.get_or_insert_with(|| self.now_ms())
-            })?;
-            // AcqRel on success: release publishes this outcome (and everything its caller did
-            // before reporting) to every later reader; acquire orders it after the word it
-            // replaces. Acquire on failure: the report is judged again against the newer word,
-            // which may make it stale. Weak: a spurious failure only costs another turn.
-            match self.inner.word.compare_exchange_weak(
-                word.0,
-                step.next.0,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => break step,
-                Err(actual) => word = Word(actual),
-            }
-        };
-        if let Some(transition) = step.transition {
+        let mut now = None;
+        let updated = self.inner.store.update(self.inner.store.load(), |word| {
+            split(decide::report(
+                word,
+                generation,
+                probe,
+                report,
+                &limits,
+                || *now.get_or_insert_with(|| self.now_ms()),
+            ))
+        });
+        if let Some(transition) = updated.answer {
             self.announce(transition);
             return Some(transition);
         }
-        if report == Report::Failure {
+        match updated.after {
             // A failure counted below the threshold read before the swap. If the threshold was
             // lowered meanwhile, the reconfiguration's read-modify-write of the word came before
             // our swap (or it saw our count and tripped): our swap read from it, so this load
             // sees the new threshold. One of the two always trips.
-            return self.check_threshold(step.next);
+            Some(after) if report == Report::Failure => self.check_threshold(after),
+            _ => None,
         }
-        None
     }
 
-    /// Trip `word`, the word this caller just stored or read, if its count reaches the threshold
-    /// in force now; nothing if the word has moved on (whoever moved it checks for themselves).
+    /// Trip `judged`, the word this caller just stored, if its count reaches the threshold in
+    /// force now; nothing if the word has moved on (whoever moved it checks for themselves).
     #[cold]
-    fn check_threshold(&self, word: Word) -> Option<Transition> {
+    fn check_threshold(&self, judged: Word) -> Option<Transition> {
         let limits = self.limits();
-        let step = state::check_threshold(word, &limits, || self.now_ms())?;
-        // Once, no retry: `word` is what this caller judged.
-        self.swap(word, step.next).ok()?;
-        let transition = step.transition?;
+        let mut now = None;
+        let updated = self.inner.store.update(judged, |word| {
+            if word != judged {
+                return (None, None);
+            }
+            split(decide::check_threshold(word, &limits, || {
+                *now.get_or_insert_with(|| self.now_ms())
+            }))
+        });
+        let transition = updated.answer?;
         self.announce(transition);
         Some(transition)
     }
 
-    /// One strong compare-and-swap of `current` for `next`, for the paths that must not fail
-    /// spuriously (a change by hand, a reconfiguration, a threshold check): `Err` holds the word
-    /// that beat it. AcqRel on success: release publishes the change (and what its caller did
-    /// before it); acquire orders it after the word it replaces. Acquire on failure: the caller
-    /// decides again from the newer word, as if it had loaded it.
-    fn swap(&self, current: Word, next: Word) -> Result<(), Word> {
-        self.inner
-            .word
-            .compare_exchange(current.0, next.0, Ordering::AcqRel, Ordering::Acquire)
-            .map(drop)
-            .map_err(Word)
-    }
-
-    /// Apply a change made by hand, retrying until it lands on the newest word.
+    /// Apply a change made by hand to the newest word.
     fn manual(&self, action: Manual) -> Option<Transition> {
-        // Acquire: as in `try_acquire`.
-        let mut word = Word(self.inner.word.load(Ordering::Acquire));
-        // A probe that outlived its lease is written down first, as the next caller would, so
-        // the change follows a transition that was heard; both are announced once the change
-        // has landed, so a listener's panic cannot stop it.
-        let mut timed_out = None;
-        let made = loop {
+        let updated = self.inner.store.update(self.inner.store.load(), |word| {
             let limits = self.limits();
-            if let Some(found) = state::expired_probe(word, &limits, || self.now_ms()) {
-                match self.swap(word, found.next) {
-                    Ok(()) => {
-                        timed_out = found.transition;
-                        word = found.next;
-                    }
-                    Err(actual) => word = actual,
-                }
-                continue;
-            }
-            let Some(step) = state::manual(word, action, &limits) else {
-                break None;
+            // A probe that outlived its lease is written down first, in the same write, as the
+            // next caller would: the change follows a transition that is heard.
+            let expired = decide::expired_probe(word, &limits, || self.now_ms());
+            let (base, timed_out) = match expired {
+                Some(step) => (step.next, step.transition),
+                None => (word, None),
             };
-            match self.swap(word, step.next) {
-                Ok(()) => break step.transition,
-                Err(actual) => word = actual,
+            match decide::manual(base, action, &limits) {
+                Some(step) => (Some(step.next), [timed_out, step.transition]),
+                None => (expired.map(|step| step.next), [timed_out, None]),
             }
-        };
-        let heard = [timed_out, made];
-        if heard.iter().any(Option::is_some) {
-            self.announce_all(&heard);
+        });
+        // Announced once the change has landed, so a listener's panic cannot stop it.
+        if updated.answer.iter().any(Option::is_some) {
+            self.announce_all(&updated.answer);
         }
-        made
+        updated.answer[1]
     }
 
     /// Isolate the dependency: open now, and stay open, admitting no probe, until
@@ -604,33 +586,28 @@ impl CircuitBreaker {
     /// `reconfigure` without announcing the transition: the registry announces after releasing
     /// its own lock.
     pub(crate) fn reconfigure_silently(&self, config: Config) -> Option<Transition> {
-        let _serialised = self
-            .inner
-            .reconfigure
-            .lock()
-            .expect("a reconfiguration holds the lock only to store");
+        let _serialised = sync::lock(&self.inner.reconfigure);
         let limits = config.limits();
         self.inner.limits.store(limits);
         // A read-modify-write of the word, even when it writes the same value: it comes after the
         // stores above, so a report whose swap reads from it (or from a later write) sees the new
         // settings, and one that swapped before it is seen here (loom model 9 fails if this is a
-        // plain load). AcqRel on success: release publishes the stores; acquire reads the newest
-        // word. The first load is only a guess; the swap decides.
-        let mut word = Word(self.inner.word.load(Ordering::Acquire));
-        loop {
-            let step = state::check_threshold(word, &limits, || self.now_ms()).unwrap_or(Step {
-                next: word,
-                transition: None,
+        // plain load). The store's write is the release that publishes the settings.
+        let mut now = None;
+        let updated = self.inner.store.update(self.inner.store.load(), |word| {
+            let step = decide::check_threshold(word, &limits, || {
+                *now.get_or_insert_with(|| self.now_ms())
             });
-            match self.swap(word, step.next) {
-                Ok(()) => return step.transition,
-                Err(actual) => word = actual,
+            match step {
+                Some(step) => (Some(step.next), step.transition),
+                None => (Some(word), None),
             }
-        }
+        });
+        updated.answer
     }
 
     /// Tell the counters, the trace and the listener about a transition that just landed.
-    /// Called after the swap, never inside a retry loop or under a lock.
+    /// Called after the write, never inside a retry loop or under a lock.
     #[cold]
     pub(crate) fn announce(&self, transition: Transition) {
         self.announce_all(&[Some(transition)]);
@@ -651,7 +628,7 @@ impl CircuitBreaker {
         });
     }
 
-    /// Count an admission or a rejection, when counting is on (the add is out of line).
+    /// Count an admission or a rejection, when counting is on.
     #[inline(always)]
     fn count(&self, counter: Counter) {
         if let Some(counters) = self.inner.metrics.as_deref() {
@@ -659,58 +636,32 @@ impl CircuitBreaker {
         }
     }
 
-    /// Count a recorded outcome, when counting is on; log a counted failure. The healthy path
-    /// with counting off is two compares; the rest is out of line to keep callers small.
-    #[inline(always)]
-    pub(crate) fn count_outcome(&self, outcome: &Outcome, elapsed: Option<Duration>) {
-        if self.inner.metrics.is_some() || outcome.is_counted_failure() {
-            self.count_outcome_slow(outcome, elapsed);
-        }
-    }
-
-    #[inline(never)]
-    fn count_outcome_slow(&self, outcome: &Outcome, elapsed: Option<Duration>) {
-        if let Some(counters) = self.inner.metrics.as_deref() {
-            counters.add(Counter::of(outcome));
-        }
-        if let Outcome::Failure(kind) = outcome {
-            observe::failure(self.name(), kind, elapsed);
-        }
-    }
-
-    /// The clock's reading in the word's unit: milliseconds since the word's origin, which lies
-    /// [`CLOCK_HEADROOM_MS`] before the clock's reading at construction. So the clock may step back
-    /// that far (about 35 years) and every deadline still reads true; readings clamp at 0 before
-    /// that and at [`MAX_TIME_MS`] after about 104 years.
+    /// The clock's reading in the word's unit: ms since the breaker's origin (see `time`).
     fn now_ms(&self) -> u64 {
-        let now = self.inner.clock.now();
-        let epoch = self.inner.epoch;
-        let ms = match now.checked_duration_since(epoch) {
-            Some(ahead) => CLOCK_HEADROOM_MS.saturating_add(millis_floor(ahead)),
-            // Behind the construction time: round away from it, so time stays floor-rounded.
-            None => CLOCK_HEADROOM_MS.saturating_sub(millis_ceil(epoch.duration_since(now))),
-        };
-        ms.min(MAX_TIME_MS)
+        self.inner.origin.now_ms(MAX_TIME_MS)
+    }
+
+    /// The raw word, for this crate's tests.
+    #[cfg(test)]
+    pub(crate) fn word_bits(&self) -> u64 {
+        self.inner.store.load().0
     }
 }
 
-/// How far before its construction a breaker's time origin lies, in ms (2^40 ms, about 35 years):
-/// the room a clock has to step backwards before its readings clamp.
-pub const CLOCK_HEADROOM_MS: u64 = 1 << 40;
-
-fn millis_floor(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-fn millis_ceil(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+/// A decision that writes `step.next` and answers with its transition; `None` writes nothing.
+#[inline]
+fn split(step: Option<Step>) -> (Option<Word>, Option<Transition>) {
+    match step {
+        Some(step) => (Some(step.next), step.transition),
+        None => (None, None),
+    }
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::classify::FailureKind;
-    use crate::state::BlockedReason;
+    use crate::classify::{FailureKind, Outcome};
+    use crate::types::BlockedReason;
 
     /// The retry check reads and never claims: at any state it leaves the probe slot, the word,
     /// the admission count and the transitions as they were.
@@ -728,7 +679,7 @@ mod tests {
             .on_transition(move |e| log.lock().unwrap().push(e.transition().reason()))
             .build()
             .unwrap();
-        let word = || breaker.inner.word.load(Ordering::Relaxed);
+        let word = || breaker.word_bits();
         assert_eq!(breaker.check_open(), Ok(()), "closed");
 
         breaker

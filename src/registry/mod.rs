@@ -1,13 +1,25 @@
-//! Breakers per dependency, created on first use.
+//! [`Registry`]: breakers per dependency, created on first use, with their configuration
+//! ([`RegistryConfig`]), its live reload, and (feature `toml`) its file.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+
+use smol_str::SmolStr;
+
+mod config;
+#[cfg(feature = "metrics")]
+mod export;
+#[cfg(feature = "toml")]
+mod toml;
+
+pub use self::config::{ConfigChange, RegistryConfig};
+#[cfg(feature = "toml")]
+pub use self::toml::ConfigFileError;
 
 use crate::breaker::{CircuitBreaker, Extras};
 use crate::config::Config;
-use crate::metrics::Metrics;
-use crate::observe::{self, Listener, TransitionEvent};
-use crate::reload::{ConfigChange, RegistryConfig};
+use crate::observe::{self, Listener, Metrics, TransitionEvent};
+use crate::sync::RwLock;
 
 /// One breaker per dependency name, created on first use from the dependency's configuration or
 /// the default.
@@ -134,7 +146,7 @@ impl Registry {
                     configs.config_for(dependency),
                     self.clock.clone(),
                     Extras {
-                        name: Some(name),
+                        name: SmolStr::new(&name),
                         listener: self.listener.clone(),
                         metrics: self.metrics,
                     },
@@ -321,7 +333,7 @@ impl RegistryBuilder {
     }
 
     /// Call `listener` after every transition of every breaker, with the dependency's name (see
-    /// [`Builder::on_transition`](crate::Builder::on_transition)).
+    /// [`Builder::on_transition`](crate::breaker::Builder::on_transition)).
     pub fn on_transition(
         mut self,
         listener: impl Fn(&TransitionEvent<'_>) + Send + Sync + 'static,
@@ -331,7 +343,7 @@ impl RegistryBuilder {
     }
 
     /// Count every breaker's admissions, rejections, outcomes and transitions (default: off); read
-    /// them with [`Registry::metrics`]. See [`Builder::metrics`](crate::Builder::metrics) for the
+    /// them with [`Registry::metrics`]. See [`Builder::metrics`](crate::breaker::Builder::metrics) for the
     /// cost.
     pub fn metrics(mut self, on: bool) -> Self {
         self.metrics = on;

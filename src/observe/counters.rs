@@ -7,12 +7,12 @@
 
 use std::cell::Cell;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use crossbeam_utils::CachePadded;
 
 use crate::classify::{FailureKind, Outcome};
-use crate::state::{State, TransitionReason};
+use crate::sync::{AtomicUsize, Ordering, RelaxedU64 as AtomicU64};
+use crate::types::{State, TransitionReason};
 
 /// One counted event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,7 +32,8 @@ const COUNTERS: usize = 9;
 const REASONS: usize = 6;
 
 impl Counter {
-    #[inline]
+    /// The counter of a recorded outcome.
+    #[inline(always)]
     pub(crate) fn of(outcome: &Outcome) -> Counter {
         match outcome {
             Outcome::Success => Counter::Success,
@@ -44,6 +45,27 @@ impl Counter {
                 FailureKind::Unavailable => Counter::Unavailable,
                 FailureKind::Other => Counter::OtherFailure,
             },
+        }
+    }
+}
+
+impl Counter {
+    /// Whether this is a counted failure's counter.
+    #[inline(always)]
+    pub(crate) const fn is_failure(self) -> bool {
+        self.failure_kind().is_some()
+    }
+
+    /// The failure kind's name ([`FailureKind::as_str`]) of a counted failure's counter.
+    #[inline(always)]
+    pub(crate) const fn failure_kind(self) -> Option<&'static str> {
+        match self {
+            Counter::Timeout => Some("timeout"),
+            Counter::Connect => Some("connect"),
+            Counter::RateLimited => Some("rate_limited"),
+            Counter::Unavailable => Some("unavailable"),
+            Counter::OtherFailure => Some("other"),
+            Counter::Admitted | Counter::Blocked | Counter::Success | Counter::Ignored => None,
         }
     }
 }
@@ -246,130 +268,5 @@ impl TransitionCounts {
             + self.probe_failed
             + self.probe_timed_out
             + self.manual
-    }
-}
-
-#[cfg(feature = "metrics")]
-mod export {
-    use metrics::{Unit, counter, describe_counter, describe_gauge, gauge};
-
-    use super::Metrics;
-    use crate::registry::Registry;
-    use crate::state::State;
-
-    impl Metrics {
-        /// Hand this snapshot to the [`metrics`](https://docs.rs/metrics) facade, labelled
-        /// `dependency`: each counter is set to its absolute value (the facade's way to export
-        /// counts kept elsewhere), so exporting again after more calls only moves them forward.
-        ///
-        /// | name | labels | kind |
-        /// |---|---|---|
-        /// | `toolbreaker_calls_admitted_total` | `dependency` | counter |
-        /// | `toolbreaker_calls_blocked_total` | `dependency` | counter |
-        /// | `toolbreaker_call_successes_total` | `dependency` | counter |
-        /// | `toolbreaker_call_failures_total` | `dependency`, `kind` (`timeout`, `connect`, `rate_limited`, `unavailable`, `other`) | counter |
-        /// | `toolbreaker_calls_ignored_total` | `dependency` | counter |
-        /// | `toolbreaker_transitions_total` | `dependency`, `reason` (as [`TransitionReason::as_str`](crate::TransitionReason::as_str)) | counter |
-        /// | `toolbreaker_state` | `dependency`, `state` (`closed`, `open`, `half_open`) | gauge: 1 for the state now, 0 for the others |
-        ///
-        /// Counting stays off the facade's hot path: a call touches only the breaker's striped
-        /// counters, and the facade sees them when this runs (call it on a timer, or before each
-        /// scrape).
-        pub fn export(&self, dependency: &str) {
-            describe();
-            let d = dependency.to_owned();
-            counter!("toolbreaker_calls_admitted_total", "dependency" => d.clone())
-                .absolute(self.admitted);
-            counter!("toolbreaker_calls_blocked_total", "dependency" => d.clone())
-                .absolute(self.blocked);
-            counter!("toolbreaker_call_successes_total", "dependency" => d.clone())
-                .absolute(self.successes);
-            let f = &self.failures;
-            for (kind, count) in [
-                ("timeout", f.timeout),
-                ("connect", f.connect),
-                ("rate_limited", f.rate_limited),
-                ("unavailable", f.unavailable),
-                ("other", f.other),
-            ] {
-                counter!("toolbreaker_call_failures_total", "dependency" => d.clone(), "kind" => kind)
-                    .absolute(count);
-            }
-            counter!("toolbreaker_calls_ignored_total", "dependency" => d.clone())
-                .absolute(self.ignored);
-            let t = &self.transitions;
-            for (reason, count) in [
-                ("failure_threshold", t.failure_threshold),
-                ("cooldown_elapsed", t.cooldown_elapsed),
-                ("probe_succeeded", t.probe_succeeded),
-                ("probe_failed", t.probe_failed),
-                ("probe_timed_out", t.probe_timed_out),
-                ("manual", t.manual),
-            ] {
-                counter!("toolbreaker_transitions_total", "dependency" => d.clone(), "reason" => reason)
-                    .absolute(count);
-            }
-            for state in [State::Closed, State::Open, State::HalfOpen] {
-                let now = if state == self.state { 1.0 } else { 0.0 };
-                gauge!("toolbreaker_state", "dependency" => d.clone(), "state" => state.as_str())
-                    .set(now);
-            }
-        }
-    }
-
-    fn describe() {
-        describe_counter!(
-            "toolbreaker_calls_admitted_total",
-            Unit::Count,
-            "Calls a circuit breaker admitted"
-        );
-        describe_counter!(
-            "toolbreaker_calls_blocked_total",
-            Unit::Count,
-            "Calls a circuit breaker blocked; nothing was sent"
-        );
-        describe_counter!(
-            "toolbreaker_call_successes_total",
-            Unit::Count,
-            "Calls recorded as successes"
-        );
-        describe_counter!(
-            "toolbreaker_call_failures_total",
-            Unit::Count,
-            "Calls recorded as counted failures, by kind"
-        );
-        describe_counter!(
-            "toolbreaker_calls_ignored_total",
-            Unit::Count,
-            "Calls that failed through no fault of the dependency"
-        );
-        describe_counter!(
-            "toolbreaker_transitions_total",
-            Unit::Count,
-            "Circuit breaker state changes, by reason"
-        );
-        describe_gauge!(
-            "toolbreaker_state",
-            "1 for a circuit breaker's current state, 0 for the others"
-        );
-    }
-
-    impl Registry {
-        /// [`Metrics::export`] for every counting breaker, labelled by its dependency.
-        ///
-        /// # Examples
-        ///
-        /// ```
-        /// use toolbreaker::{Outcome, Registry};
-        ///
-        /// let registry = Registry::builder().metrics(true).build();
-        /// registry.get("search").try_acquire().unwrap().record(Outcome::Success);
-        /// registry.export_metrics(); // no recorder installed: the facade drops them
-        /// ```
-        pub fn export_metrics(&self) {
-            for (dependency, metrics) in self.metrics() {
-                metrics.export(&dependency);
-            }
-        }
     }
 }

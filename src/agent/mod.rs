@@ -1,0 +1,45 @@
+//! What the agent runtime sees: the [`ToolResult`] the model is shown and, with feature `tokio`,
+//! the guard pipeline that makes it.
+//!
+//! A breaker alone does not stop an agent from looping: the model sees an error and asks for the
+//! same tool again, and a retry loop inside the tool can recreate the very load the breaker was
+//! meant to stop. [`ToolGuard::call`] composes the guards in one order, for every tool call:
+//!
+//! 1. **Run deadline and budgets** ([`AgentRun`]): a run past its deadline, or with its tool-call
+//!    or token budget spent, starts no call; the result is `stopped`, and so is every later call
+//!    on the run.
+//! 2. **Breaker**: if the dependency's breaker does not admit the call, the result is `blocked`
+//!    at once; the operation never starts.
+//! 3. **Per-call timeout**: the attempt runs under [`ToolGuard::per_call_timeout`], cut to the
+//!    time left before the run's deadline; running out of the per-call time is
+//!    [`FailureKind::Timeout`](crate::FailureKind::Timeout). Running into the run's deadline says nothing about the dependency:
+//!    nothing is recorded and the result is `stopped` (`deadline`).
+//! 4. **Classification** of the attempt's result, recorded on the breaker.
+//! 5. **Bounded retry** ([`RetryPolicy`]), only for counted failures of a retryable kind
+//!    (timeout, connect, unavailable, rate-limited), never for `Ignored`: capped exponential
+//!    backoff with jitter (`backon`), at least the `Retry-After` hint, never past the deadline.
+//!    Before every retry the breaker is asked again: once it has opened, retrying stops and the
+//!    result is `blocked`, at once rather than after the wait. Every attempt draws on the run's
+//!    tool-call budget; a spent budget also ends the call before the wait.
+//!
+//! The order follows the practice the crate's source article describes (run deadline, breaker,
+//! per-call timeout, classification, then a short retry) and AWS's guidance on retries with
+//! backoff: a retry only for transient failures, and never one that recreates an outage's load.
+
+#[cfg(feature = "tokio")]
+mod guard;
+mod result;
+#[cfg(feature = "tokio")]
+mod retry;
+#[cfg(feature = "tokio")]
+mod run;
+#[cfg(feature = "tokio")]
+mod spans;
+
+pub use self::result::{CallStats, StopReason, ToolResult};
+#[cfg(feature = "tokio")]
+pub use self::{
+    guard::{Attempt, ToolGuard},
+    retry::RetryPolicy,
+    run::AgentRun,
+};

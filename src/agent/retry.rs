@@ -1,0 +1,89 @@
+//! [`RetryPolicy`]: the pipeline's bounded retry.
+
+use core::time::Duration;
+
+use backon::BackoffBuilder;
+
+use crate::classify::FailureKind;
+
+/// The bounded retry of the pipeline: capped exponential backoff with jitter (`backon`), only
+/// for counted failures of a retryable kind.
+///
+/// Defaults: 2 retries, first delay 100 ms, doubling, capped at 2 s, with jitter (each delay
+/// grows by a random share of up to itself).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RetryPolicy {
+    max_retries: u32,
+    min_delay: Duration,
+    max_delay: Duration,
+    jitter: bool,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 2,
+            min_delay: Duration::from_millis(100),
+            max_delay: Duration::from_secs(2),
+            jitter: true,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries at all.
+    pub fn none() -> Self {
+        RetryPolicy {
+            max_retries: 0,
+            ..Self::default()
+        }
+    }
+
+    /// At most `retries` retries after the first attempt.
+    pub fn max_retries(mut self, retries: u32) -> Self {
+        self.max_retries = retries;
+        self
+    }
+
+    /// The first delay, doubled after each retry up to [`max_delay`](Self::max_delay).
+    pub fn min_delay(mut self, delay: Duration) -> Self {
+        self.min_delay = delay;
+        self
+    }
+
+    /// The cap on the delay between two attempts (before jitter).
+    pub fn max_delay(mut self, delay: Duration) -> Self {
+        self.max_delay = delay;
+        self
+    }
+
+    /// Whether each delay grows by a random share of up to itself (on by default), so retries
+    /// from many runs do not arrive together.
+    pub fn jitter(mut self, jitter: bool) -> Self {
+        self.jitter = jitter;
+        self
+    }
+
+    pub(super) fn backoff(&self) -> backon::ExponentialBackoff {
+        let builder = backon::ExponentialBuilder::default()
+            .with_min_delay(self.min_delay)
+            .with_max_delay(self.max_delay)
+            .with_max_times(self.max_retries as usize);
+        if self.jitter {
+            builder.with_jitter().build()
+        } else {
+            builder.build()
+        }
+    }
+}
+
+/// Whether a counted failure of this kind may be retried.
+pub(super) fn retryable(kind: &FailureKind) -> bool {
+    matches!(
+        kind,
+        FailureKind::Timeout
+            | FailureKind::Connect
+            | FailureKind::Unavailable
+            | FailureKind::RateLimited { .. }
+    )
+}

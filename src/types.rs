@@ -1,0 +1,301 @@
+//! The values a breaker reports: its [`State`], a [`Blocked`] rejection and why
+//! ([`BlockedReason`]), and each [`Transition`] with its [`TransitionReason`].
+//!
+//! Plain values with no behaviour of their own: the breaker makes them, the observers, the agent
+//! layer and the tower middleware read them.
+
+use core::fmt;
+use core::time::Duration;
+
+use smol_str::SmolStr;
+
+use crate::config::Limits;
+/// The effective state of a breaker.
+///
+/// Derived from the stored word and the clock; reading it never changes anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum State {
+    /// Calls are admitted; counted failures accumulate toward the threshold.
+    Closed,
+    /// Calls are rejected until the cooldown has elapsed.
+    Open,
+    /// The cooldown has elapsed: exactly one probe is admitted (or is in flight).
+    HalfOpen,
+}
+
+impl State {
+    /// The state's name as used in logs and JSON: `closed`, `open`, `half_open`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(toolbreaker::State::HalfOpen.as_str(), "half_open");
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            State::Closed => "closed",
+            State::Open => "open",
+            State::HalfOpen => "half_open",
+        }
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a caller that is not admitted is told.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum BlockedReason {
+    /// The breaker is open and its cooldown has not elapsed.
+    DependencyOpen,
+    /// The breaker is half-open and another caller holds the probe slot.
+    ProbeInFlight,
+    /// The breaker was forced open by hand ([`CircuitBreaker::force_open`](crate::CircuitBreaker::force_open))
+    /// and stays open until it is closed or reset by hand.
+    Isolated,
+}
+
+impl BlockedReason {
+    /// The reason as used in logs and JSON: `dependency_open`, `probe_in_flight` or `isolated`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(toolbreaker::BlockedReason::ProbeInFlight.as_str(), "probe_in_flight");
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            BlockedReason::DependencyOpen => "dependency_open",
+            BlockedReason::ProbeInFlight => "probe_in_flight",
+            BlockedReason::Isolated => "isolated",
+        }
+    }
+}
+
+/// Why a breaker changed state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum TransitionReason {
+    /// Closed → open: the consecutive counted failures reached the threshold (or a lowered
+    /// threshold was already reached when the configuration changed).
+    FailureThreshold,
+    /// Open → half-open: the cooldown elapsed and a caller took the probe slot.
+    CooldownElapsed,
+    /// Half-open → closed: the probe succeeded.
+    ProbeSucceeded,
+    /// Half-open → open: the probe's outcome was a counted failure.
+    ProbeFailed,
+    /// Half-open → open: the probe did not report within its lease (found by the next caller).
+    ProbeTimedOut,
+    /// Any change made by hand: `force_open`, `force_closed`, `reset`.
+    Manual,
+}
+
+impl TransitionReason {
+    /// The reason as used in logs, metrics and JSON: `failure_threshold`, `cooldown_elapsed`,
+    /// `probe_succeeded`, `probe_failed`, `probe_timed_out` or `manual`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(toolbreaker::TransitionReason::ProbeTimedOut.as_str(), "probe_timed_out");
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            TransitionReason::FailureThreshold => "failure_threshold",
+            TransitionReason::CooldownElapsed => "cooldown_elapsed",
+            TransitionReason::ProbeSucceeded => "probe_succeeded",
+            TransitionReason::ProbeFailed => "probe_failed",
+            TransitionReason::ProbeTimedOut => "probe_timed_out",
+            TransitionReason::Manual => "manual",
+        }
+    }
+}
+
+impl fmt::Display for TransitionReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A change of a breaker's state: what changed, why, and the figures at the time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Transition {
+    from: State,
+    to: State,
+    generation: u32,
+    reason: TransitionReason,
+    failures: u64,
+    cooldown_ms: u64,
+}
+
+impl Transition {
+    pub(crate) const fn new(
+        from: State,
+        to: State,
+        generation: u32,
+        reason: TransitionReason,
+        failures: u64,
+        limits: &Limits,
+    ) -> Self {
+        Transition {
+            from,
+            to,
+            generation,
+            reason,
+            failures,
+            cooldown_ms: limits.cooldown_ms,
+        }
+    }
+
+    /// The state before the transition.
+    pub const fn from(&self) -> State {
+        self.from
+    }
+
+    /// The state after the transition.
+    pub const fn to(&self) -> State {
+        self.to
+    }
+
+    /// The generation the breaker entered with this transition (20 bits: it wraps to 0 after 1,048,575).
+    pub const fn generation(&self) -> u32 {
+        self.generation
+    }
+
+    /// Why the breaker changed state.
+    pub const fn reason(&self) -> TransitionReason {
+        self.reason
+    }
+
+    /// The consecutive counted failures behind the change: for a trip, the count that reached the
+    /// threshold; 1 for a failed or timed-out probe; for a change made by hand from closed, the
+    /// count at the time; otherwise 0.
+    pub const fn failures(&self) -> u64 {
+        self.failures
+    }
+
+    /// The cooldown in force when the change was made, in whole milliseconds: after a change to
+    /// open, how long until the next probe (unless the configuration changes meanwhile).
+    pub const fn cooldown(&self) -> Duration {
+        Duration::from_millis(self.cooldown_ms)
+    }
+}
+
+/// A call the breaker did not admit. Nothing was sent to the dependency.
+///
+/// A value with accessors, `Display` and `std::error::Error`, so it can be boxed into any error
+/// type (the shape of governor's `NotUntil` and tower's `Overloaded`). It names the dependency
+/// whose breaker refused, so the result the model sees can never name another one.
+///
+/// A name of up to 23 bytes is carried inline, so a rejection copies it and touches no shared
+/// memory; a longer name is shared by reference count (one atomic add per rejection).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use toolbreaker::{BlockedReason, CircuitBreaker, FailureKind, Outcome, State};
+///
+/// let (clock, _mock) = toolbreaker::quanta::Clock::mock();
+/// let breaker = CircuitBreaker::builder()
+///     .name("search")
+///     .failure_threshold(1)
+///     .cooldown(Duration::from_secs(2))
+///     .clock(clock)
+///     .build()?;
+/// breaker.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Timeout));
+///
+/// let blocked = breaker.try_acquire().unwrap_err();
+/// assert_eq!(blocked.dependency(), "search");
+/// assert_eq!(blocked.state(), State::Open);
+/// assert_eq!(blocked.reason(), BlockedReason::DependencyOpen);
+/// assert_eq!(blocked.retry_after(), Duration::from_secs(2));
+/// assert_eq!(
+///     blocked.to_string(),
+///     "search: circuit open: dependency calls blocked for another 2.000 s"
+/// );
+/// # Ok::<(), toolbreaker::ConfigError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Blocked {
+    dependency: SmolStr,
+    retry_after_ms: u64,
+    state: State,
+    reason: BlockedReason,
+}
+
+impl Blocked {
+    pub(crate) fn new(
+        dependency: SmolStr,
+        state: State,
+        reason: BlockedReason,
+        retry_after_ms: u64,
+    ) -> Self {
+        Blocked {
+            dependency,
+            retry_after_ms,
+            state,
+            reason,
+        }
+    }
+
+    /// The dependency whose breaker refused the call: the breaker's name (empty for an unnamed
+    /// breaker).
+    pub fn dependency(&self) -> &str {
+        &self.dependency
+    }
+
+    /// How long until a call may be admitted again, in whole milliseconds and never zero: the
+    /// remaining cooldown while open, the time left on the probe's lease while a probe is in
+    /// flight. An isolated breaker has no known end, so it gives its cooldown: the interval at
+    /// which to ask again.
+    pub const fn retry_after(&self) -> Duration {
+        Duration::from_millis(self.retry_after_ms)
+    }
+
+    /// The state the breaker was in: [`State::Open`], or [`State::HalfOpen`] with a probe in flight.
+    pub const fn state(&self) -> State {
+        self.state
+    }
+
+    /// Why the call was blocked.
+    pub const fn reason(&self) -> BlockedReason {
+        self.reason
+    }
+}
+
+impl fmt::Display for Blocked {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.dependency.is_empty() {
+            write!(f, "{}: ", self.dependency)?;
+        }
+        let secs = self.retry_after().as_secs_f64();
+        let what = match self.reason {
+            BlockedReason::DependencyOpen => "circuit open: dependency calls blocked",
+            BlockedReason::ProbeInFlight => {
+                "circuit half-open: a probe is in flight, other calls blocked"
+            }
+            BlockedReason::Isolated => {
+                return write!(
+                    f,
+                    "circuit isolated by hand: dependency calls blocked until it is closed by hand; \
+                     ask again in {secs:.3} s"
+                );
+            }
+        };
+        write!(f, "{what} for another {secs:.3} s")
+    }
+}
+
+impl std::error::Error for Blocked {}
