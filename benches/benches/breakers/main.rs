@@ -21,6 +21,7 @@ mod contention;
 mod open;
 mod peers;
 mod registry;
+mod sketch;
 
 /// Short runs: the operations are nanoseconds, and seven groups of five must fit in minutes.
 fn config() -> Criterion {
