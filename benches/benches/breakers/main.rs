@@ -1,10 +1,12 @@
 //! Per-call cost of toolbreaker beside the Rust breakers a gateway would otherwise pick —
 //! `failsafe` 1.3 (its consecutive-failures policy, and its default policy) and `recloser` 1.4 —
-//! and a no-breaker baseline, on the same trivial operation, in one criterion run.
+//! and a no-breaker baseline, on the same trivial operation, in one criterion run. This package
+//! is another crate than toolbreaker, so every figure includes inlining across the crate boundary,
+//! as in a user's crate.
 //!
 //! ```sh
-//! cargo bench --bench breakers                 # everything
-//! cargo bench --bench breakers -- closed       # one group
+//! cargo bench -p toolbreaker-benches                                  # everything
+//! cargo bench -p toolbreaker-benches --bench breakers -- closed       # the groups it matches
 //! ```
 //!
 //! What each group measures, and the figures of one run, are in `benches/README.md`.
@@ -19,6 +21,7 @@ mod contention;
 mod open;
 mod peers;
 mod registry;
+mod sketch;
 
 /// Short runs: the operations are nanoseconds, and seven groups of five must fit in minutes.
 fn config() -> Criterion {

@@ -5,17 +5,27 @@ use std::hint::black_box;
 use criterion::Criterion;
 
 use crate::peers::*;
+use crate::sketch::Sketch;
 
-/// Group 1: Admit and record the success of a trivial operation, single thread.
+/// Group 1: Admit and record the success of a trivial operation, single thread: no breaker, the
+/// packed-word sketch (the floor), toolbreaker through `call`, through the permit API and with
+/// counting on, then the peers.
 pub fn healthy(c: &mut Criterion) {
     let mut g = c.benchmark_group("closed_healthy");
+    let sk = Sketch::new();
     let tb = toolbreaker(5, LONG);
     let tm = toolbreaker_counting(5, LONG);
     let fc = failsafe_consecutive(5, LONG);
     let fd = failsafe_default();
     let rc = recloser(0.5, 100, LONG);
-    g.bench_function("baseline", |b| b.iter(|| black_box(op(false)).is_ok()));
-    g.bench_function("toolbreaker", |b| b.iter(|| call_toolbreaker(&tb, false)));
+    g.bench_function("bare", |b| b.iter(|| call_bare(false)));
+    g.bench_function("sketch", |b| b.iter(|| call_sketch(&sk, false)));
+    g.bench_function("toolbreaker_call", |b| {
+        b.iter(|| call_toolbreaker(&tb, false))
+    });
+    g.bench_function("toolbreaker_acquire_record", |b| {
+        b.iter(|| acquire_record_toolbreaker(&tb))
+    });
     g.bench_function("toolbreaker_counting", |b| {
         b.iter(|| call_toolbreaker(&tm, false))
     });
@@ -25,6 +35,8 @@ pub fn healthy(c: &mut Criterion) {
     g.bench_function("failsafe_default", |b| b.iter(|| call_failsafe(&fd, false)));
     g.bench_function("recloser", |b| b.iter(|| call_recloser(&rc, false)));
     g.finish();
+    // Every breaker must still be closed, or the group measured rejections instead.
+    assert!(call_sketch(&sk, false) && call_toolbreaker(&tb, false));
 }
 
 /// Group 2: The healthy path with two threads sharing one breaker: per-call time per thread.

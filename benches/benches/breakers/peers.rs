@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 
 use toolbreaker::{CircuitBreaker, FailureKind, Outcome};
 
+use crate::sketch::Sketch;
+
 /// A cooldown no benchmark outlasts: an open breaker stays open for the whole group.
 pub const LONG: Duration = Duration::from_secs(3600);
 
@@ -77,15 +79,42 @@ pub fn recloser(error_rate: f32, len: usize, cooldown: Duration) -> recloser::Re
         .build()
 }
 
-/// One guarded call through each breaker; `true` when the operation ran.
+/// One guarded call through each breaker; `true` when the operation ran and succeeded. Each row
+/// of a group runs the same `op` and hands its `bool` to criterion, which passes it through
+/// `black_box`.
+#[inline]
+pub fn call_bare(fail: bool) -> bool {
+    op(fail).is_ok()
+}
+
+#[inline]
+pub fn call_sketch(b: &Sketch, fail: bool) -> bool {
+    b.call(|| op(fail)).is_ok()
+}
+
+#[inline]
 pub fn call_toolbreaker(b: &CircuitBreaker, fail: bool) -> bool {
     b.call(|| op(fail), classify).is_ok()
 }
 
+/// The same through the permit API: `try_acquire`, the operation, `Permit::record`. For the
+/// healthy groups only: it records a success whatever the operation returned.
+#[inline]
+pub fn acquire_record_toolbreaker(b: &CircuitBreaker) -> bool {
+    let Ok(permit) = b.try_acquire() else {
+        return false;
+    };
+    let ok = op(false).is_ok();
+    permit.record(Outcome::Success);
+    ok
+}
+
+#[inline]
 pub fn call_failsafe(b: &impl failsafe::CircuitBreaker, fail: bool) -> bool {
     b.call(|| op(fail)).is_ok()
 }
 
+#[inline]
 pub fn call_recloser(b: &recloser::Recloser, fail: bool) -> bool {
     b.call(|| op(fail)).is_ok()
 }
