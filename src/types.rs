@@ -127,6 +127,13 @@ impl fmt::Display for TransitionReason {
     }
 }
 
+/// Bits of a transition's generation (the word's generation field, which `breaker::word` checks
+/// against this).
+pub(crate) const TRANSITION_GENERATION_BITS: u32 = 20;
+const ORDER_BITS: u32 = TRANSITION_GENERATION_BITS + 1;
+const ORDER_MASK: u32 = (1 << ORDER_BITS) - 1;
+const ORDER_HALF: u32 = 1 << (ORDER_BITS - 1);
+
 /// A change of a breaker's state: what changed, why, and the figures at the time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -171,6 +178,52 @@ impl Transition {
     /// The generation the breaker entered with this transition (20 bits: it wraps to 0 after 1,048,575).
     pub const fn generation(&self) -> u32 {
         self.generation
+    }
+
+    /// Whether this transition came after `earlier` on the same breaker.
+    ///
+    /// A breaker's transitions have a total order: by generation, and within a generation a
+    /// `cooldown_elapsed` (which keeps its generation) after the transition that began it. Both
+    /// wrap, so the order is judged as serial numbers are (RFC 1982): `self` is after `earlier` if
+    /// it is less than half the cycle (2^20 transitions) ahead of it. Listeners hear transitions in
+    /// this order; a consumer that gathers transitions from elsewhere (a log, another process) can
+    /// use it to keep only the newest.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use toolbreaker::{CircuitBreaker, FailureKind, Outcome};
+    ///
+    /// let (clock, mock) = toolbreaker::quanta::Clock::mock();
+    /// let heard = Arc::new(Mutex::new(Vec::new()));
+    /// let log = Arc::clone(&heard);
+    /// let breaker = CircuitBreaker::builder()
+    ///     .failure_threshold(1)
+    ///     .clock(clock)
+    ///     .on_transition(move |e| log.lock().unwrap().push(*e.transition()))
+    ///     .build()?;
+    /// breaker.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Timeout)); // trip
+    /// mock.increment(breaker.config().cooldown());
+    /// breaker.try_acquire().unwrap().record(Outcome::Success); // probe claimed, then closed
+    ///
+    /// let heard = heard.lock().unwrap();
+    /// assert_eq!(heard.len(), 3);
+    /// assert!(heard[1].is_after(&heard[0]) && heard[2].is_after(&heard[1]));
+    /// assert_eq!(heard[0].generation(), heard[1].generation(), "the claim keeps its generation");
+    /// assert!(!heard[0].is_after(&heard[2]));
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub const fn is_after(&self, earlier: &Transition) -> bool {
+        let ahead = self.order().wrapping_sub(earlier.order()) & ORDER_MASK;
+        ahead != 0 && ahead < ORDER_HALF
+    }
+
+    /// The transition's place in its breaker's order: the generation, then whether it is the
+    /// `cooldown_elapsed` of that generation; `ORDER_BITS` bits, wrapping.
+    const fn order(&self) -> u32 {
+        let within = matches!(self.reason, TransitionReason::CooldownElapsed) as u32;
+        ((self.generation << 1) | within) & ORDER_MASK
     }
 
     /// Why the breaker changed state.

@@ -356,3 +356,38 @@ fn isolating_while_the_probe_succeeds_always_ends_isolated() {
         }
     });
 }
+
+/// Model 11: a trip and a change by hand racing, each told by the thread that landed it. Whatever
+/// the interleaving of the writes and the tellings, the listener hears the transitions in the
+/// breaker's order (a superseded one is not heard), and the last one heard left the breaker in
+/// the state it is in.
+#[test]
+fn transitions_racing_to_be_told_are_heard_in_order_ending_at_the_state() {
+    loom::model(|| {
+        let heard = Arc::new(loom::sync::Mutex::new(Vec::new()));
+        let log = Arc::clone(&heard);
+        let (clock, _mock) = Clock::mock();
+        let breaker = CircuitBreaker::builder()
+            .failure_threshold(1)
+            .cooldown(COOLDOWN)
+            .clock(clock)
+            .on_transition(move |event| log.lock().unwrap().push(*event.transition()))
+            .build()
+            .unwrap();
+        let breaker: &'static CircuitBreaker = Box::leak(Box::new(breaker));
+        let permit = breaker.try_acquire().unwrap();
+        let tripper = thread::spawn(move || permit.record(FAIL));
+        let closer = thread::spawn(move || breaker.force_closed());
+        let tripped = tripper.join().unwrap();
+        let closed = closer.join().unwrap();
+        assert!(tripped.is_some(), "the permit is current until the trip");
+        let heard = heard.lock().unwrap();
+        assert!(!heard.is_empty() && heard.len() <= 2);
+        for pair in heard.windows(2) {
+            assert!(pair[1].is_after(&pair[0]), "{heard:?}");
+        }
+        let state = breaker.state();
+        assert_eq!(heard.last().unwrap().to(), state);
+        assert_eq!(state == State::Closed, closed.is_some());
+    });
+}

@@ -80,10 +80,20 @@ impl Builder {
         self
     }
 
-    /// Call `listener` after each transition of this breaker (for alerts), with the dependency's
-    /// name and the transition. It is called once per transition, by the caller whose write made
-    /// it, after the write and outside any retry loop, so it may take its time; but that caller
-    /// is waiting on it. A later call replaces an earlier listener.
+    /// Call `listener` after each transition of this breaker (for alerts, a state gauge), with the
+    /// dependency's name and the transition. A later call replaces an earlier listener.
+    ///
+    /// Transitions are heard one at a time, in the breaker's order ([`Transition::is_after`]),
+    /// after the write that landed them and outside any retry loop or lock, so the listener may
+    /// take its time and may use the breaker. The caller whose write landed a transition tells
+    /// it, unless another thread is telling this breaker's transitions at that moment: then that
+    /// thread tells it after its own, and the caller returns at once. A transition overtaken by
+    /// a later one before it could be told is *superseded* and not heard (it is counted in the
+    /// [metrics](Self::metrics)), so the last transition heard is always the newest: a gauge that
+    /// keeps the last state heard never shows a state the breaker has left. Each one heard chains
+    /// on the one before (`from` is the previous `to`) unless one between was superseded.
+    ///
+    /// [`Transition::is_after`]: crate::Transition::is_after
     ///
     /// # Examples
     ///

@@ -28,7 +28,7 @@ use self::decide::{Admission, Manual, Report, Step};
 use self::store::Store;
 use self::word::{MAX_TIME_MS, Word};
 use crate::config::{Config, Limits};
-use crate::observe::{self, Counter, Counters, Listener, Metrics};
+use crate::observe::{self, Counter, Counters, Herald, Metrics};
 use crate::sync::{self, AtomicU64, Mutex, Ordering, RelaxedU64};
 use crate::time::Origin;
 use crate::types::{Blocked, State, Transition};
@@ -114,7 +114,9 @@ struct Inner {
     /// Counters, when counting is on (`Builder::metrics`).
     metrics: Option<Box<Counters>>,
     name: SmolStr,
-    listener: Option<Listener>,
+    /// Tells transitions to the trace and the listener, in order; boxed, since only transitions
+    /// reach it.
+    herald: Box<Herald>,
     /// Serialises reconfigurations, so two never interleave their fields.
     reconfigure: Mutex<()>,
 }
@@ -198,7 +200,7 @@ impl CircuitBreaker {
                 origin: Origin::new(clock),
                 metrics: extras.metrics.then(|| Box::new(Counters::new())),
                 name: extras.name,
-                listener: extras.listener,
+                herald: Box::new(Herald::new(extras.listener)),
                 reconfigure: Mutex::new(()),
             }),
         }
@@ -614,8 +616,9 @@ impl CircuitBreaker {
     }
 
     /// [`announce`](Self::announce) for transitions that landed together, oldest first. Every
-    /// one is counted, then every one is logged and heard, even if a listener panics: the first
-    /// panic is resumed once all have been told, so one failing alert hook loses no transition.
+    /// one is counted at once; then the herald tells them in the breaker's order (see `Herald`),
+    /// even if a listener panics: the first panic is resumed once all have been told, so one
+    /// failing alert hook loses no transition.
     #[cold]
     pub(crate) fn announce_all(&self, transitions: &[Option<Transition>]) {
         if let Some(counters) = self.inner.metrics.as_deref() {
@@ -623,9 +626,9 @@ impl CircuitBreaker {
                 counters.transition(transition.reason());
             }
         }
-        observe::tell_each(transitions.iter().flatten(), |transition| {
-            observe::transition(self.name(), transition, self.inner.listener.as_ref());
-        });
+        self.inner
+            .herald
+            .tell(self.name(), transitions.iter().flatten().copied());
     }
 
     /// Count an admission or a rejection, when counting is on.

@@ -79,6 +79,9 @@ const ISOLATED_AT: u64 = PAYLOAD_MASK;
 /// The largest consecutive-failure count the word holds.
 pub(crate) const MAX_FAILURES: u64 = PAYLOAD_MASK;
 
+// A transition's order (`Transition::is_after`) wraps with the generation field.
+const _: () = assert!(GENERATION_BITS == crate::types::TRANSITION_GENERATION_BITS);
+
 // Every `u32` threshold fits in the failure payload, so no threshold is ever refused for size.
 const _: () = assert!(u32::MAX as u64 <= MAX_FAILURES);
 

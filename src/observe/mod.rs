@@ -18,6 +18,7 @@ mod export;
 pub(crate) use self::counters::{Counter, Counters};
 pub use self::counters::{FailureCounts, Metrics, TransitionCounts};
 
+use crate::sync::{self, Mutex};
 use crate::types::{Blocked, Transition};
 
 /// A transition as a listener sees it: which dependency, and what changed.
@@ -43,19 +44,101 @@ type ListenerFn = dyn Fn(&TransitionEvent<'_>) + Send + Sync;
 
 /// A registered transition listener.
 #[derive(Clone)]
-pub(crate) struct Listener(Arc<Box<ListenerFn>>);
+pub(crate) struct Listener(Arc<ListenerFn>);
 
 impl Listener {
     pub(crate) fn new(f: impl Fn(&TransitionEvent<'_>) + Send + Sync + 'static) -> Self {
-        // Boxed inside the `Arc` so the handle is one pointer: it sits in the breaker's padded
-        // block beside the word, which must stay one cache-line pair.
-        Listener(Arc::new(Box::new(f)))
+        Listener(Arc::new(f))
     }
 }
 
 impl fmt::Debug for Listener {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Listener")
+    }
+}
+
+/// Tells a breaker's transitions to its trace and its listener, one at a time and in their order
+/// ([`Transition::is_after`]), whichever threads landed them.
+///
+/// Transitions land on the breaker's word in one order, but the callers that landed them tell of
+/// them afterwards, and a caller can be overtaken between its write and its telling (or by a slow
+/// listener). So each landed transition is put in a queue, and one thread at a time, the
+/// *deliverer*, tells the queue in order; a caller that finds a deliverer at work leaves its
+/// transitions to it and returns. A transition older than the last one told (its caller was
+/// overtaken by a later transition's telling) is *superseded*: it is not told, so the last
+/// transition heard is always the breaker's newest and a listener that keeps the last state it
+/// heard never goes back. (It was counted when it landed.) A listener may use the breaker and
+/// the registry: nothing is locked while it runs, and what it makes is queued behind it.
+#[derive(Debug)]
+pub(crate) struct Herald {
+    listener: Option<Listener>,
+    queue: Mutex<Queue>,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    /// Landed and not yet told, in no particular order.
+    pending: Vec<Transition>,
+    /// Whether a thread is telling the queue.
+    delivering: bool,
+    /// The last transition told.
+    last: Option<Transition>,
+}
+
+impl Herald {
+    pub(crate) fn new(listener: Option<Listener>) -> Self {
+        Herald {
+            listener,
+            queue: Mutex::new(Queue::default()),
+        }
+    }
+
+    /// Queue `landed` (transitions that just landed, oldest first) and, unless another thread is
+    /// delivering, tell every queued transition in order. Every one is told even if a listener
+    /// panics; the first panic is resumed once the queue is empty, on the delivering thread.
+    #[cold]
+    pub(crate) fn tell(&self, dependency: &str, landed: impl IntoIterator<Item = Transition>) {
+        let mut queue = sync::lock(&self.queue);
+        queue.pending.extend(landed);
+        if queue.delivering {
+            return; // the deliverer tells them, after what it is telling now
+        }
+        queue.delivering = true;
+        let mut panicked = None;
+        // The oldest pending transition first.
+        while let Some(oldest) =
+            (0..queue.pending.len()).min_by(|&a, &b| order(&queue.pending[a], &queue.pending[b]))
+        {
+            let next = queue.pending.swap_remove(oldest);
+            if queue.last.is_some_and(|last| !next.is_after(&last)) {
+                continue; // superseded: a later transition was told already
+            }
+            queue.last = Some(next);
+            drop(queue);
+            let told = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                transition(dependency, &next, self.listener.as_ref());
+            }));
+            if let Err(panic) = told {
+                panicked.get_or_insert(panic);
+            }
+            queue = sync::lock(&self.queue);
+        }
+        queue.delivering = false;
+        drop(queue);
+        if let Some(panic) = panicked {
+            std::panic::resume_unwind(panic);
+        }
+    }
+}
+
+fn order(a: &Transition, b: &Transition) -> core::cmp::Ordering {
+    if a.is_after(b) {
+        core::cmp::Ordering::Greater
+    } else if b.is_after(a) {
+        core::cmp::Ordering::Less
+    } else {
+        core::cmp::Ordering::Equal
     }
 }
 
@@ -75,8 +158,8 @@ pub(crate) fn tell_each<T>(items: impl IntoIterator<Item = T>, mut tell: impl Fn
     }
 }
 
-/// A transition landed: log it, then call the listener.
-pub(crate) fn transition(dependency: &str, transition: &Transition, listener: Option<&Listener>) {
+/// Tell one transition: log it, then call the listener.
+fn transition(dependency: &str, transition: &Transition, listener: Option<&Listener>) {
     #[cfg(feature = "tracing")]
     {
         macro_rules! transition_event {
