@@ -85,7 +85,8 @@ fn a_scripted_sequence_gives_an_exact_snapshot() {
     assert!(breaker.try_acquire().unwrap().record(connect).is_some());
     assert_eq!(
         snapshot(&breaker),
-        (State::Open, 5, 0, 1, [1, 1, 0, 0, 0], 1, [1, 0, 0, 0, 0, 0])
+        (State::Open, 4, 0, 1, [1, 1, 0, 0, 0], 1, [1, 0, 0, 0, 0, 0]),
+        "a call is counted when its permit is used up: the held one is not yet"
     );
 
     // The held permit's failure is stale (it moves nothing) but is counted: the dependency did
@@ -167,9 +168,10 @@ fn a_scripted_sequence_gives_an_exact_snapshot() {
         "every transition heard is counted once"
     );
     // Admitted = outcomes recorded + permits dropped unrecorded (one ordinary, one probe).
+    assert_eq!(end.dropped, 2);
     assert_eq!(
         end.admitted,
-        end.successes + end.failures.total() + end.ignored + 2
+        end.successes + end.failures.total() + end.ignored + end.dropped
     );
 }
 
@@ -346,6 +348,7 @@ fn the_registry_snapshot_holds_every_dependency_by_name() {
                 "successes": 0,
                 "failures": {"timeout": 1, "connect": 0, "rate_limited": 0, "unavailable": 0, "other": 0},
                 "ignored": 0,
+                "dropped": 0,
                 "transitions": {
                     "failure_threshold": 1, "cooldown_elapsed": 0, "probe_succeeded": 0,
                     "probe_failed": 0, "probe_timed_out": 0, "manual": 0
@@ -358,6 +361,7 @@ fn the_registry_snapshot_holds_every_dependency_by_name() {
                 "successes": 0,
                 "failures": {"timeout": 1, "connect": 0, "rate_limited": 0, "unavailable": 0, "other": 0},
                 "ignored": 0,
+                "dropped": 0,
                 "transitions": {
                     "failure_threshold": 1, "cooldown_elapsed": 0, "probe_succeeded": 0,
                     "probe_failed": 0, "probe_timed_out": 0, "manual": 0
@@ -370,6 +374,7 @@ fn the_registry_snapshot_holds_every_dependency_by_name() {
                 "successes": 1,
                 "failures": {"timeout": 0, "connect": 0, "rate_limited": 0, "unavailable": 0, "other": 0},
                 "ignored": 0,
+                "dropped": 0,
                 "transitions": {
                     "failure_threshold": 0, "cooldown_elapsed": 0, "probe_succeeded": 0,
                     "probe_failed": 0, "probe_timed_out": 0, "manual": 0
@@ -416,6 +421,7 @@ fn a_single_snapshot_serialises_with_every_documented_field() {
         [
             "admitted",
             "blocked",
+            "dropped",
             "failures",
             "ignored",
             "state",

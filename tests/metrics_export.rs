@@ -92,6 +92,10 @@ fn every_counter_is_exported_with_its_labels_and_absolute_value() {
         value("toolbreaker_calls_ignored_total", &s),
         &DebugValue::Counter(1)
     );
+    assert_eq!(
+        value("toolbreaker_calls_dropped_total", &s),
+        &DebugValue::Counter(0)
+    );
     let failures = |kind| {
         value(
             "toolbreaker_call_failures_total",

@@ -94,7 +94,7 @@ impl CircuitBreaker {
     /// assert!(!ran, "an open breaker never runs the operation");
     /// # Ok::<(), toolbreaker::ConfigError>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn call<T, E>(
         &self,
         op: impl FnOnce() -> Result<T, E>,

@@ -275,10 +275,7 @@ impl CircuitBreaker {
         let word = self.inner.store.load();
         // The healthy path, kept small enough to inline: closed admits on the one load.
         match word.closed_generation() {
-            Some(generation) => {
-                self.count(Counter::Admitted);
-                Ok(Permit::new(self, generation, false))
-            }
+            Some(generation) => Ok(Permit::new(self, generation, false, self.counting())),
             None => self.try_acquire_not_closed(word),
         }
     }
@@ -297,8 +294,7 @@ impl CircuitBreaker {
         // through the permit, whose drop gives the probe slot back.
         let answer = match updated.answer {
             Admission::Admit { generation, probe } => {
-                self.count(Counter::Admitted);
-                Ok(Permit::new(self, generation, probe))
+                Ok(Permit::new(self, generation, probe, self.counting()))
             }
             Admission::Reject {
                 state,
@@ -371,31 +367,28 @@ impl CircuitBreaker {
         decide::is_current(word, generation, probe, &self.limits(), || self.now_ms())
     }
 
-    /// Whether recording `counter` from a permit of `generation` changes nothing and counts
-    /// nothing: an ordinary permit's success or ignored outcome, counting off, and the word closed
-    /// in the permit's generation with no failures to clear. The whole healthy path of a report:
-    /// register tests, then one load; no store, no clock read.
+    /// Whether the word is closed in `generation` with no failures to clear: an ordinary permit
+    /// of that generation reporting a success or an ignored outcome changes nothing. The whole
+    /// healthy path of a report: one load; no store, no clock read.
     #[inline(always)]
-    pub(crate) fn is_no_op(&self, generation: u32, probe: bool, counter: Counter) -> bool {
-        !probe
-            && !counter.is_failure()
-            && self.inner.metrics.is_none()
-            && self.inner.store.load() == Word::closed(generation, 0)
+    pub(crate) fn is_clear(&self, generation: u32) -> bool {
+        self.inner.store.load() == Word::closed(generation, 0)
     }
 
-    /// Everything a report does besides the no-op: counting, the failure event, clearing a
-    /// count, transitions and stale reports. Out of line, with plain arguments, so the caller's
-    /// healthy path keeps no stack frame.
+    /// Everything a report does besides the healthy path: counting, the failure event, clearing
+    /// a count, transitions and stale reports. Out of line, with plain arguments, so the
+    /// caller's healthy path keeps no stack frame.
     #[inline(never)]
     pub(crate) fn record_slow(
         &self,
         generation: u32,
         probe: bool,
+        counting: bool,
         counter: Counter,
         elapsed: Option<Duration>,
     ) -> Option<Transition> {
-        if let Some(counters) = self.inner.metrics.as_deref() {
-            counters.add(counter);
+        if counting {
+            self.count(counter);
         }
         if let Some(kind) = counter.failure_kind() {
             observe::failure(self.name(), kind, elapsed);
@@ -406,6 +399,19 @@ impl CircuitBreaker {
             _ => Report::Failure,
         };
         self.report(generation, probe, report)
+    }
+
+    /// A permit dropped unrecorded: count it if it is counted, give the probe slot back if it
+    /// holds it.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn dropped(&self, generation: u32, probe: bool, counting: bool) {
+        if counting {
+            self.count(Counter::Dropped);
+        }
+        if probe {
+            self.report(generation, true, Report::Dropped);
+        }
     }
 
     /// Apply a permit's report. Returns the state change it caused, if any.
@@ -631,9 +637,16 @@ impl CircuitBreaker {
             .tell(self.name(), transitions.iter().flatten().copied());
     }
 
-    /// Count an admission or a rejection, when counting is on.
+    /// Whether this breaker counts; a permit keeps the answer, so recording its outcome reads
+    /// no more than the word.
     #[inline(always)]
-    fn count(&self, counter: Counter) {
+    fn counting(&self) -> bool {
+        self.inner.metrics.is_some()
+    }
+
+    /// Count one event, when counting is on.
+    #[inline(always)]
+    pub(crate) fn count(&self, counter: Counter) {
         if let Some(counters) = self.inner.metrics.as_deref() {
             counters.add(counter);
         }

@@ -5,7 +5,6 @@ use core::time::Duration;
 use std::sync::Arc;
 
 use super::CircuitBreaker;
-use super::decide::Report;
 use crate::classify::Outcome;
 use crate::observe::Counter;
 use crate::types::Transition;
@@ -41,12 +40,19 @@ pub struct Permit<'a> {
 }
 
 impl<'a> Permit<'a> {
-    pub(crate) fn new(breaker: &'a CircuitBreaker, generation: u32, probe: bool) -> Self {
+    #[inline(always)]
+    pub(crate) fn new(
+        breaker: &'a CircuitBreaker,
+        generation: u32,
+        probe: bool,
+        counting: bool,
+    ) -> Self {
         Permit {
             ticket: Ticket {
                 breaker,
                 generation,
                 probe,
+                counting,
             },
         }
     }
@@ -113,15 +119,15 @@ impl<'a> Permit<'a> {
             "a permit belongs to the breaker that issued it"
         );
         let mut ticket = self.ticket;
-        let owned = OwnedPermit {
+        OwnedPermit {
             ticket: Ticket {
                 breaker,
                 generation: ticket.generation,
-                probe: ticket.probe,
+                // The slot, if any, and the count now belong to the owned permit.
+                probe: core::mem::take(&mut ticket.probe),
+                counting: core::mem::take(&mut ticket.counting),
             },
-        };
-        ticket.probe = false; // the slot, if any, now belongs to `owned`
-        owned
+        }
     }
 }
 
@@ -175,12 +181,14 @@ impl OwnedPermit {
     }
 }
 
-/// What both permits hold: the breaker, the generation, and whether the probe slot is held.
+/// What both permits hold: the breaker, the generation, whether the probe slot is held, and
+/// whether the call is still to be counted (counting is on and the permit is not used up).
 #[derive(Debug)]
 struct Ticket<B: Deref<Target = CircuitBreaker>> {
     breaker: B,
     generation: u32,
     probe: bool,
+    counting: bool,
 }
 
 impl<B: Deref<Target = CircuitBreaker>> Ticket<B> {
@@ -191,24 +199,30 @@ impl<B: Deref<Target = CircuitBreaker>> Ticket<B> {
     #[inline(always)]
     fn record(mut self, outcome: Outcome, elapsed: Option<Duration>) -> Option<Transition> {
         let counter = Counter::of(&outcome);
-        // The healthy path first, inline: nothing to write and nothing to count. Everything else
-        // is one out-of-line call with plain arguments.
-        if self.breaker.is_no_op(self.generation, self.probe, counter) {
+        // The report replaces what `Drop` would do.
+        let probe = core::mem::take(&mut self.probe);
+        let counting = core::mem::take(&mut self.counting);
+        // The healthy path first, inline: nothing to write, and at most one count. Everything
+        // else is one out-of-line call with plain arguments.
+        if !probe && !counter.is_failure() && self.breaker.is_clear(self.generation) {
+            if counting {
+                self.breaker.count(counter);
+            }
             return None;
         }
-        let probe = core::mem::replace(&mut self.probe, false); // the report replaces `Drop`'s
         self.breaker
-            .record_slow(self.generation, probe, counter, elapsed)
+            .record_slow(self.generation, probe, counting, counter, elapsed)
     }
 }
 
 impl<B: Deref<Target = CircuitBreaker>> Drop for Ticket<B> {
     #[inline]
     fn drop(&mut self) {
-        // Only the probe's slot needs giving back: an unrecorded ordinary call counts nothing and
-        // costs nothing to drop.
-        if self.probe {
-            self.breaker.report(self.generation, true, Report::Dropped);
+        // Only the probe's slot needs giving back, and the call counting as dropped: an
+        // unrecorded ordinary call of a breaker that does not count costs nothing to drop.
+        if self.probe || self.counting {
+            self.breaker
+                .dropped(self.generation, self.probe, self.counting);
         }
     }
 }

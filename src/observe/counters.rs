@@ -17,7 +17,8 @@ use crate::types::{State, TransitionReason};
 /// One counted event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Counter {
-    Admitted,
+    /// A permit dropped without an outcome (the call was cancelled, or panicked).
+    Dropped,
     Blocked,
     Success,
     Timeout,
@@ -65,7 +66,7 @@ impl Counter {
             Counter::RateLimited => Some("rate_limited"),
             Counter::Unavailable => Some("unavailable"),
             Counter::OtherFailure => Some("other"),
-            Counter::Admitted | Counter::Blocked | Counter::Success | Counter::Ignored => None,
+            Counter::Dropped | Counter::Blocked | Counter::Success | Counter::Ignored => None,
         }
     }
 }
@@ -139,7 +140,7 @@ impl Counters {
     }
 
     /// Add one to `counter` on this thread's stripe. Relaxed: a count orders nothing.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn add(&self, counter: Counter) {
         // The stripe count is a power of two, so the mask picks a stripe in range.
         let stripe = &self.stripes[thread_index() & (self.stripes.len() - 1)];
@@ -165,7 +166,21 @@ impl Counters {
         let t = |reason| self.transitions[reason_index(reason)].load(Ordering::Relaxed);
         Metrics {
             state,
-            admitted: self.sum(Counter::Admitted),
+            // Counted when its permit is used up: one add per call, not two.
+            admitted: [
+                Counter::Success,
+                Counter::Timeout,
+                Counter::Connect,
+                Counter::RateLimited,
+                Counter::Unavailable,
+                Counter::OtherFailure,
+                Counter::Ignored,
+                Counter::Dropped,
+            ]
+            .into_iter()
+            .map(|counter| self.sum(counter))
+            .fold(0, u64::wrapping_add),
+            dropped: self.sum(Counter::Dropped),
             blocked: self.sum(Counter::Blocked),
             successes: self.sum(Counter::Success),
             failures: FailureCounts {
@@ -190,17 +205,20 @@ impl Counters {
 
 /// A snapshot of one breaker's counters, all counted since it was built.
 ///
-/// `admitted` counts permits issued; `successes`, `failures` and `ignored` count outcomes
-/// recorded, so `admitted` minus those is the calls in flight plus permits dropped without an
-/// outcome. Outcomes recorded after the breaker moved on (stale) are counted too: they are what
-/// the dependency did, even when they no longer move the state.
+/// A call is counted once, when its permit is used up: as its outcome (`successes`, `failures`,
+/// `ignored`) or, when the permit is dropped unrecorded, as `dropped`; `admitted` is their sum.
+/// So a call in flight is not counted yet (like an HTTP server's request counter, which counts a
+/// request when it is answered), and counting costs one add per call. Outcomes recorded after
+/// the breaker moved on (stale) are counted too: they are what the dependency did, even when they
+/// no longer move the state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct Metrics {
     /// The state when the snapshot was taken.
     pub state: State,
-    /// Calls admitted (permits issued), probes included.
+    /// Calls admitted whose permit has been used up (recorded or dropped), probes included: the
+    /// sum of `successes`, `failures`, `ignored` and `dropped`.
     pub admitted: u64,
     /// Calls blocked (not admitted): nothing was sent. A pipeline retry refused before its
     /// backoff wait (the breaker opened meanwhile) counts here too, although its call's first
@@ -212,6 +230,8 @@ pub struct Metrics {
     pub failures: FailureCounts,
     /// Calls recorded as ignored: failed, but not because of the dependency.
     pub ignored: u64,
+    /// Admitted calls whose permit was dropped without an outcome: cancelled, or panicked.
+    pub dropped: u64,
     /// Transitions, by reason.
     pub transitions: TransitionCounts,
 }

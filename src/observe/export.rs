@@ -17,6 +17,7 @@ impl Metrics {
     /// | `toolbreaker_call_successes_total` | `dependency` | counter |
     /// | `toolbreaker_call_failures_total` | `dependency`, `kind` (`timeout`, `connect`, `rate_limited`, `unavailable`, `other`) | counter |
     /// | `toolbreaker_calls_ignored_total` | `dependency` | counter |
+    /// | `toolbreaker_calls_dropped_total` | `dependency` | counter |
     /// | `toolbreaker_transitions_total` | `dependency`, `reason` (as [`TransitionReason::as_str`](crate::TransitionReason::as_str)) | counter |
     /// | `toolbreaker_state` | `dependency`, `state` (`closed`, `open`, `half_open`) | gauge: 1 for the state now, 0 for the others |
     ///
@@ -45,6 +46,8 @@ impl Metrics {
         }
         counter!("toolbreaker_calls_ignored_total", "dependency" => d.clone())
             .absolute(self.ignored);
+        counter!("toolbreaker_calls_dropped_total", "dependency" => d.clone())
+            .absolute(self.dropped);
         let t = &self.transitions;
         for (reason, count) in [
             ("failure_threshold", t.failure_threshold),
@@ -69,7 +72,7 @@ fn describe() {
     describe_counter!(
         "toolbreaker_calls_admitted_total",
         Unit::Count,
-        "Calls a circuit breaker admitted"
+        "Calls a circuit breaker admitted, counted when they finish (recorded or dropped)"
     );
     describe_counter!(
         "toolbreaker_calls_blocked_total",
