@@ -182,10 +182,10 @@ impl DependencyStats {
             if attempts > 0 {
                 bump(&self.retries_refused);
             }
-            if self.first_blocked.get().is_none() {
-                if let Ok(json) = result.to_json() {
-                    let _ = self.first_blocked.set(json);
-                }
+            if self.first_blocked.get().is_none()
+                && let Ok(json) = result.to_json()
+            {
+                let _ = self.first_blocked.set(json);
             }
         }
     }
@@ -520,10 +520,10 @@ impl RunStats {
             if cut_short && *stop_reason == StopReason::Deadline {
                 bump(&self.cut_short);
             }
-            if self.first_stopped.get().is_none() {
-                if let Ok(json) = result.to_json() {
-                    let _ = self.first_stopped.set(json);
-                }
+            if self.first_stopped.get().is_none()
+                && let Ok(json) = result.to_json()
+            {
+                let _ = self.first_stopped.set(json);
             }
         }
     }

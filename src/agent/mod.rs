@@ -26,6 +26,9 @@
 //! per-call timeout, classification, then a short retry) and AWS's guidance on retries with
 //! backoff: a retry only for transient failures, and never one that recreates an outage's load.
 
+// Without feature `tokio` the pipeline's types do not exist, and the docs above cannot link them.
+#![cfg_attr(not(feature = "tokio"), allow(rustdoc::broken_intra_doc_links))]
+
 #[cfg(feature = "tokio")]
 mod guard;
 mod result;

@@ -4,11 +4,19 @@ use core::time::Duration;
 
 use smol_str::SmolStr;
 
-use super::CircuitBreaker;
+use super::machine::{CircuitBreaker, Extras};
 use crate::config::{
     Config, ConfigError, DEFAULT_COOLDOWN, DEFAULT_FAILURE_THRESHOLD, DEFAULT_PROBE_TIMEOUT,
 };
 use crate::observe::{Listener, TransitionEvent};
+
+impl CircuitBreaker {
+    /// A builder with the documented defaults (threshold 5, cooldown 30 s, probe timeout 30 s,
+    /// the system clock, no name, no listener, no counting).
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+}
 
 /// Builds a [`CircuitBreaker`]; start from
 /// [`CircuitBreaker::builder`].
@@ -184,14 +192,6 @@ impl Builder {
             },
         ))
     }
-}
-
-/// What a [`CircuitBreaker`] is built with besides its configuration and clock.
-#[derive(Debug)]
-pub(crate) struct Extras {
-    pub(crate) name: SmolStr,
-    pub(crate) listener: Option<Listener>,
-    pub(crate) metrics: bool,
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@ use core::pin::Pin;
 use core::task::{Context, Poll, ready};
 use core::time::Duration;
 
-use super::{CircuitBreaker, Permit};
+use super::machine::CircuitBreaker;
+use super::permit::Permit;
 use crate::classify::Outcome;
 use crate::types::Blocked;
 

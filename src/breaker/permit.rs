@@ -1,13 +1,66 @@
-//! The generation-tagged permit `try_acquire` hands out.
+//! The generation-tagged permits, and the methods of [`CircuitBreaker`] that hand them out.
 
 use core::ops::Deref;
 use core::time::Duration;
 use std::sync::Arc;
 
-use super::CircuitBreaker;
+use super::machine::CircuitBreaker;
+use super::word::Word;
 use crate::classify::Outcome;
-use crate::observe::Counter;
-use crate::types::Transition;
+use crate::observe::{self, Counter};
+use crate::types::{Blocked, Transition};
+
+impl CircuitBreaker {
+    /// Ask to make one call to the dependency.
+    ///
+    /// Closed: admitted. Open: [`Blocked`] with the remaining cooldown. Half-open: exactly one
+    /// caller, however many race, is admitted as the probe; the others get [`Blocked`] with the
+    /// time left on the probe's lease.
+    ///
+    /// # Errors
+    ///
+    /// [`Blocked`] when the breaker does not admit the call; nothing has been sent.
+    #[inline]
+    pub fn try_acquire(&self) -> Result<Permit<'_>, Blocked> {
+        let word = self.word();
+        // The healthy path, kept small enough to inline: closed admits on the one load.
+        match word.closed_generation() {
+            Some(generation) => Ok(Permit::new(self, generation, false, self.counting())),
+            None => self.try_acquire_not_closed(word),
+        }
+    }
+
+    /// The rest of `try_acquire`, out of line so the closed path stays a load and a compare.
+    #[inline(never)]
+    fn try_acquire_not_closed(&self, word: Word) -> Result<Permit<'_>, Blocked> {
+        let acquired = self.acquire_slow(word);
+        // The permit exists before anyone hears of the write: a listener that panics unwinds
+        // through it, and its drop gives the probe slot back.
+        let answer = acquired
+            .answer
+            .map(|(generation, probe)| Permit::new(self, generation, probe, self.counting()));
+        if acquired.landed.iter().any(Option::is_some) {
+            self.announce_all(&acquired.landed);
+        }
+        // After the transition that explains it (a timed-out probe found by this caller).
+        if let Err(blocked) = &answer {
+            observe::blocked(blocked);
+        }
+        answer
+    }
+
+    /// [`try_acquire`](Self::try_acquire) for a breaker behind an `Arc`: the permit holds the
+    /// `Arc`, so it can move into a task or a response future.
+    ///
+    /// # Errors
+    ///
+    /// As [`try_acquire`](Self::try_acquire).
+    #[inline]
+    pub fn try_acquire_owned(self: &Arc<Self>) -> Result<OwnedPermit, Blocked> {
+        self.try_acquire()
+            .map(|permit| permit.into_owned(Arc::clone(self)))
+    }
+}
 
 /// Permission to make one call to the dependency; report how it went with [`record`](Self::record).
 ///

@@ -1,0 +1,714 @@
+//! The machine: [`CircuitBreaker`], its word's store, live settings, clock, counters and
+//! herald, and the application of every decision through the store. The methods that hand out
+//! permits are in `permit`, guarded calls in `call`, the builder in `builder`.
+
+use core::time::Duration;
+
+use crossbeam_utils::CachePadded;
+use smol_str::SmolStr;
+
+use super::decide::{self, Admission, Manual, Report, Step};
+use super::store::Store;
+use super::word::{MAX_TIME_MS, Word};
+use crate::config::{Config, Limits};
+use crate::observe::{self, Counter, Counters, Herald, Listener, Metrics};
+use crate::sync::{self, AtomicU64, Mutex, Ordering, RelaxedU64};
+use crate::time::Origin;
+use crate::types::{Blocked, BlockedReason, State, Transition};
+
+/// A lock-free circuit breaker for one dependency.
+///
+/// State, consecutive failure count and opened-at time live in one 64-bit word (its layout is in
+/// the `breaker::word` module's source docs) that changes only by compare-and-swap, so the probe slot is claimed
+/// without a lock and a reader never sees one state with another state's timestamp.
+///
+/// Costs: while closed with no failures, [`try_acquire`](Self::try_acquire) is one atomic load and
+/// recording a success is one load and no store; neither reads the clock. While open, a rejection
+/// is one load and one clock read. A compare-and-swap happens only on a real change. Counting
+/// ([`Builder::metrics`](super::Builder::metrics)) adds an atomic add to a per-thread stripe per admission and per outcome.
+///
+/// # Time
+///
+/// Deadlines are judged in whole milliseconds on the breaker's clock, as it reads at each call.
+/// A clock that steps backwards can only delay: an open breaker stays open until the clock again
+/// passes its opened-at time plus the cooldown, and a probe whose lease had run out counts as in
+/// flight again until the clock passes the lease's end once more (unless a caller had already
+/// found it timed out, which made the breaker open from the lease's end). The clock may step
+/// back up to about 35 years behind the breaker's construction; it saturates about 104 years
+/// after it.
+///
+/// # Memory ordering
+///
+/// Every transition is published with release ordering and every admission decision reads the
+/// word with acquire ordering. So everything a caller did before recording the outcome that moved
+/// the breaker (for example, the probe that closed it) happens-before whatever a caller does after
+/// a [`try_acquire`](Self::try_acquire) that observes the new state.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use toolbreaker::{CircuitBreaker, FailureKind, Outcome, State};
+///
+/// let (clock, mock) = toolbreaker::quanta::Clock::mock();
+/// let breaker = CircuitBreaker::builder()
+///     .failure_threshold(2)
+///     .cooldown(Duration::from_millis(100))
+///     .clock(clock)
+///     .build()?;
+///
+/// for _ in 0..2 {
+///     let permit = breaker.try_acquire().expect("closed admits");
+///     permit.record(Outcome::Failure(FailureKind::Unavailable));
+/// }
+/// assert_eq!(breaker.state(), State::Open);
+/// let blocked = breaker.try_acquire().unwrap_err();
+/// assert_eq!(blocked.retry_after(), Duration::from_millis(100));
+///
+/// mock.increment(Duration::from_millis(100));
+/// assert_eq!(breaker.state(), State::HalfOpen);
+/// let probe = breaker.try_acquire().expect("one probe after the cooldown");
+/// assert!(breaker.try_acquire().is_err(), "only one probe");
+/// probe.record(Outcome::Success);
+/// assert_eq!(breaker.state(), State::Closed);
+/// # Ok::<(), toolbreaker::ConfigError>(())
+/// ```
+#[derive(Debug)]
+pub struct CircuitBreaker {
+    // The word, the settings and the clock share one padded block: the non-healthy paths read
+    // them together, the settings change only on reconfiguration, and the padding keeps the
+    // word's line away from neighbours (an `Arc`'s counts, other breakers in a map).
+    inner: CachePadded<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    store: Store,
+    limits: LiveLimits,
+    origin: Origin,
+    /// Counters, when counting is on (`Builder::metrics`).
+    metrics: Option<Box<Counters>>,
+    name: SmolStr,
+    /// Tells transitions to the trace and the listener, in order; boxed, since only transitions
+    /// reach it.
+    herald: Box<Herald>,
+    /// Serialises reconfigurations, so two never interleave their fields.
+    reconfigure: Mutex<()>,
+}
+
+/// What a [`CircuitBreaker`] is built with besides its configuration and clock.
+#[derive(Debug)]
+pub(crate) struct Extras {
+    pub(crate) name: SmolStr,
+    pub(crate) listener: Option<Listener>,
+    pub(crate) metrics: bool,
+}
+
+/// What [`CircuitBreaker::acquire_slow`] decided.
+#[derive(Debug)]
+pub(crate) struct Acquired {
+    /// The permit's generation and whether it is the probe, or the rejection.
+    pub(crate) answer: Result<(u32, bool), Blocked>,
+    /// The transitions the admission's write landed, oldest first.
+    pub(crate) landed: [Option<Transition>; 2],
+}
+
+/// The settings in force, one atomic per field, changed by [`CircuitBreaker::reconfigure`].
+///
+/// Read with relaxed loads: each decision uses the value of each field at the time it is made.
+/// Only the threshold takes part in a protocol with the word (a lowered threshold must trip a
+/// breaker whose count a racing report just raised: see `reconfigure`), so only it is the model
+/// checker's atomic under loom; the durations are read afresh by every decision and order nothing,
+/// so they stay out of the explored state.
+#[derive(Debug)]
+struct LiveLimits {
+    failure_threshold: AtomicU64,
+    cooldown_ms: RelaxedU64,
+    probe_timeout_ms: RelaxedU64,
+}
+
+impl LiveLimits {
+    fn new(limits: Limits) -> Self {
+        LiveLimits {
+            failure_threshold: AtomicU64::new(limits.failure_threshold),
+            cooldown_ms: RelaxedU64::new(limits.cooldown_ms),
+            probe_timeout_ms: RelaxedU64::new(limits.probe_timeout_ms),
+        }
+    }
+
+    /// Relaxed loads: see the type's docs.
+    #[inline]
+    fn load(&self) -> Limits {
+        Limits {
+            failure_threshold: self.failure_threshold.load(Ordering::Relaxed),
+            cooldown_ms: self.cooldown_ms.load(Ordering::Relaxed),
+            probe_timeout_ms: self.probe_timeout_ms.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Relaxed stores: `reconfigure`'s read-modify-write of the word, after them, publishes them.
+    fn store(&self, limits: Limits) {
+        self.failure_threshold
+            .store(limits.failure_threshold, Ordering::Relaxed);
+        self.cooldown_ms
+            .store(limits.cooldown_ms, Ordering::Relaxed);
+        self.probe_timeout_ms
+            .store(limits.probe_timeout_ms, Ordering::Relaxed);
+    }
+}
+
+impl CircuitBreaker {
+    /// A closed breaker with `config`, reading time from `clock`; unnamed, with no listener and
+    /// no counting (the [builder](Self::builder) sets those).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{CircuitBreaker, Config, State};
+    ///
+    /// let breaker = CircuitBreaker::new(Config::default(), quanta::Clock::new());
+    /// assert_eq!(breaker.state(), State::Closed);
+    /// ```
+    pub fn new(config: Config, clock: quanta::Clock) -> Self {
+        let extras = Extras {
+            name: SmolStr::default(),
+            listener: None,
+            metrics: false,
+        };
+        Self::with_extras(config, clock, extras)
+    }
+
+    pub(crate) fn with_extras(config: Config, clock: quanta::Clock, extras: Extras) -> Self {
+        CircuitBreaker {
+            inner: CachePadded::new(Inner {
+                store: Store::new(Word::INITIAL),
+                limits: LiveLimits::new(config.limits()),
+                origin: Origin::new(clock),
+                metrics: extras.metrics.then(|| Box::new(Counters::new())),
+                name: extras.name,
+                herald: Box::new(Herald::new(extras.listener)),
+                reconfigure: Mutex::new(()),
+            }),
+        }
+    }
+
+    /// The dependency this breaker guards, as named by [`Builder::name`](super::Builder::name) or by the
+    /// [`Registry`](crate::Registry) that made it; empty if unnamed. Events and metrics carry it.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The configuration in force: the one built with, or the latest
+    /// [`reconfigure`](Self::reconfigure).
+    pub fn config(&self) -> Config {
+        Config::from_limits(self.limits())
+    }
+
+    #[inline]
+    fn limits(&self) -> Limits {
+        self.inner.limits.load()
+    }
+
+    /// A snapshot of this breaker's counters, or `None` when counting is off (the default; turn
+    /// it on with [`Builder::metrics`](super::Builder::metrics) or [`RegistryBuilder::metrics`](crate::registry::RegistryBuilder::metrics)).
+    ///
+    /// The counts are read one after another while calls go on, so a snapshot taken under load
+    /// may count a call's admission and not yet its outcome.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{CircuitBreaker, FailureKind, Outcome};
+    ///
+    /// let breaker = CircuitBreaker::builder().failure_threshold(1).metrics(true).build()?;
+    /// breaker.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Timeout));
+    /// assert!(breaker.try_acquire().is_err());
+    ///
+    /// let metrics = breaker.metrics().expect("counting is on");
+    /// assert_eq!((metrics.admitted, metrics.blocked), (1, 1));
+    /// assert_eq!(metrics.failures.timeout, 1);
+    /// assert_eq!(metrics.transitions.failure_threshold, 1);
+    /// assert_eq!(CircuitBreaker::builder().build()?.metrics(), None, "off by default");
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn metrics(&self) -> Option<Metrics> {
+        let counters = self.inner.metrics.as_deref()?;
+        Some(counters.snapshot(self.state()))
+    }
+
+    /// The effective state now.
+    ///
+    /// Side-effect free: it writes nothing and takes no probe slot, however often it is called.
+    /// An open breaker whose cooldown has elapsed reads [`State::HalfOpen`] without any call in
+    /// between; a probe past its lease reads [`State::Open`]. Reads the clock only when not closed.
+    #[inline]
+    pub fn state(&self) -> State {
+        let word = self.inner.store.load();
+        decide::view(word, &self.limits(), || self.now_ms()).state()
+    }
+
+    /// Decide an admission for a word that is not closed, and apply it: the rest of
+    /// `try_acquire`, out of line. Returns the permit's generation and whether it is the probe,
+    /// or the rejection; and the transitions its write landed, which the caller announces once it
+    /// holds the permit (a listener that panics then unwinds through the permit, whose drop gives
+    /// the probe slot back).
+    #[inline(never)]
+    pub(crate) fn acquire_slow(&self, word: Word) -> Acquired {
+        let limits = self.limits();
+        let mut now = None;
+        let updated = self.inner.store.update(word, |word| {
+            let (admission, next) =
+                decide::acquire(word, &limits, || *now.get_or_insert_with(|| self.now_ms()));
+            (next, admission)
+        });
+        let answer = match updated.answer {
+            Admission::Admit { generation, probe } => Ok((generation, probe)),
+            Admission::Reject {
+                state,
+                reason,
+                retry_after_ms,
+            } => {
+                self.count(Counter::Blocked);
+                Err(self.blocked(state, reason, retry_after_ms))
+            }
+        };
+        // Only the caller whose write landed reports what it wrote.
+        let landed = match updated.after {
+            Some(after) => decide::acquire_transitions(updated.before, after, &limits).0,
+            None => [None, None],
+        };
+        Acquired { answer, landed }
+    }
+
+    fn blocked(&self, state: State, reason: BlockedReason, retry_after_ms: u64) -> Blocked {
+        Blocked::new(self.inner.name.clone(), state, reason, retry_after_ms)
+    }
+
+    /// `Blocked` if the breaker is open (or isolated) now, as [`try_acquire`](Self::try_acquire)
+    /// would answer, but without taking a permit or the probe slot and without writing the word:
+    /// for a caller deciding whether a retry is worth waiting for. Half-open is `Ok`, probe in
+    /// flight or not: the probe may have finished by the time the retry asks. A `Blocked` answer is
+    /// counted and logged as a blocked call, since the caller gives up on it.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn check_open(&self) -> Result<(), Blocked> {
+        let word = self.inner.store.load();
+        if word.closed_generation().is_some() {
+            return Ok(());
+        }
+        match decide::acquire(word, &self.limits(), || self.now_ms()).0 {
+            Admission::Reject {
+                state: State::Open,
+                reason,
+                retry_after_ms,
+            } => {
+                let blocked = self.blocked(State::Open, reason, retry_after_ms);
+                self.count(Counter::Blocked);
+                observe::blocked(&blocked);
+                Err(blocked)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether a permit of `generation` would still count (see `decide::is_current`).
+    pub(crate) fn permit_is_current(&self, generation: u32, probe: bool) -> bool {
+        let word = self.inner.store.load();
+        decide::is_current(word, generation, probe, &self.limits(), || self.now_ms())
+    }
+
+    /// The word now (see `Store::load`).
+    #[inline(always)]
+    pub(crate) fn word(&self) -> Word {
+        self.inner.store.load()
+    }
+
+    /// Whether the word is closed in `generation` with no failures to clear: an ordinary permit
+    /// of that generation reporting a success or an ignored outcome changes nothing. The whole
+    /// healthy path of a report: one load; no store, no clock read.
+    #[inline(always)]
+    pub(crate) fn is_clear(&self, generation: u32) -> bool {
+        self.inner.store.load() == Word::closed(generation, 0)
+    }
+
+    /// Everything a report does besides the healthy path: counting, the failure event, clearing
+    /// a count, transitions and stale reports. Out of line, with plain arguments, so the
+    /// caller's healthy path keeps no stack frame.
+    #[inline(never)]
+    pub(crate) fn record_slow(
+        &self,
+        generation: u32,
+        probe: bool,
+        counting: bool,
+        counter: Counter,
+        elapsed: Option<Duration>,
+    ) -> Option<Transition> {
+        if counting {
+            self.count(counter);
+        }
+        if let Some(kind) = counter.failure_kind() {
+            observe::failure(self.name(), kind, elapsed);
+        }
+        let report = match counter {
+            Counter::Success => Report::Success,
+            Counter::Ignored => Report::Ignored,
+            _ => Report::Failure,
+        };
+        self.report(generation, probe, report)
+    }
+
+    /// A permit dropped unrecorded: count it if it is counted, give the probe slot back if it
+    /// holds it.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn dropped(&self, generation: u32, probe: bool, counting: bool) {
+        if counting {
+            self.count(Counter::Dropped);
+        }
+        if probe {
+            self.report(generation, true, Report::Dropped);
+        }
+    }
+
+    /// Apply a permit's report. Returns the state change it caused, if any.
+    pub(crate) fn report(
+        &self,
+        generation: u32,
+        probe: bool,
+        report: Report,
+    ) -> Option<Transition> {
+        let limits = self.limits();
+        let mut now = None;
+        let updated = self.inner.store.update(self.inner.store.load(), |word| {
+            split(decide::report(
+                word,
+                generation,
+                probe,
+                report,
+                &limits,
+                || *now.get_or_insert_with(|| self.now_ms()),
+            ))
+        });
+        if let Some(transition) = updated.answer {
+            self.announce(transition);
+            return Some(transition);
+        }
+        match updated.after {
+            // A failure counted below the threshold read before the swap. If the threshold was
+            // lowered meanwhile, the reconfiguration's read-modify-write of the word came before
+            // our swap (or it saw our count and tripped): our swap read from it, so this load
+            // sees the new threshold. One of the two always trips.
+            Some(after) if report == Report::Failure => self.check_threshold(after),
+            _ => None,
+        }
+    }
+
+    /// Trip `judged`, the word this caller just stored, if its count reaches the threshold in
+    /// force now; nothing if the word has moved on (whoever moved it checks for themselves).
+    #[cold]
+    fn check_threshold(&self, judged: Word) -> Option<Transition> {
+        let limits = self.limits();
+        let mut now = None;
+        let updated = self.inner.store.update(judged, |word| {
+            if word != judged {
+                return (None, None);
+            }
+            split(decide::check_threshold(word, &limits, || {
+                *now.get_or_insert_with(|| self.now_ms())
+            }))
+        });
+        let transition = updated.answer?;
+        self.announce(transition);
+        Some(transition)
+    }
+
+    /// Apply a change made by hand to the newest word.
+    fn manual(&self, action: Manual) -> Option<Transition> {
+        let updated = self.inner.store.update(self.inner.store.load(), |word| {
+            let limits = self.limits();
+            // A probe that outlived its lease is written down first, in the same write, as the
+            // next caller would: the change follows a transition that is heard.
+            let expired = decide::expired_probe(word, &limits, || self.now_ms());
+            let (base, timed_out) = match expired {
+                Some(step) => (step.next, step.transition),
+                None => (word, None),
+            };
+            match decide::manual(base, action, &limits) {
+                Some(step) => (Some(step.next), [timed_out, step.transition]),
+                None => (expired.map(|step| step.next), [timed_out, None]),
+            }
+        });
+        // Announced once the change has landed, so a listener's panic cannot stop it.
+        if updated.answer.iter().any(Option::is_some) {
+            self.announce_all(&updated.answer);
+        }
+        updated.answer[1]
+    }
+
+    /// Isolate the dependency: open now, and stay open, admitting no probe, until
+    /// [`force_closed`](Self::force_closed) or [`reset`](Self::reset). Blocked calls say
+    /// [`BlockedReason::Isolated`](crate::BlockedReason::Isolated) and suggest asking again after
+    /// a cooldown.
+    ///
+    /// Returns the transition (reason `manual`), or `None` if the breaker was already isolated.
+    /// From open the transition reads `open → open`: the state is the same, but no cooldown ends
+    /// it now.
+    /// Outcomes of calls admitted before it no longer count.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{BlockedReason, CircuitBreaker, State, TransitionReason};
+    ///
+    /// let breaker = CircuitBreaker::builder().build()?;
+    /// let isolated = breaker.force_open().expect("it was closed");
+    /// assert_eq!((isolated.from(), isolated.to()), (State::Closed, State::Open));
+    /// assert_eq!(isolated.reason(), TransitionReason::Manual);
+    /// assert_eq!(breaker.try_acquire().unwrap_err().reason(), BlockedReason::Isolated);
+    /// assert_eq!(breaker.force_open(), None, "already isolated");
+    ///
+    /// breaker.force_closed().expect("it was open");
+    /// assert!(breaker.try_acquire().is_ok());
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn force_open(&self) -> Option<Transition> {
+        self.manual(Manual::ForceOpen)
+    }
+
+    /// Close now, from open, half-open or isolated; a closed breaker is left as it is (with its
+    /// failure count). Returns the transition (reason `manual`), or `None` if it was closed.
+    /// Outcomes of calls admitted before it (a probe in flight) no longer count.
+    pub fn force_closed(&self) -> Option<Transition> {
+        self.manual(Manual::ForceClosed)
+    }
+
+    /// Back to as built: closed with no counted failures. Returns the transition (reason
+    /// `manual`) if the breaker was not closed; clearing a closed breaker's failure count is not a
+    /// transition and returns `None`. Metrics counters are not reset: they only grow.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{CircuitBreaker, FailureKind, Outcome, State};
+    ///
+    /// let breaker = CircuitBreaker::builder().failure_threshold(2).build()?;
+    /// breaker.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Timeout));
+    /// assert_eq!(breaker.reset(), None, "closed stays closed; its one failure is cleared");
+    /// breaker.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Timeout));
+    /// assert_eq!(breaker.state(), State::Closed, "one failure since the reset, below 2");
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn reset(&self) -> Option<Transition> {
+        self.manual(Manual::Reset)
+    }
+
+    /// Change the threshold, cooldown and probe timeout without losing the breaker's state.
+    ///
+    /// - Open: stays open; the new cooldown counts from the original opened-at time (so a
+    ///   shorter cooldown that has already elapsed makes it half-open at once).
+    /// - Half-open with a probe in flight: the new probe timeout counts from the probe's start.
+    /// - Closed: keeps its consecutive failure count, and trips at once (reason
+    ///   `failure_threshold`) if the new threshold is already reached; that transition is
+    ///   returned. A failure recorded while the change is made is judged against the new
+    ///   threshold or, if judged against the old one, checked again against the new one, so no
+    ///   interleaving leaves a closed breaker at or past its threshold.
+    /// - Isolated: stays isolated.
+    ///
+    /// Reconfigurations of one breaker are serialised; each call's decisions use the settings in
+    /// force when they are made. The three settings are stored one after another, so a decision
+    /// or a [`config`](Self::config) read during the change may see some new and some old.
+    ///
+    /// # Panics
+    ///
+    /// If a previous reconfiguration of this breaker panicked while holding its lock (it cannot:
+    /// the lock guards only stores).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolbreaker::{CircuitBreaker, Config, FailureKind, Outcome, State};
+    ///
+    /// let breaker = CircuitBreaker::builder().failure_threshold(5).build()?;
+    /// for _ in 0..3 {
+    ///     breaker.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Unavailable));
+    /// }
+    /// let trip = breaker.reconfigure(Config::new(3, Duration::from_secs(10), Duration::from_secs(5))?);
+    /// assert_eq!(trip.map(|t| t.to()), Some(State::Open), "3 failures reach the new threshold");
+    /// assert_eq!(breaker.config().cooldown(), Duration::from_secs(10));
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn reconfigure(&self, config: Config) -> Option<Transition> {
+        let transition = self.reconfigure_silently(config);
+        // After the lock is released, so a listener may reconfigure this breaker in turn.
+        if let Some(transition) = transition {
+            self.announce(transition);
+        }
+        transition
+    }
+
+    /// `reconfigure` without announcing the transition: the registry announces after releasing
+    /// its own lock.
+    pub(crate) fn reconfigure_silently(&self, config: Config) -> Option<Transition> {
+        let _serialised = sync::lock(&self.inner.reconfigure);
+        let limits = config.limits();
+        self.inner.limits.store(limits);
+        // A read-modify-write of the word, even when it writes the same value: it comes after the
+        // stores above, so a report whose swap reads from it (or from a later write) sees the new
+        // settings, and one that swapped before it is seen here (loom model 9 fails if this is a
+        // plain load). The store's write is the release that publishes the settings.
+        let mut now = None;
+        let updated = self.inner.store.update(self.inner.store.load(), |word| {
+            let step = decide::check_threshold(word, &limits, || {
+                *now.get_or_insert_with(|| self.now_ms())
+            });
+            match step {
+                Some(step) => (Some(step.next), step.transition),
+                None => (Some(word), None),
+            }
+        });
+        updated.answer
+    }
+
+    /// Tell the counters, the trace and the listener about a transition that just landed.
+    /// Called after the write, never inside a retry loop or under a lock.
+    #[cold]
+    pub(crate) fn announce(&self, transition: Transition) {
+        self.announce_all(&[Some(transition)]);
+    }
+
+    /// [`announce`](Self::announce) for transitions that landed together, oldest first. Every
+    /// one is counted at once; then the herald tells them in the breaker's order (see `Herald`),
+    /// even if a listener panics: the first panic is resumed once all have been told, so one
+    /// failing alert hook loses no transition.
+    #[cold]
+    pub(crate) fn announce_all(&self, transitions: &[Option<Transition>]) {
+        if let Some(counters) = self.inner.metrics.as_deref() {
+            for transition in transitions.iter().flatten() {
+                counters.transition(transition.reason());
+            }
+        }
+        self.inner
+            .herald
+            .tell(self.name(), transitions.iter().flatten().copied());
+    }
+
+    /// Whether this breaker counts; a permit keeps the answer, so recording its outcome reads
+    /// no more than the word.
+    #[inline(always)]
+    pub(crate) fn counting(&self) -> bool {
+        self.inner.metrics.is_some()
+    }
+
+    /// Count one event, when counting is on.
+    #[inline(always)]
+    pub(crate) fn count(&self, counter: Counter) {
+        if let Some(counters) = self.inner.metrics.as_deref() {
+            counters.add(counter);
+        }
+    }
+
+    /// The clock's reading in the word's unit: ms since the breaker's origin (see `time`).
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.inner.origin.now_ms(MAX_TIME_MS)
+    }
+
+    /// The raw word, for this crate's tests.
+    #[cfg(test)]
+    pub(crate) fn word_bits(&self) -> u64 {
+        self.inner.store.load().0
+    }
+}
+
+/// A decision that writes `step.next` and answers with its transition; `None` writes nothing.
+#[inline]
+fn split(step: Option<Step>) -> (Option<Word>, Option<Transition>) {
+    match step {
+        Some(step) => (Some(step.next), step.transition),
+        None => (None, None),
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::classify::{FailureKind, Outcome};
+    use crate::types::BlockedReason;
+
+    /// The retry check reads and never claims: at any state it leaves the probe slot, the word,
+    /// the admission count and the transitions as they were.
+    #[test]
+    fn the_open_check_never_takes_the_probe_slot_or_writes() {
+        let (clock, mock) = quanta::Clock::mock();
+        let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = Arc::clone(&heard);
+        let breaker = CircuitBreaker::builder()
+            .failure_threshold(1)
+            .cooldown(Duration::from_millis(100))
+            .probe_timeout(Duration::from_millis(50))
+            .clock(clock)
+            .metrics(true)
+            .on_transition(move |e| log.lock().unwrap().push(e.transition().reason()))
+            .build()
+            .unwrap();
+        let word = || breaker.word_bits();
+        assert_eq!(breaker.check_open(), Ok(()), "closed");
+
+        breaker
+            .try_acquire()
+            .unwrap()
+            .record(Outcome::Failure(FailureKind::Unavailable));
+        let before = (word(), heard.lock().unwrap().len());
+        let blocked = breaker.check_open().unwrap_err();
+        assert_eq!(
+            (blocked.state(), blocked.reason(), blocked.retry_after()),
+            (
+                State::Open,
+                BlockedReason::DependencyOpen,
+                Duration::from_millis(100)
+            )
+        );
+
+        mock.increment(Duration::from_millis(100)); // half-open, slot free
+        for _ in 0..3 {
+            assert_eq!(breaker.check_open(), Ok(()));
+        }
+        assert_eq!(
+            (word(), heard.lock().unwrap().len()),
+            before,
+            "nothing written"
+        );
+        let probe = breaker.try_acquire().expect("the slot is still free");
+        assert!(probe.is_probe());
+        assert_eq!(
+            breaker.check_open(),
+            Ok(()),
+            "half-open with a probe in flight"
+        );
+
+        mock.increment(Duration::from_millis(50)); // the probe's lease runs out: open again
+        let before = word();
+        assert_eq!(breaker.check_open().unwrap_err().state(), State::Open);
+        assert_eq!(
+            word(),
+            before,
+            "the timed-out probe is left for a caller to write down"
+        );
+        drop(probe);
+
+        let metrics = breaker.metrics().unwrap();
+        assert_eq!(
+            metrics.admitted, 2,
+            "the first call and the probe, nothing else"
+        );
+        assert_eq!(metrics.blocked, 2, "the two open answers");
+        assert_eq!(
+            *heard.lock().unwrap(),
+            [
+                crate::TransitionReason::FailureThreshold,
+                crate::TransitionReason::CooldownElapsed
+            ]
+        );
+    }
+}
