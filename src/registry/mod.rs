@@ -19,7 +19,7 @@ pub use self::toml::ConfigFileError;
 use crate::breaker::{CircuitBreaker, Extras};
 use crate::config::Config;
 use crate::observe::{self, Listener, Metrics, TransitionEvent};
-use crate::sync::RwLock;
+use crate::sync::{self, RwLock};
 
 /// One breaker per dependency name, created on first use from the dependency's configuration or
 /// the default.
@@ -134,10 +134,7 @@ impl Registry {
         guard: &'g impl papaya::Guard,
     ) -> &'g Arc<CircuitBreaker> {
         // Held across the insertion, so a reload either sees this breaker or is seen by it.
-        let configs = self
-            .configs
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let configs = sync::read(&self.configs);
         let name: Arc<str> = Arc::from(dependency);
         self.breakers.get_or_insert_with(
             Arc::clone(&name),
@@ -158,18 +155,12 @@ impl Registry {
 
     /// The configuration `dependency`'s breaker has or will have.
     pub fn config_for(&self, dependency: &str) -> Config {
-        self.configs
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .config_for(dependency)
+        sync::read(&self.configs).config_for(dependency)
     }
 
     /// The configuration in force: the default and each dependency's own.
     pub fn configuration(&self) -> RegistryConfig {
-        self.configs
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+        sync::read(&self.configs).clone()
     }
 
     /// Put `config` in force: every existing breaker whose settings differ from it (including
@@ -203,10 +194,7 @@ impl Registry {
     /// # Ok::<(), toolbreaker::ConfigError>(())
     /// ```
     pub fn reload(&self, config: RegistryConfig) -> Vec<ConfigChange> {
-        let mut configs = self
-            .configs
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut configs = sync::write(&self.configs);
         let before = std::mem::replace(&mut *configs, config);
         let mut names: BTreeMap<Arc<str>, Option<Arc<CircuitBreaker>>> = BTreeMap::new();
         for name in before.dependency_names().chain(configs.dependency_names()) {
@@ -362,5 +350,40 @@ impl RegistryBuilder {
             listener: self.listener,
             metrics: self.metrics,
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use core::time::Duration;
+
+    /// No public path panics while the configuration's lock is held for writing (a reload's
+    /// listeners run after it is released), so the lock is poisoned here by hand: every use of
+    /// the registry still works, on the configuration the lock holds.
+    #[test]
+    fn a_registry_whose_configuration_lock_was_poisoned_still_works() {
+        let config = |threshold| {
+            Config::new(threshold, Duration::from_secs(1), Duration::from_secs(1)).unwrap()
+        };
+        let registry = Registry::builder().dependency("search", config(2)).build();
+        let search = registry.get("search");
+        let panicked = std::thread::scope(|s| {
+            s.spawn(|| {
+                let _held = registry.configs.write().unwrap();
+                panic!("a writer panics while holding the configuration's lock");
+            })
+            .join()
+        });
+        assert!(panicked.is_err());
+        assert!(registry.configs.is_poisoned());
+
+        assert_eq!(registry.config_for("search"), config(2));
+        assert_eq!(registry.get("weather").config(), Config::default());
+        assert_eq!(registry.configuration().config_for("search"), config(2));
+        let changes = registry.reload(RegistryConfig::new(config(3)));
+        assert_eq!(changes.len(), 3, "{changes:?}");
+        assert_eq!(search.config(), config(3));
+        assert_eq!(registry.get("quotes").config(), config(3));
     }
 }
