@@ -2,7 +2,6 @@
 //! is refused (naming the dependency, the field and, for a syntax error, the line), and that a
 //! reload reconfigures breakers in place while a refused one changes nothing.
 
-use std::error::Error as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -166,12 +165,12 @@ fn bad_files() -> Vec<BadFile> {
             Some(3),
         ),
         ("[default\ncooldown_ms = 5\n".into(), None, None, Some(1)),
-        // Past i64: the parser refuses it; the line names the field.
+        // Past i64: judged like any other number (too large), not a syntax error.
         (
             "[default]\ncooldown_ms = 99999999999999999999\n".into(),
             None,
             Some("cooldown_ms"),
-            Some(2),
+            None,
         ),
         (
             "\n\n\n\n[dependencies.search]\ncooldown_ms = 5 5\n".into(),
@@ -357,7 +356,7 @@ fn the_error_message_names_the_section_field_and_problem() {
         ))
         .to_string(),
         "invalid breaker configuration file, [dependencies.\"api.example.com\"] `probe_timeout_ms`: \
-         must be a whole number of ms from 1 to 1099511627776, not 1099511627777"
+         too large: at most 1099511627776 ms (about 35 years), not 1099511627777"
     );
     assert_eq!(
         refuse("[dependencies]\nsearch = 5\n").to_string(),
@@ -386,16 +385,61 @@ fn the_error_message_names_the_section_field_and_problem() {
             .starts_with("invalid breaker configuration file, line 2, [default] `cooldown_ms`: "),
         "{syntax}"
     );
-    assert!(
-        syntax.source().is_some(),
-        "the parser's error is the source"
-    );
+}
+
+/// Every message along an error's `source()` chain, outermost first.
+fn chain(error: &(dyn std::error::Error + 'static)) -> Vec<String> {
+    std::iter::successors(Some(error), |&e| e.source())
+        .map(ToString::to_string)
+        .collect()
+}
+
+/// How many messages along the chain hold `text`.
+fn told(chain: &[String], text: &str) -> usize {
+    chain.iter().filter(|shown| shown.contains(text)).count()
+}
+
+/// The `std::error::Error` convention: an error either shows its inner error in its `Display` or
+/// returns it from `source()`, never both, so a reporter that prints the chain says each thing
+/// once. `ConfigFileError` shows it (one line for an operator), so nothing it shows comes back.
+#[test]
+fn each_text_appears_once_along_the_source_chain() {
+    // The parser's message.
+    let syntax = refuse("[default]\ncooldown_ms = = 5\n");
+    let shown = chain(&syntax);
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    let message = shown[0]
+        .rsplit_once(": ")
+        .map(|(_, message)| message.to_owned())
+        .expect("the parser's words after the field");
+    assert!(!message.is_empty(), "{shown:?}");
+    assert_eq!(told(&shown, &message), 1, "{shown:?}");
+
+    // A value `Config` refuses: its words, once.
     let invalid = refuse("[default]\ncooldown_ms = 0\n");
-    let source = invalid.source().expect("the ConfigError is the source");
-    assert_eq!(
-        source.to_string(),
-        "invalid breaker configuration: `cooldown` must be at least 1 ms"
-    );
+    let shown = chain(&invalid);
+    assert_eq!(told(&shown, "must be at least 1 ms"), 1, "{shown:?}");
+    assert_eq!(shown.len(), 1, "{shown:?}");
+
+    // A file that cannot be read: the system's words, once; the I/O error is still at hand.
+    let (registry, _mock, _heard) = registry(BASE);
+    let path = temp_path("chain");
+    let system = std::fs::read_to_string(&path).unwrap_err().to_string();
+    for err in [
+        registry.reload_file(&path).expect_err("missing"),
+        RegistryConfig::from_file(&path).expect_err("missing"),
+    ] {
+        let shown = chain(&err);
+        assert_eq!(told(&shown, &system), 1, "{shown:?}");
+        assert!(
+            shown[0].contains(&system),
+            "shown by the error itself: {shown:?}"
+        );
+        assert_eq!(
+            err.io_error().map(std::io::Error::kind),
+            Some(std::io::ErrorKind::NotFound)
+        );
+    }
 }
 
 #[test]
@@ -419,6 +463,86 @@ fn the_error_message_for_a_duration_gives_the_range_accepted() {
         "the largest cooldown accepted is 2^40 ms: {shown}"
     );
     assert!(!shown.contains(&u64::MAX.to_string()), "{shown}");
+}
+
+/// A number too large for any integer type (past `i64`, past `i128`, in hex) is too large like
+/// any other: the error names the section and field and gives the largest accepted, and a
+/// negative one of any size is out of the range, not a parse failure.
+#[test]
+fn a_number_of_any_size_is_too_large_or_negative_naming_the_section_and_field() {
+    let past_i128 = "9".repeat(50);
+    let fields = [
+        ("failure_threshold", "at most 4294967295 failures"),
+        ("cooldown_ms", "at most 1099511627776 ms (about 35 years)"),
+        (
+            "probe_timeout_ms",
+            "at most 1099511627776 ms (about 35 years)",
+        ),
+    ];
+    for (field, most) in fields {
+        let range = if field == "failure_threshold" {
+            "must be a whole number of failures from 1 to 4294967295"
+        } else {
+            "must be a whole number of ms from 1 to 1099511627776"
+        };
+        for (value, problem) in [
+            (
+                "99999999999999999999",
+                format!("too large: {most}, not 99999999999999999999"),
+            ),
+            (
+                "99_999_999_999_999_999_999",
+                format!("too large: {most}, not 99999999999999999999"),
+            ),
+            (
+                past_i128.as_str(),
+                format!("too large: {most}, not {past_i128}"),
+            ),
+            (
+                "0xFFFFFFFFFFFFFFFFFFFF",
+                format!("too large: {most}, not 0xFFFFFFFFFFFFFFFFFFFF"),
+            ),
+            (
+                "-99999999999999999999",
+                format!("{range}, not -99999999999999999999"),
+            ),
+            (
+                &format!("-{past_i128}"),
+                format!("{range}, not -{past_i128}"),
+            ),
+        ] {
+            let text = format!("[dependencies.search]\n{field} = {value}\n");
+            let err = refuse(&text);
+            assert_eq!(
+                (err.dependency(), err.field(), err.line()),
+                (Some("search"), Some(field), None),
+                "{text:?}: {err}"
+            );
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "invalid breaker configuration file, [dependencies.\"search\"] `{field}`: {problem}"
+                ),
+                "{text:?}"
+            );
+            let text = format!("[default]\n{field} = {value}\n");
+            assert_eq!(
+                refuse(&text).to_string(),
+                format!("invalid breaker configuration file, [default] `{field}`: {problem}"),
+                "{text:?}"
+            );
+        }
+    }
+    // Inside `i64` but past the largest: the same words.
+    assert_eq!(
+        refuse("[dependencies.search]\nfailure_threshold = 4294967296\n").to_string(),
+        "invalid breaker configuration file, [dependencies.\"search\"] `failure_threshold`: \
+         too large: at most 4294967295 failures, not 4294967296"
+    );
+    // And the largest values written other ways are still accepted.
+    let config = parse("[default]\nfailure_threshold = 0xFFFF_FFFF\ncooldown_ms = +1_000\n");
+    assert_eq!(config.default_config().failure_threshold(), u32::MAX);
+    assert_eq!(config.default_config().cooldown(), S);
 }
 
 #[test]
@@ -730,11 +854,9 @@ fn reload_file_of_a_missing_file_is_refused_and_changes_nothing() {
     let shown = err.to_string();
     assert!(shown.contains("cannot read"), "{shown}");
     assert!(shown.contains(&path.display().to_string()), "{shown}");
-    let io = err
-        .source()
-        .and_then(|s| s.downcast_ref::<std::io::Error>())
-        .expect("the io::Error is the source");
+    let io = err.io_error().expect("the io::Error is kept");
     assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    assert!(shown.contains(&io.to_string()), "{shown}");
     assert_eq!(registry.configuration(), before);
     assert_eq!(search.config(), before.config_for("search"));
 
