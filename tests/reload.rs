@@ -602,7 +602,7 @@ cooldown_ms = 5000
 [dependencies.search]
 failure_threshold = 2
 ";
-    let changes = registry.reload_toml(text).expect("valid");
+    let changes = registry.reload_toml(text).expect("valid").into_changes();
     let new_default = cfg(4, 5 * S, Duration::from_secs(30));
     let new_search = cfg(2, 5 * S, Duration::from_secs(30));
     let shown: Vec<String> = changes.iter().map(ToString::to_string).collect();
@@ -666,7 +666,7 @@ fn a_dependency_removed_from_the_file_falls_back_to_the_default() {
     let search = registry.get("search");
     let without =
         "[default]\nfailure_threshold = 5\ncooldown_ms = 10000\nprobe_timeout_ms = 5000\n";
-    let changes = registry.reload_toml(without).unwrap();
+    let changes = registry.reload_toml(without).unwrap().into_changes();
     assert_eq!(changes.len(), 1, "{changes:?}");
     assert_eq!(changes[0].dependency(), Some("search"));
     assert_eq!(changes[0].before(), cfg(1, 10 * S, 5 * S));
@@ -682,7 +682,7 @@ fn changes_name_every_dependency_whose_configuration_changed_in_name_order() {
     let (registry, _mock, _heard) = registry(BASE);
     let _weather = registry.get("weather");
     assert_eq!(
-        registry.reload_toml(BASE).unwrap(),
+        registry.reload_toml(BASE).unwrap().changes(),
         [],
         "the same file: no change"
     );
@@ -692,7 +692,7 @@ fn changes_name_every_dependency_whose_configuration_changed_in_name_order() {
     let text = format!(
         "{BASE}\n[dependencies.zeta]\ncooldown_ms = 1\n[dependencies.alpha]\nprobe_timeout_ms = 2\n"
     );
-    let changes = registry.reload_toml(&text).unwrap();
+    let changes = registry.reload_toml(&text).unwrap().into_changes();
     let shown: Vec<String> = changes.iter().map(ToString::to_string).collect();
     assert_eq!(
         shown,
@@ -706,7 +706,7 @@ fn changes_name_every_dependency_whose_configuration_changed_in_name_order() {
 
     // Only the default changes: it, and every dependency that follows it.
     let text = text.replace("failure_threshold = 5", "failure_threshold = 6");
-    let changes = registry.reload_toml(&text).unwrap();
+    let changes = registry.reload_toml(&text).unwrap().into_changes();
     let shown: Vec<String> = changes.iter().map(ToString::to_string).collect();
     assert_eq!(
         shown,
@@ -728,7 +728,7 @@ fn a_reload_that_lowers_a_threshold_below_a_closed_count_trips_and_says_so() {
     mock.increment(S);
     let text =
         format!("{BASE}\n[dependencies.weather]\nfailure_threshold = 3\ncooldown_ms = 2000\n");
-    let changes = registry.reload_toml(&text).unwrap();
+    let changes = registry.reload_toml(&text).unwrap().into_changes();
     assert_eq!(changes.len(), 1);
     assert_eq!(
         changes[0].to_string(),
@@ -754,6 +754,48 @@ fn a_reload_that_lowers_a_threshold_below_a_closed_count_trips_and_says_so() {
     assert_eq!(weather.state(), State::Open);
     assert_eq!(weather.try_acquire().unwrap_err().retry_after(), 2 * S);
     assert_eq!(*heard.lock().unwrap(), [("weather".to_owned(), trip)]);
+}
+
+/// `[dependencies.serch]` for `search`: the file is put in force (the section may be for a
+/// dependency used later), `search` keeps its own settings, and the reload says which sections
+/// no breaker uses; checked before the reload, the same names are unknown.
+#[test]
+fn a_reload_file_names_the_sections_no_breaker_uses() {
+    let (registry, _mock, _heard) = registry(BASE);
+    let search = registry.get("search");
+    let _weather = registry.get("weather");
+    let text = format!(
+        "{BASE}\n[dependencies.serch]\nfailure_threshold = 2\n[dependencies.weather]\ncooldown_ms = 7\n"
+    );
+    let reload = registry.reload_toml(&text).unwrap();
+    assert_eq!(reload.unmatched(), ["serch"]);
+    assert_eq!(
+        search.config().failure_threshold(),
+        1,
+        "search keeps its own"
+    );
+    assert_eq!(
+        registry.configuration(),
+        parse(&text),
+        "the file is in force"
+    );
+
+    let file = TempFile(temp_path("unmatched"));
+    std::fs::write(&file.0, &text).unwrap();
+    assert_eq!(
+        registry.reload_file(&file.0).unwrap().unmatched(),
+        ["serch"]
+    );
+    let config = RegistryConfig::from_file(&file.0).unwrap();
+    assert_eq!(
+        config.unknown_dependencies(["search", "weather"]),
+        ["serch"]
+    );
+    assert_eq!(
+        toolbreaker::registry::closest_name("serch", ["weather", "search"]),
+        Some("search")
+    );
+    assert!(registry.reload_toml(BASE).unwrap().unmatched().is_empty());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -872,7 +914,10 @@ fn reload_file_applies_a_file_and_refuses_a_bad_one() {
     std::fs::write(&file.0, text).unwrap();
 
     assert_eq!(RegistryConfig::from_file(&file.0).unwrap(), parse(text));
-    let changes = registry.reload_file(&file.0).expect("applied");
+    let changes = registry
+        .reload_file(&file.0)
+        .expect("applied")
+        .into_changes();
     assert_eq!(
         changes.first().and_then(|c| c.dependency()),
         None,
@@ -900,7 +945,7 @@ fn after_a_reload_every_breaker_has_the_configuration_in_force() {
     let (registry, _mock, _heard) = registry(BASE);
     let search = registry.get("search");
     search.reconfigure(cfg(9, S, S));
-    let changes = registry.reload_toml(BASE).unwrap();
+    let changes = registry.reload_toml(BASE).unwrap().into_changes();
     assert_eq!(search.config(), registry.config_for("search"));
     assert_eq!(changes.len(), 1, "{changes:?}");
     assert_eq!(changes[0].dependency(), Some("search"));

@@ -47,8 +47,11 @@ pub fn initial(path: Option<&Path>) -> Result<RegistryConfig, ConfigFileError> {
 pub fn reload(registry: &Registry, path: &Path) -> Result<Vec<String>, String> {
     let path_shown = path.display();
     match registry.reload_file(path) {
-        Ok(changes) if changes.is_empty() => Ok(vec![format!("reloaded {path_shown}: no change")]),
-        Ok(changes) => Ok(changes
+        Ok(reload) if reload.changes().is_empty() => {
+            Ok(vec![format!("reloaded {path_shown}: no change")])
+        }
+        Ok(reload) => Ok(reload
+            .changes()
             .iter()
             .map(|change| format!("reloaded {path_shown}: {change}"))
             .collect()),

@@ -12,7 +12,7 @@ mod export;
 #[cfg(feature = "toml")]
 mod toml;
 
-pub use self::config::{ConfigChange, RegistryConfig};
+pub use self::config::{ConfigChange, RegistryConfig, Reload, closest_name};
 #[cfg(feature = "toml")]
 pub use self::toml::ConfigFileError;
 
@@ -167,12 +167,18 @@ impl Registry {
     /// settings changed by hand with [`CircuitBreaker::reconfigure`]) is reconfigured in place
     /// without losing its state, and breakers created later use it.
     ///
-    /// Returns what changed: one entry per dependency whose configuration changed (existing
-    /// breakers, compared by their own settings, and dependencies named in either configuration),
-    /// plus one for the default if it changed; dependencies in name order. An entry says which
-    /// transition the change caused, if any (a lowered threshold that a closed breaker's
-    /// failures already reach trips it); listeners hear it after the registry's lock is
-    /// released.
+    /// Returns what it did ([`Reload`]):
+    /// - [`changes`](Reload::changes): one entry per dependency whose configuration changed
+    ///   (existing breakers, compared by their own settings, and dependencies named in either
+    ///   configuration), plus one for the default if it changed; dependencies in name order. An
+    ///   entry says which transition the change caused, if any (a lowered threshold that a
+    ///   closed breaker's failures already reach trips it); listeners hear it after the
+    ///   registry's lock is released.
+    /// - [`unmatched`](Reload::unmatched): the dependencies with a section of their own in
+    ///   `config` that have no breaker, in name order. Nothing has asked for them yet: most
+    ///   often a misspelt name, whose real dependency keeps running on the default. The section
+    ///   is kept, for a dependency first used later; to refuse such a configuration instead,
+    ///   check it with [`RegistryConfig::unknown_dependencies`] before the reload.
     ///
     /// `config` is already valid, so nothing here can fail; to load it from a file, see
     /// `reload_toml` or `reload_file` (feature `toml`), which reject a bad file and keep the
@@ -187,13 +193,14 @@ impl Registry {
     /// let registry = Registry::default();
     /// let search = registry.get("search");
     /// let tight = Config::new(2, Duration::from_secs(5), Duration::from_secs(5))?;
-    /// let changes = registry.reload(RegistryConfig::default().dependency("search", tight));
-    /// assert_eq!(changes.len(), 1);
-    /// assert_eq!(changes[0].dependency(), Some("search"));
+    /// let reload = registry.reload(RegistryConfig::default().dependency("search", tight));
+    /// assert_eq!(reload.changes().len(), 1);
+    /// assert_eq!(reload.changes()[0].dependency(), Some("search"));
+    /// assert!(reload.unmatched().is_empty(), "`search` has a breaker");
     /// assert_eq!(search.config(), tight, "the existing handle sees the new settings");
     /// # Ok::<(), toolbreaker::ConfigError>(())
     /// ```
-    pub fn reload(&self, config: RegistryConfig) -> Vec<ConfigChange> {
+    pub fn reload(&self, config: RegistryConfig) -> Reload {
         let mut configs = sync::write(&self.configs);
         let before = std::mem::replace(&mut *configs, config);
         let mut names: BTreeMap<Arc<str>, Option<Arc<CircuitBreaker>>> = BTreeMap::new();
@@ -203,6 +210,11 @@ impl Registry {
         for (name, breaker) in self.breakers.pin().iter() {
             names.insert(Arc::clone(name), Some(Arc::clone(breaker)));
         }
+        let unmatched: Vec<String> = configs
+            .dependency_names()
+            .filter(|name| matches!(names.get(*name), Some(None)))
+            .map(str::to_owned)
+            .collect();
         let mut changes = Vec::new();
         let mut tripped = Vec::new();
         if before.default_config() != configs.default_config() {
@@ -241,7 +253,7 @@ impl Registry {
                 breaker.announce(transition);
             },
         );
-        changes
+        Reload::new(changes, unmatched)
     }
 
     /// How many breakers have been created.
@@ -381,8 +393,8 @@ mod tests {
         assert_eq!(registry.config_for("search"), config(2));
         assert_eq!(registry.get("weather").config(), Config::default());
         assert_eq!(registry.configuration().config_for("search"), config(2));
-        let changes = registry.reload(RegistryConfig::new(config(3)));
-        assert_eq!(changes.len(), 3, "{changes:?}");
+        let reload = registry.reload(RegistryConfig::new(config(3)));
+        assert_eq!(reload.changes().len(), 3, "{reload:?}");
         assert_eq!(search.config(), config(3));
         assert_eq!(registry.get("quotes").config(), config(3));
     }

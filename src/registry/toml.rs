@@ -6,7 +6,7 @@ use std::path::Path;
 
 use toml::de::{DeInteger, DeTable, DeValue};
 
-use super::{ConfigChange, Registry, RegistryConfig};
+use super::{Registry, RegistryConfig, Reload};
 use crate::config::{Config, DEFAULT_FAILURE_THRESHOLD, MAX_DURATION};
 
 const FIELDS: &str = "`failure_threshold`, `cooldown_ms`, `probe_timeout_ms`";
@@ -124,7 +124,11 @@ impl RegistryConfig {
     /// A file cut short elsewhere may still be valid TOML, which no parser can tell: to replace
     /// a file that a reload may read at any moment, write the new one beside it and rename it
     /// into place.
-
+    ///
+    /// A section for a dependency is accepted whatever its name, since nothing has asked for
+    /// any dependency yet; check the names against the ones the program uses with
+    /// [`unknown_dependencies`](Self::unknown_dependencies), so that a misspelt section is
+    /// refused rather than kept for a dependency nothing asks for.
     ///
     /// # Examples
     ///
@@ -359,7 +363,7 @@ const _: () = assert!(DEFAULT_FAILURE_THRESHOLD == 5);
 
 impl Registry {
     /// Parse `text` as TOML ([`RegistryConfig::from_toml`]) and put it in force
-    /// ([`reload`](Self::reload)), returning what changed.
+    /// ([`reload`](Self::reload)), returning what changed and the sections no breaker uses.
     ///
     /// # Errors
     ///
@@ -373,15 +377,20 @@ impl Registry {
     ///
     /// let registry = Registry::default();
     /// let search = registry.get("search");
-    /// let changes = registry.reload_toml("[dependencies.search]\nfailure_threshold = 2\n")?;
-    /// assert_eq!(changes[0].to_string(), "search: failure_threshold 5 -> 2");
+    /// let reload = registry.reload_toml("[dependencies.search]\nfailure_threshold = 2\n")?;
+    /// assert_eq!(reload.changes()[0].to_string(), "search: failure_threshold 5 -> 2");
     ///
     /// let err = registry.reload_toml("[dependencies.search]\nfailure_threshold = -1\n").unwrap_err();
     /// assert_eq!(err.field(), Some("failure_threshold"));
     /// assert_eq!(search.config().failure_threshold(), 2, "the configuration in force stays");
+    ///
+    /// // A section for a dependency nothing has asked for: most often a misspelt name.
+    /// let reload = registry.reload_toml("[dependencies.serch]\nfailure_threshold = 2\n")?;
+    /// assert_eq!(reload.unmatched(), ["serch"]);
+    /// assert_eq!(reload.changes()[0].to_string(), "search: failure_threshold 2 -> 5");
     /// # Ok::<(), toolbreaker::registry::ConfigFileError>(())
     /// ```
-    pub fn reload_toml(&self, text: &str) -> Result<Vec<ConfigChange>, ConfigFileError> {
+    pub fn reload_toml(&self, text: &str) -> Result<Reload, ConfigFileError> {
         let config = RegistryConfig::from_toml(text)?;
         Ok(self.reload(config))
     }
@@ -391,10 +400,7 @@ impl Registry {
     /// # Errors
     ///
     /// As [`reload_toml`](Self::reload_toml), or the file could not be read.
-    pub fn reload_file(
-        &self,
-        path: impl AsRef<Path>,
-    ) -> Result<Vec<ConfigChange>, ConfigFileError> {
+    pub fn reload_file(&self, path: impl AsRef<Path>) -> Result<Reload, ConfigFileError> {
         self.reload_toml(&read(path.as_ref())?)
     }
 }
