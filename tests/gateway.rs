@@ -541,14 +541,11 @@ mod reload {
     fn a_bad_file_at_start_names_the_dependency_and_field() {
         let path = scratch("gateway-start-bad.toml");
         std::fs::write(&path, "[dependencies.quotes]\nprobe_timeout_ms = \"2s\"\n").unwrap();
-        let error = settings::initial(Some(&path)).unwrap_err();
-        assert_eq!(
-            (error.dependency(), error.field()),
-            (Some("quotes"), Some("probe_timeout_ms"))
-        );
-        let text = error.to_string();
+        let text = settings::initial(Some(&path)).unwrap_err();
         assert!(
-            text.contains("[dependencies.\"quotes\"] `probe_timeout_ms`"),
+            text.starts_with(
+                "invalid breaker configuration file, [dependencies.\"quotes\"] `probe_timeout_ms`: "
+            ),
             "{text}"
         );
         std::fs::remove_file(path).unwrap();
@@ -656,5 +653,75 @@ mod reload {
         let line = settings::reload(&registry, &path).unwrap_err();
         assert!(line.contains("cannot read"), "{line}");
         assert_eq!(registry.configuration(), in_force);
+    }
+
+    /// A section for a dependency that is none of the gateway's tools: refused at start and on
+    /// reload, naming the section and the tool it most likely means; on reload the settings in
+    /// force are kept.
+    #[test]
+    fn a_section_for_no_tool_is_refused_naming_the_closest_tool() {
+        let path = scratch("gateway-unknown-section.toml");
+        let good = std::fs::read_to_string(&path).unwrap();
+        let registry = Registry::builder()
+            .config(settings::initial(Some(&path)).unwrap())
+            .build();
+        let search = registry.get("search");
+
+        std::fs::write(
+            &path,
+            format!("{good}\n[dependencies.serch]\nfailure_threshold = 1\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            settings::initial(Some(&path)),
+            Err(
+                "unknown dependency section [dependencies.\"serch\"]; did you mean \"search\"?"
+                    .to_owned()
+            )
+        );
+        let in_force = registry.configuration();
+        let shown = path.display();
+        assert_eq!(
+            settings::reload(&registry, &path),
+            Err(format!(
+                "not reloaded {shown}: unknown dependency section [dependencies.\"serch\"]; \
+                 did you mean \"search\"?; the configuration in force is kept"
+            ))
+        );
+        assert_eq!(registry.configuration(), in_force);
+        assert_eq!(
+            search.config().failure_threshold(),
+            settings::FAILURE_THRESHOLD
+        );
+
+        // Each unknown section is named; a name near no tool lists the tools instead.
+        std::fs::write(
+            &path,
+            format!(
+                "{good}\n[dependencies.Wether]\ncooldown_ms = 9\n[dependencies.calendar]\n\
+                 cooldown_ms = 9\n[dependencies.quotes]\ncooldown_ms = 9\n"
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            settings::initial(Some(&path)),
+            Err("unknown dependency section [dependencies.\"Wether\"]; did you mean \"weather\"?; \
+                 unknown dependency section [dependencies.\"calendar\"]; the gateway's dependencies \
+                 are \"search\", \"weather\", \"quotes\", \"files\""
+                .to_owned())
+        );
+        assert!(settings::reload(&registry, &path).is_err());
+        assert_eq!(registry.configuration(), in_force);
+
+        // A section for each tool is accepted, and put in force on reload.
+        let every_tool: String = settings::dependencies()
+            .map(|name| format!("\n[dependencies.{name}]\nfailure_threshold = 2\n"))
+            .collect();
+        std::fs::write(&path, format!("{good}{every_tool}")).unwrap();
+        let config = settings::initial(Some(&path)).unwrap();
+        assert_eq!(config.dependencies().count(), 4);
+        assert_eq!(settings::reload(&registry, &path).unwrap().len(), 4);
+        assert_eq!(search.config().failure_threshold(), 2);
+        std::fs::remove_file(path).unwrap();
     }
 }

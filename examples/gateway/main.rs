@@ -67,11 +67,13 @@
 //!
 //! `--config FILE` starts the registry from a TOML file of breaker settings instead of the
 //! built-in ones (`breakers.toml`, next to this file, holds the built-in ones, commented); a file
-//! that is not valid is refused at start with an error naming the dependency and field. On unix,
-//! SIGHUP reloads the file (`Registry::reload_file`): each breaker keeps its state and takes the
-//! new settings, and one line per change goes to stderr (`reloaded FILE: search: failure_threshold
-//! 5 -> 3`), or `no change`; a file that is not valid is reported and the settings in force are
-//! kept. See `settings.rs`.
+//! that is not valid is refused at start with an error naming the dependency and field, and so is
+//! one with a section for a dependency that is none of the four tools (`unknown dependency
+//! section [dependencies."serch"]; did you mean "search"?`). On unix, SIGHUP reloads the file
+//! (`Registry::reload`): each breaker keeps its state and takes the new settings, and one line per
+//! change goes to stderr (`reloaded FILE: search: failure_threshold 5 -> 3`), or `no change`; a
+//! file refused for either reason is reported and the settings in force are kept. See
+//! `settings.rs`.
 //!
 //! `--log DIRECTIVE` (`info`, `toolbreaker=debug`, ...: tracing-subscriber's `EnvFilter` syntax)
 //! prints the crate's `tracing` events to stderr: transitions at `info` (`warn` when opening),
