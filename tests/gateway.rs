@@ -15,6 +15,9 @@ mod tools;
 #[allow(dead_code)]
 mod settings;
 
+#[path = "../examples/gateway/flags.rs"]
+mod flags;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -723,5 +726,100 @@ mod reload {
         assert_eq!(settings::reload(&registry, &path).unwrap().len(), 4);
         assert_eq!(search.config().failure_threshold(), 2);
         std::fs::remove_file(path).unwrap();
+    }
+}
+
+/// The gateway's numeric flags: a number of any size that is too large says so, with the most
+/// accepted; one too small, the least; anything else is not a number.
+mod flags_tests {
+    use std::time::Duration;
+
+    use super::flags::{seconds, whole_number};
+
+    #[test]
+    fn a_whole_number_too_large_for_any_integer_type_is_too_large_with_the_maximum() {
+        let too_large = |text: &str| {
+            Err(format!(
+                "--concurrency: `{text}` is too large: at most 1000"
+            ))
+        };
+        let too_small =
+            |text: &str| Err(format!("--concurrency: `{text}` is too small: at least 1"));
+        let past_u128 = "9".repeat(50);
+        let negative_past_u128 = format!("-{past_u128}");
+        for (text, want) in [
+            ("64", Ok(64)),
+            (" 1000 ", Ok(1000)),
+            ("1", Ok(1)),
+            ("1001", too_large("1001")),
+            ("99999999999999999999", too_large("99999999999999999999")),
+            (past_u128.as_str(), too_large(&past_u128)),
+            ("0", too_small("0")),
+            ("-5", too_small("-5")),
+            (negative_past_u128.as_str(), too_small(&negative_past_u128)),
+            (
+                "many",
+                Err("--concurrency: `many` is not a whole number".to_owned()),
+            ),
+            (
+                "2.5",
+                Err("--concurrency: `2.5` is not a whole number".to_owned()),
+            ),
+            (
+                "-",
+                Err("--concurrency: `-` is not a whole number".to_owned()),
+            ),
+            (
+                "",
+                Err("--concurrency: `` is not a whole number".to_owned()),
+            ),
+        ] {
+            assert_eq!(
+                whole_number("--concurrency", text, 1, 1000),
+                want,
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn seconds_too_large_or_too_small_say_so_with_the_limit() {
+        assert_eq!(
+            seconds("--duration", "4", 3600.0),
+            Ok(Duration::from_secs(4))
+        );
+        assert_eq!(
+            seconds("--duration", "0.5", 3600.0),
+            Ok(Duration::from_millis(500))
+        );
+        assert_eq!(
+            seconds("--duration", "3600", 3600.0),
+            Ok(Duration::from_secs(3600))
+        );
+        for text in ["3600.5", "99999999999999999999", "1e400", "inf"] {
+            assert_eq!(
+                seconds("--duration", text, 3600.0),
+                Err(format!(
+                    "--duration: `{text}` is too large: at most 3600 seconds"
+                )),
+                "{text:?}"
+            );
+        }
+        for text in ["0", "-1", "-inf", "1e-12"] {
+            assert_eq!(
+                seconds("--duration", text, 3600.0),
+                Err(format!(
+                    "--duration: `{text}` is too small: more than 0 seconds"
+                )),
+                "{text:?}"
+            );
+        }
+        for text in ["soon", "NaN", ""] {
+            assert_eq!(
+                seconds("--duration", text, 3600.0),
+                Err(format!("--duration: `{text}` is not a number of seconds")),
+                "{text:?}"
+            );
+        }
     }
 }

@@ -84,6 +84,7 @@
 //! kind), whether the breaker opened (transitions by reason), and whether the agents kept calling
 //! it after it opened (calls blocked, never sent).
 
+mod flags;
 mod report;
 mod settings;
 mod tools;
@@ -205,29 +206,12 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
             "--json" => return Err("--json takes no value".to_owned()),
             "--duration" => {
                 let text = value("seconds")?;
-                let secs: f64 = text
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("--duration: `{text}` is not a number of seconds"))?;
-                if !(secs > 0.0 && secs <= MAX_DURATION_SECS) {
-                    return Err(format!(
-                        "--duration: `{text}` is out of range; give more than 0 and at most {MAX_DURATION_SECS} seconds"
-                    ));
-                }
-                parsed.duration = Duration::from_secs_f64(secs);
+                parsed.duration = flags::seconds("--duration", &text, MAX_DURATION_SECS)?;
             }
             "--concurrency" => {
                 let text = value("a number of agent tasks")?;
-                let n: usize = text
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("--concurrency: `{text}` is not a whole number"))?;
-                if !(1..=MAX_CONCURRENCY).contains(&n) {
-                    return Err(format!(
-                        "--concurrency: {n} is out of range; give 1 to {MAX_CONCURRENCY}"
-                    ));
-                }
-                parsed.concurrency = n;
+                parsed.concurrency =
+                    flags::whole_number("--concurrency", &text, 1, MAX_CONCURRENCY)?;
             }
             "--config" => parsed.config = Some(PathBuf::from(value("a TOML file")?)),
             "--log" => {
