@@ -26,6 +26,7 @@ pub(crate) use portable_atomic::AtomicU64 as RelaxedU64;
 #[cfg(not(loom))]
 pub(crate) use std::sync::Mutex;
 pub(crate) use std::sync::RwLock;
+pub(crate) use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 
 /// The guard of `lock`, recovering it if a thread panicked while holding it: every lock in the
 /// crate guards only plain stores, so the data behind a poisoned lock is whole.
@@ -38,7 +39,49 @@ pub(crate) fn lock<T>(lock: &Mutex<T>) -> MutexGuard<'_, T> {
     return lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
 }
 
+/// A read guard of `lock`, recovering it if a writer panicked while holding it, as [`lock`] does.
+pub(crate) fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The write guard of `lock`, recovering it if a writer panicked while holding it, as [`lock`]
+/// does.
+pub(crate) fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[cfg(loom)]
 pub(crate) use loom::sync::MutexGuard;
 #[cfg(not(loom))]
 pub(crate) use std::sync::MutexGuard;
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A lock whose writer panicked while holding it.
+    fn poisoned() -> RwLock<Vec<u32>> {
+        let lock = RwLock::new(vec![1]);
+        let panicked = std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut guard = lock.write().unwrap();
+                guard.push(2);
+                panic!("a writer panics while holding the lock");
+            })
+            .join()
+        });
+        assert!(panicked.is_err());
+        assert!(lock.is_poisoned());
+        lock
+    }
+
+    #[test]
+    fn a_poisoned_rw_lock_is_recovered_for_reading_and_writing() {
+        let lock = poisoned();
+        assert_eq!(*read(&lock), [1, 2], "the writer's store is kept");
+        write(&lock).push(3);
+        assert_eq!(*read(&lock), [1, 2, 3]);
+    }
+}

@@ -1,5 +1,6 @@
 //! Pins the auto traits users rely on: a breaker, a registry and a permit cross threads and
-//! tasks (the `bounds()` test of tokio's semaphore, in spirit).
+//! tasks, and the futures and the tower service are `Send` (and `Unpin`) whenever what they wrap
+//! is (the `bounds()` test of tokio's semaphore, in spirit).
 
 use toolbreaker::{
     Blocked, CallError, CircuitBreaker, Config, ConfigError, Outcome, Permit, Registry, State,
@@ -59,9 +60,75 @@ fn blocked_and_call_error_box_into_dyn_error() {
 }
 
 #[test]
-fn owned_permits_are_send_sync_and_static() {
+fn owned_permits_are_send_sync_unpin_and_static() {
     fn send_sync_static<T: Send + Sync + 'static>() {}
     send_sync_static::<toolbreaker::breaker::OwnedPermit>();
+    unpin::<toolbreaker::breaker::OwnedPermit>();
+}
+
+#[test]
+fn configuration_types_are_send_and_sync() {
+    send_sync::<toolbreaker::RegistryConfig>();
+    send_sync::<toolbreaker::registry::Reload>();
+    send_sync::<toolbreaker::registry::ConfigChange>();
+    send_sync::<toolbreaker::registry::ConfigFileError>();
+}
+
+/// `run`'s future holds the breaker by reference, the call's future, the classifier and (once
+/// admitted) a permit: for every such pair it is `Send` and `Sync` when they are, and `Unpin`
+/// when the call's future is. Checked for all of them at once: these generic functions compile
+/// only if the bounds follow from the parameters' alone.
+#[test]
+fn run_futures_are_send_sync_and_unpin_when_what_they_wrap_is() {
+    use toolbreaker::breaker::RunFuture;
+
+    fn send_sync_if<F: Send + Sync, C: Send + Sync>() {
+        send_sync::<RunFuture<'_, F, C>>();
+    }
+    fn unpin_if<F: Unpin, C>() {
+        unpin::<RunFuture<'_, F, C>>();
+    }
+    type Ready = std::future::Ready<Result<u8, std::io::Error>>;
+    type Classify = fn(&Result<u8, std::io::Error>) -> Outcome;
+    send_sync_if::<Ready, Classify>();
+    unpin_if::<Ready, Classify>();
+
+    // And a real one, around an `async` block (which is not `Unpin`), can be spawned.
+    fn send<T: Send>(_: &T) {}
+    let breaker = CircuitBreaker::builder().build().unwrap();
+    let future = breaker.run(async { Ok::<u8, std::io::Error>(1) }, |_| Outcome::Success);
+    send(&future);
+}
+
+/// The tower service holds the inner service, the breaker, the classifier (shared) and a permit
+/// between `poll_ready` and `call`; its future holds the inner future, a permit or the
+/// rejection, and the classifier. Both are `Send` and `Sync` when the inner service (future)
+/// and the classifier are, and `Unpin` when the inner service (future) is, whatever they are.
+#[test]
+fn the_tower_service_and_its_future_are_send_sync_and_unpin_when_what_they_wrap_is() {
+    use toolbreaker::tower::{CircuitBreakerService, future::ResponseFuture};
+
+    fn service_send_sync_if<S: Send + Sync, C: Send + Sync>() {
+        send_sync::<CircuitBreakerService<S, C>>();
+    }
+    fn service_unpin_if<S: Unpin, C>() {
+        unpin::<CircuitBreakerService<S, C>>();
+    }
+    fn future_send_sync_if<F: Send + Sync, C: Send + Sync>() {
+        send_sync::<ResponseFuture<F, C>>();
+    }
+    fn future_unpin_if<F: Unpin, C>() {
+        unpin::<ResponseFuture<F, C>>();
+    }
+    type Classifier = toolbreaker::classify::http::HttpClassifier;
+    type Inner = tower::util::ServiceFn<
+        fn(http::Request<()>) -> std::future::Ready<Result<http::Response<()>, std::io::Error>>,
+    >;
+    service_send_sync_if::<Inner, Classifier>();
+    service_unpin_if::<Inner, Classifier>();
+    future_send_sync_if::<std::future::Ready<Result<http::Response<()>, std::io::Error>>, Classifier>(
+    );
+    future_unpin_if::<std::future::Ready<Result<http::Response<()>, std::io::Error>>, Classifier>();
 }
 
 #[test]

@@ -15,6 +15,9 @@ mod tools;
 #[allow(dead_code)]
 mod settings;
 
+#[path = "../examples/gateway/flags.rs"]
+mod flags;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -541,14 +544,11 @@ mod reload {
     fn a_bad_file_at_start_names_the_dependency_and_field() {
         let path = scratch("gateway-start-bad.toml");
         std::fs::write(&path, "[dependencies.quotes]\nprobe_timeout_ms = \"2s\"\n").unwrap();
-        let error = settings::initial(Some(&path)).unwrap_err();
-        assert_eq!(
-            (error.dependency(), error.field()),
-            (Some("quotes"), Some("probe_timeout_ms"))
-        );
-        let text = error.to_string();
+        let text = settings::initial(Some(&path)).unwrap_err();
         assert!(
-            text.contains("[dependencies.\"quotes\"] `probe_timeout_ms`"),
+            text.starts_with(
+                "invalid breaker configuration file, [dependencies.\"quotes\"] `probe_timeout_ms`: "
+            ),
             "{text}"
         );
         std::fs::remove_file(path).unwrap();
@@ -656,5 +656,170 @@ mod reload {
         let line = settings::reload(&registry, &path).unwrap_err();
         assert!(line.contains("cannot read"), "{line}");
         assert_eq!(registry.configuration(), in_force);
+    }
+
+    /// A section for a dependency that is none of the gateway's tools: refused at start and on
+    /// reload, naming the section and the tool it most likely means; on reload the settings in
+    /// force are kept.
+    #[test]
+    fn a_section_for_no_tool_is_refused_naming_the_closest_tool() {
+        let path = scratch("gateway-unknown-section.toml");
+        let good = std::fs::read_to_string(&path).unwrap();
+        let registry = Registry::builder()
+            .config(settings::initial(Some(&path)).unwrap())
+            .build();
+        let search = registry.get("search");
+
+        std::fs::write(
+            &path,
+            format!("{good}\n[dependencies.serch]\nfailure_threshold = 1\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            settings::initial(Some(&path)),
+            Err(
+                "unknown dependency section [dependencies.\"serch\"]; did you mean \"search\"?"
+                    .to_owned()
+            )
+        );
+        let in_force = registry.configuration();
+        let shown = path.display();
+        assert_eq!(
+            settings::reload(&registry, &path),
+            Err(format!(
+                "not reloaded {shown}: unknown dependency section [dependencies.\"serch\"]; \
+                 did you mean \"search\"?; the configuration in force is kept"
+            ))
+        );
+        assert_eq!(registry.configuration(), in_force);
+        assert_eq!(
+            search.config().failure_threshold(),
+            settings::FAILURE_THRESHOLD
+        );
+
+        // Each unknown section is named; a name near no tool lists the tools instead.
+        std::fs::write(
+            &path,
+            format!(
+                "{good}\n[dependencies.Wether]\ncooldown_ms = 9\n[dependencies.calendar]\n\
+                 cooldown_ms = 9\n[dependencies.quotes]\ncooldown_ms = 9\n"
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            settings::initial(Some(&path)),
+            Err("unknown dependency section [dependencies.\"Wether\"]; did you mean \"weather\"?; \
+                 unknown dependency section [dependencies.\"calendar\"]; the gateway's dependencies \
+                 are \"search\", \"weather\", \"quotes\", \"files\""
+                .to_owned())
+        );
+        assert!(settings::reload(&registry, &path).is_err());
+        assert_eq!(registry.configuration(), in_force);
+
+        // A section for each tool is accepted, and put in force on reload.
+        let every_tool: String = settings::dependencies()
+            .map(|name| format!("\n[dependencies.{name}]\nfailure_threshold = 2\n"))
+            .collect();
+        std::fs::write(&path, format!("{good}{every_tool}")).unwrap();
+        let config = settings::initial(Some(&path)).unwrap();
+        assert_eq!(config.dependencies().count(), 4);
+        assert_eq!(settings::reload(&registry, &path).unwrap().len(), 4);
+        assert_eq!(search.config().failure_threshold(), 2);
+        std::fs::remove_file(path).unwrap();
+    }
+}
+
+/// The gateway's numeric flags: a number of any size that is too large says so, with the most
+/// accepted; one too small, the least; anything else is not a number.
+mod flags_tests {
+    use std::time::Duration;
+
+    use super::flags::{seconds, whole_number};
+
+    #[test]
+    fn a_whole_number_too_large_for_any_integer_type_is_too_large_with_the_maximum() {
+        let too_large = |text: &str| {
+            Err(format!(
+                "--concurrency: `{text}` is too large: at most 1000"
+            ))
+        };
+        let too_small =
+            |text: &str| Err(format!("--concurrency: `{text}` is too small: at least 1"));
+        let past_u128 = "9".repeat(50);
+        let negative_past_u128 = format!("-{past_u128}");
+        for (text, want) in [
+            ("64", Ok(64)),
+            (" 1000 ", Ok(1000)),
+            ("1", Ok(1)),
+            ("1001", too_large("1001")),
+            ("99999999999999999999", too_large("99999999999999999999")),
+            (past_u128.as_str(), too_large(&past_u128)),
+            ("0", too_small("0")),
+            ("-5", too_small("-5")),
+            (negative_past_u128.as_str(), too_small(&negative_past_u128)),
+            (
+                "many",
+                Err("--concurrency: `many` is not a whole number".to_owned()),
+            ),
+            (
+                "2.5",
+                Err("--concurrency: `2.5` is not a whole number".to_owned()),
+            ),
+            (
+                "-",
+                Err("--concurrency: `-` is not a whole number".to_owned()),
+            ),
+            (
+                "",
+                Err("--concurrency: `` is not a whole number".to_owned()),
+            ),
+        ] {
+            assert_eq!(
+                whole_number("--concurrency", text, 1, 1000),
+                want,
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn seconds_too_large_or_too_small_say_so_with_the_limit() {
+        assert_eq!(
+            seconds("--duration", "4", 3600.0),
+            Ok(Duration::from_secs(4))
+        );
+        assert_eq!(
+            seconds("--duration", "0.5", 3600.0),
+            Ok(Duration::from_millis(500))
+        );
+        assert_eq!(
+            seconds("--duration", "3600", 3600.0),
+            Ok(Duration::from_secs(3600))
+        );
+        for text in ["3600.5", "99999999999999999999", "1e400", "inf"] {
+            assert_eq!(
+                seconds("--duration", text, 3600.0),
+                Err(format!(
+                    "--duration: `{text}` is too large: at most 3600 seconds"
+                )),
+                "{text:?}"
+            );
+        }
+        for text in ["0", "-1", "-inf", "1e-12"] {
+            assert_eq!(
+                seconds("--duration", text, 3600.0),
+                Err(format!(
+                    "--duration: `{text}` is too small: more than 0 seconds"
+                )),
+                "{text:?}"
+            );
+        }
+        for text in ["soon", "NaN", ""] {
+            assert_eq!(
+                seconds("--duration", text, 3600.0),
+                Err(format!("--duration: `{text}` is not a number of seconds")),
+                "{text:?}"
+            );
+        }
     }
 }

@@ -165,6 +165,91 @@ fn per_dependency_overrides_win_and_the_rest_follows_the_table() {
     );
 }
 
+/// An override's own `retry_after` is a default: kept when the response has no usable
+/// `Retry-After`, replaced by the header's wait when it has one (the server's word is newer).
+#[test]
+fn a_rate_limited_override_keeps_its_own_hint_unless_the_response_gives_one() {
+    let two_seconds = Outcome::Failure(FailureKind::RateLimited {
+        retry_after: Some(Duration::from_secs(2)),
+    });
+    let classify = HttpClassifier::new()
+        .status(StatusCode::TOO_MANY_REQUESTS, two_seconds)
+        .status(StatusCode::SERVICE_UNAVAILABLE, two_seconds);
+    let response = |status: u16, header: Option<&str>| {
+        let mut builder = Response::builder().status(status);
+        if let Some(value) = header {
+            builder = builder.header("retry-after", value);
+        }
+        builder.body(()).unwrap()
+    };
+    for status in [429, 503] {
+        assert_eq!(
+            classify.response(&response(status, None)),
+            two_seconds,
+            "{status} without a header keeps the override's 2 s"
+        );
+        assert_eq!(
+            classify.response(&response(status, Some("soon"))),
+            two_seconds,
+            "{status} with a malformed header keeps the override's 2 s"
+        );
+        assert_eq!(
+            classify
+                .response(&response(status, Some("7")))
+                .retry_after(),
+            Some(Duration::from_secs(7)),
+            "{status}: the header wins"
+        );
+        assert_eq!(
+            classify
+                .response(&response(status, Some("0")))
+                .retry_after(),
+            Some(Duration::ZERO),
+            "{status}: a header of 0 wins too: retry at once"
+        );
+    }
+    // Through the `Classify` impl (what the tower layer calls), the same.
+    let result: Result<Response<()>, ()> = Ok(response(429, None));
+    assert_eq!(
+        toolbreaker::Classify::classify(&classify, &result),
+        two_seconds
+    );
+    // An override without a hint of its own still takes the header's.
+    let bare = HttpClassifier::new().status(
+        StatusCode::CONFLICT,
+        Outcome::Failure(FailureKind::RateLimited { retry_after: None }),
+    );
+    assert_eq!(bare.response(&response(409, None)).retry_after(), None);
+    assert_eq!(
+        bare.response(&response(409, Some("4"))).retry_after(),
+        Some(Duration::from_secs(4))
+    );
+}
+
+/// The same through `reqwest`: a 429 without `Retry-After` keeps the override's hint.
+#[test]
+fn a_rate_limited_override_keeps_its_own_hint_over_reqwest() {
+    let two_seconds = Outcome::Failure(FailureKind::RateLimited {
+        retry_after: Some(Duration::from_secs(2)),
+    });
+    let classify = HttpClassifier::new().status(StatusCode::TOO_MANY_REQUESTS, two_seconds);
+    for (reply, want) in [
+        (
+            "HTTP/1.1 429 Too Many Requests\r\ncontent-length: 0\r\n\r\n",
+            Some(Duration::from_secs(2)),
+        ),
+        (
+            "HTTP/1.1 429 Too Many Requests\r\nretry-after: 1\r\ncontent-length: 0\r\n\r\n",
+            Some(Duration::from_secs(1)),
+        ),
+    ] {
+        let (addr, server) = raw_server(Some(reply));
+        let result = runtime().block_on(reqwest::get(format!("http://{addr}/")));
+        assert_eq!(classify.reqwest(&result).retry_after(), want, "{reply:?}");
+        server.join().unwrap();
+    }
+}
+
 // ---- reqwest, over real loopback sockets ----
 
 fn runtime() -> tokio::runtime::Runtime {

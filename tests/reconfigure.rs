@@ -720,7 +720,9 @@ fn a_registry_listener_hears_every_transition_of_every_dependency_once_with_its_
             .dependency("search", cfg(1, 10 * S, 5 * S))
             .dependency("weather", cfg(1, 10 * S, 5 * S)),
     );
-    let weather_trip = *changes[0].transition().expect("weather trips on reload");
+    let weather_trip = *changes.changes()[0]
+        .transition()
+        .expect("weather trips on reload");
     expected.push(("weather", weather_trip));
     expected.push(("api.example.com", api.force_open().unwrap()));
 
@@ -955,7 +957,7 @@ fn a_listener_may_reconfigure_and_use_the_registry_while_a_change_is_announced()
         // A reload that trips `search` (3 failures against a threshold of 2) announces it.
         let changes = built.reload(RegistryConfig::default().dependency("search", cfg(2, S, S)));
         done.send((
-            changes.len(),
+            changes.changes().len(),
             search.state(),
             search.config(),
             built.get("audit").config(),

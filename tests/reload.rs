@@ -2,7 +2,6 @@
 //! is refused (naming the dependency, the field and, for a syntax error, the line), and that a
 //! reload reconfigures breakers in place while a refused one changes nothing.
 
-use std::error::Error as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -166,12 +165,12 @@ fn bad_files() -> Vec<BadFile> {
             Some(3),
         ),
         ("[default\ncooldown_ms = 5\n".into(), None, None, Some(1)),
-        // Past i64: the parser refuses it; the line names the field.
+        // Past i64: judged like any other number (too large), not a syntax error.
         (
             "[default]\ncooldown_ms = 99999999999999999999\n".into(),
             None,
             Some("cooldown_ms"),
-            Some(2),
+            None,
         ),
         (
             "\n\n\n\n[dependencies.search]\ncooldown_ms = 5 5\n".into(),
@@ -357,7 +356,7 @@ fn the_error_message_names_the_section_field_and_problem() {
         ))
         .to_string(),
         "invalid breaker configuration file, [dependencies.\"api.example.com\"] `probe_timeout_ms`: \
-         must be a whole number of ms from 1 to 1099511627776, not 1099511627777"
+         too large: at most 1099511627776 ms (about 35 years), not 1099511627777"
     );
     assert_eq!(
         refuse("[dependencies]\nsearch = 5\n").to_string(),
@@ -386,16 +385,61 @@ fn the_error_message_names_the_section_field_and_problem() {
             .starts_with("invalid breaker configuration file, line 2, [default] `cooldown_ms`: "),
         "{syntax}"
     );
-    assert!(
-        syntax.source().is_some(),
-        "the parser's error is the source"
-    );
+}
+
+/// Every message along an error's `source()` chain, outermost first.
+fn chain(error: &(dyn std::error::Error + 'static)) -> Vec<String> {
+    std::iter::successors(Some(error), |&e| e.source())
+        .map(ToString::to_string)
+        .collect()
+}
+
+/// How many messages along the chain hold `text`.
+fn told(chain: &[String], text: &str) -> usize {
+    chain.iter().filter(|shown| shown.contains(text)).count()
+}
+
+/// The `std::error::Error` convention: an error either shows its inner error in its `Display` or
+/// returns it from `source()`, never both, so a reporter that prints the chain says each thing
+/// once. `ConfigFileError` shows it (one line for an operator), so nothing it shows comes back.
+#[test]
+fn each_text_appears_once_along_the_source_chain() {
+    // The parser's message.
+    let syntax = refuse("[default]\ncooldown_ms = = 5\n");
+    let shown = chain(&syntax);
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    let message = shown[0]
+        .rsplit_once(": ")
+        .map(|(_, message)| message.to_owned())
+        .expect("the parser's words after the field");
+    assert!(!message.is_empty(), "{shown:?}");
+    assert_eq!(told(&shown, &message), 1, "{shown:?}");
+
+    // A value `Config` refuses: its words, once.
     let invalid = refuse("[default]\ncooldown_ms = 0\n");
-    let source = invalid.source().expect("the ConfigError is the source");
-    assert_eq!(
-        source.to_string(),
-        "invalid breaker configuration: `cooldown` must be at least 1 ms"
-    );
+    let shown = chain(&invalid);
+    assert_eq!(told(&shown, "must be at least 1 ms"), 1, "{shown:?}");
+    assert_eq!(shown.len(), 1, "{shown:?}");
+
+    // A file that cannot be read: the system's words, once; the I/O error is still at hand.
+    let (registry, _mock, _heard) = registry(BASE);
+    let path = temp_path("chain");
+    let system = std::fs::read_to_string(&path).unwrap_err().to_string();
+    for err in [
+        registry.reload_file(&path).expect_err("missing"),
+        RegistryConfig::from_file(&path).expect_err("missing"),
+    ] {
+        let shown = chain(&err);
+        assert_eq!(told(&shown, &system), 1, "{shown:?}");
+        assert!(
+            shown[0].contains(&system),
+            "shown by the error itself: {shown:?}"
+        );
+        assert_eq!(
+            err.io_error().map(std::io::Error::kind),
+            Some(std::io::ErrorKind::NotFound)
+        );
+    }
 }
 
 #[test]
@@ -419,6 +463,86 @@ fn the_error_message_for_a_duration_gives_the_range_accepted() {
         "the largest cooldown accepted is 2^40 ms: {shown}"
     );
     assert!(!shown.contains(&u64::MAX.to_string()), "{shown}");
+}
+
+/// A number too large for any integer type (past `i64`, past `i128`, in hex) is too large like
+/// any other: the error names the section and field and gives the largest accepted, and a
+/// negative one of any size is out of the range, not a parse failure.
+#[test]
+fn a_number_of_any_size_is_too_large_or_negative_naming_the_section_and_field() {
+    let past_i128 = "9".repeat(50);
+    let fields = [
+        ("failure_threshold", "at most 4294967295 failures"),
+        ("cooldown_ms", "at most 1099511627776 ms (about 35 years)"),
+        (
+            "probe_timeout_ms",
+            "at most 1099511627776 ms (about 35 years)",
+        ),
+    ];
+    for (field, most) in fields {
+        let range = if field == "failure_threshold" {
+            "must be a whole number of failures from 1 to 4294967295"
+        } else {
+            "must be a whole number of ms from 1 to 1099511627776"
+        };
+        for (value, problem) in [
+            (
+                "99999999999999999999",
+                format!("too large: {most}, not 99999999999999999999"),
+            ),
+            (
+                "99_999_999_999_999_999_999",
+                format!("too large: {most}, not 99999999999999999999"),
+            ),
+            (
+                past_i128.as_str(),
+                format!("too large: {most}, not {past_i128}"),
+            ),
+            (
+                "0xFFFFFFFFFFFFFFFFFFFF",
+                format!("too large: {most}, not 0xFFFFFFFFFFFFFFFFFFFF"),
+            ),
+            (
+                "-99999999999999999999",
+                format!("{range}, not -99999999999999999999"),
+            ),
+            (
+                &format!("-{past_i128}"),
+                format!("{range}, not -{past_i128}"),
+            ),
+        ] {
+            let text = format!("[dependencies.search]\n{field} = {value}\n");
+            let err = refuse(&text);
+            assert_eq!(
+                (err.dependency(), err.field(), err.line()),
+                (Some("search"), Some(field), None),
+                "{text:?}: {err}"
+            );
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "invalid breaker configuration file, [dependencies.\"search\"] `{field}`: {problem}"
+                ),
+                "{text:?}"
+            );
+            let text = format!("[default]\n{field} = {value}\n");
+            assert_eq!(
+                refuse(&text).to_string(),
+                format!("invalid breaker configuration file, [default] `{field}`: {problem}"),
+                "{text:?}"
+            );
+        }
+    }
+    // Inside `i64` but past the largest: the same words.
+    assert_eq!(
+        refuse("[dependencies.search]\nfailure_threshold = 4294967296\n").to_string(),
+        "invalid breaker configuration file, [dependencies.\"search\"] `failure_threshold`: \
+         too large: at most 4294967295 failures, not 4294967296"
+    );
+    // And the largest values written other ways are still accepted.
+    let config = parse("[default]\nfailure_threshold = 0xFFFF_FFFF\ncooldown_ms = +1_000\n");
+    assert_eq!(config.default_config().failure_threshold(), u32::MAX);
+    assert_eq!(config.default_config().cooldown(), S);
 }
 
 #[test]
@@ -478,7 +602,7 @@ cooldown_ms = 5000
 [dependencies.search]
 failure_threshold = 2
 ";
-    let changes = registry.reload_toml(text).expect("valid");
+    let changes = registry.reload_toml(text).expect("valid").into_changes();
     let new_default = cfg(4, 5 * S, Duration::from_secs(30));
     let new_search = cfg(2, 5 * S, Duration::from_secs(30));
     let shown: Vec<String> = changes.iter().map(ToString::to_string).collect();
@@ -542,7 +666,7 @@ fn a_dependency_removed_from_the_file_falls_back_to_the_default() {
     let search = registry.get("search");
     let without =
         "[default]\nfailure_threshold = 5\ncooldown_ms = 10000\nprobe_timeout_ms = 5000\n";
-    let changes = registry.reload_toml(without).unwrap();
+    let changes = registry.reload_toml(without).unwrap().into_changes();
     assert_eq!(changes.len(), 1, "{changes:?}");
     assert_eq!(changes[0].dependency(), Some("search"));
     assert_eq!(changes[0].before(), cfg(1, 10 * S, 5 * S));
@@ -558,7 +682,7 @@ fn changes_name_every_dependency_whose_configuration_changed_in_name_order() {
     let (registry, _mock, _heard) = registry(BASE);
     let _weather = registry.get("weather");
     assert_eq!(
-        registry.reload_toml(BASE).unwrap(),
+        registry.reload_toml(BASE).unwrap().changes(),
         [],
         "the same file: no change"
     );
@@ -568,7 +692,7 @@ fn changes_name_every_dependency_whose_configuration_changed_in_name_order() {
     let text = format!(
         "{BASE}\n[dependencies.zeta]\ncooldown_ms = 1\n[dependencies.alpha]\nprobe_timeout_ms = 2\n"
     );
-    let changes = registry.reload_toml(&text).unwrap();
+    let changes = registry.reload_toml(&text).unwrap().into_changes();
     let shown: Vec<String> = changes.iter().map(ToString::to_string).collect();
     assert_eq!(
         shown,
@@ -582,7 +706,7 @@ fn changes_name_every_dependency_whose_configuration_changed_in_name_order() {
 
     // Only the default changes: it, and every dependency that follows it.
     let text = text.replace("failure_threshold = 5", "failure_threshold = 6");
-    let changes = registry.reload_toml(&text).unwrap();
+    let changes = registry.reload_toml(&text).unwrap().into_changes();
     let shown: Vec<String> = changes.iter().map(ToString::to_string).collect();
     assert_eq!(
         shown,
@@ -604,7 +728,7 @@ fn a_reload_that_lowers_a_threshold_below_a_closed_count_trips_and_says_so() {
     mock.increment(S);
     let text =
         format!("{BASE}\n[dependencies.weather]\nfailure_threshold = 3\ncooldown_ms = 2000\n");
-    let changes = registry.reload_toml(&text).unwrap();
+    let changes = registry.reload_toml(&text).unwrap().into_changes();
     assert_eq!(changes.len(), 1);
     assert_eq!(
         changes[0].to_string(),
@@ -630,6 +754,48 @@ fn a_reload_that_lowers_a_threshold_below_a_closed_count_trips_and_says_so() {
     assert_eq!(weather.state(), State::Open);
     assert_eq!(weather.try_acquire().unwrap_err().retry_after(), 2 * S);
     assert_eq!(*heard.lock().unwrap(), [("weather".to_owned(), trip)]);
+}
+
+/// `[dependencies.serch]` for `search`: the file is put in force (the section may be for a
+/// dependency used later), `search` keeps its own settings, and the reload says which sections
+/// no breaker uses; checked before the reload, the same names are unknown.
+#[test]
+fn a_reload_file_names_the_sections_no_breaker_uses() {
+    let (registry, _mock, _heard) = registry(BASE);
+    let search = registry.get("search");
+    let _weather = registry.get("weather");
+    let text = format!(
+        "{BASE}\n[dependencies.serch]\nfailure_threshold = 2\n[dependencies.weather]\ncooldown_ms = 7\n"
+    );
+    let reload = registry.reload_toml(&text).unwrap();
+    assert_eq!(reload.unmatched(), ["serch"]);
+    assert_eq!(
+        search.config().failure_threshold(),
+        1,
+        "search keeps its own"
+    );
+    assert_eq!(
+        registry.configuration(),
+        parse(&text),
+        "the file is in force"
+    );
+
+    let file = TempFile(temp_path("unmatched"));
+    std::fs::write(&file.0, &text).unwrap();
+    assert_eq!(
+        registry.reload_file(&file.0).unwrap().unmatched(),
+        ["serch"]
+    );
+    let config = RegistryConfig::from_file(&file.0).unwrap();
+    assert_eq!(
+        config.unknown_dependencies(["search", "weather"]),
+        ["serch"]
+    );
+    assert_eq!(
+        toolbreaker::registry::closest_name("serch", ["weather", "search"]),
+        Some("search")
+    );
+    assert!(registry.reload_toml(BASE).unwrap().unmatched().is_empty());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -730,11 +896,9 @@ fn reload_file_of_a_missing_file_is_refused_and_changes_nothing() {
     let shown = err.to_string();
     assert!(shown.contains("cannot read"), "{shown}");
     assert!(shown.contains(&path.display().to_string()), "{shown}");
-    let io = err
-        .source()
-        .and_then(|s| s.downcast_ref::<std::io::Error>())
-        .expect("the io::Error is the source");
+    let io = err.io_error().expect("the io::Error is kept");
     assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+    assert!(shown.contains(&io.to_string()), "{shown}");
     assert_eq!(registry.configuration(), before);
     assert_eq!(search.config(), before.config_for("search"));
 
@@ -750,7 +914,10 @@ fn reload_file_applies_a_file_and_refuses_a_bad_one() {
     std::fs::write(&file.0, text).unwrap();
 
     assert_eq!(RegistryConfig::from_file(&file.0).unwrap(), parse(text));
-    let changes = registry.reload_file(&file.0).expect("applied");
+    let changes = registry
+        .reload_file(&file.0)
+        .expect("applied")
+        .into_changes();
     assert_eq!(
         changes.first().and_then(|c| c.dependency()),
         None,
@@ -778,7 +945,7 @@ fn after_a_reload_every_breaker_has_the_configuration_in_force() {
     let (registry, _mock, _heard) = registry(BASE);
     let search = registry.get("search");
     search.reconfigure(cfg(9, S, S));
-    let changes = registry.reload_toml(BASE).unwrap();
+    let changes = registry.reload_toml(BASE).unwrap().into_changes();
     assert_eq!(search.config(), registry.config_for("search"));
     assert_eq!(changes.len(), 1, "{changes:?}");
     assert_eq!(changes[0].dependency(), Some("search"));

@@ -67,11 +67,13 @@
 //!
 //! `--config FILE` starts the registry from a TOML file of breaker settings instead of the
 //! built-in ones (`breakers.toml`, next to this file, holds the built-in ones, commented); a file
-//! that is not valid is refused at start with an error naming the dependency and field. On unix,
-//! SIGHUP reloads the file (`Registry::reload_file`): each breaker keeps its state and takes the
-//! new settings, and one line per change goes to stderr (`reloaded FILE: search: failure_threshold
-//! 5 -> 3`), or `no change`; a file that is not valid is reported and the settings in force are
-//! kept. See `settings.rs`.
+//! that is not valid is refused at start with an error naming the dependency and field, and so is
+//! one with a section for a dependency that is none of the four tools (`unknown dependency
+//! section [dependencies."serch"]; did you mean "search"?`). On unix, SIGHUP reloads the file
+//! (`Registry::reload`): each breaker keeps its state and takes the new settings, and one line per
+//! change goes to stderr (`reloaded FILE: search: failure_threshold 5 -> 3`), or `no change`; a
+//! file refused for either reason is reported and the settings in force are kept. See
+//! `settings.rs`.
 //!
 //! `--log DIRECTIVE` (`info`, `toolbreaker=debug`, ...: tracing-subscriber's `EnvFilter` syntax)
 //! prints the crate's `tracing` events to stderr: transitions at `info` (`warn` when opening),
@@ -82,6 +84,7 @@
 //! kind), whether the breaker opened (transitions by reason), and whether the agents kept calling
 //! it after it opened (calls blocked, never sent).
 
+mod flags;
 mod report;
 mod settings;
 mod tools;
@@ -203,29 +206,12 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
             "--json" => return Err("--json takes no value".to_owned()),
             "--duration" => {
                 let text = value("seconds")?;
-                let secs: f64 = text
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("--duration: `{text}` is not a number of seconds"))?;
-                if !(secs > 0.0 && secs <= MAX_DURATION_SECS) {
-                    return Err(format!(
-                        "--duration: `{text}` is out of range; give more than 0 and at most {MAX_DURATION_SECS} seconds"
-                    ));
-                }
-                parsed.duration = Duration::from_secs_f64(secs);
+                parsed.duration = flags::seconds("--duration", &text, MAX_DURATION_SECS)?;
             }
             "--concurrency" => {
                 let text = value("a number of agent tasks")?;
-                let n: usize = text
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("--concurrency: `{text}` is not a whole number"))?;
-                if !(1..=MAX_CONCURRENCY).contains(&n) {
-                    return Err(format!(
-                        "--concurrency: {n} is out of range; give 1 to {MAX_CONCURRENCY}"
-                    ));
-                }
-                parsed.concurrency = n;
+                parsed.concurrency =
+                    flags::whole_number("--concurrency", &text, 1, MAX_CONCURRENCY)?;
             }
             "--config" => parsed.config = Some(PathBuf::from(value("a TOML file")?)),
             "--log" => {

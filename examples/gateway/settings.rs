@@ -1,13 +1,21 @@
 //! The gateway's breaker settings: built in, or read from a TOML file (`--config FILE`) and
 //! reloaded from it on SIGHUP.
 //!
+//! A file is refused, at start and on reload, when it is not valid, and when it has a section for
+//! a dependency that is none of the gateway's tools: most often a misspelt name
+//! (`[dependencies.serch]`), which would otherwise be kept for a dependency nothing asks for
+//! while the real one silently ran on the default.
+//!
 //! Shared by the example (`main.rs`) and the integration test (`tests/gateway.rs`), which calls
 //! [`reload`] (what the SIGHUP handler calls) without sending any signal.
 
 use std::path::Path;
 use std::time::Duration;
 
-use toolbreaker::{Config, Registry, RegistryConfig, registry::ConfigFileError};
+use toolbreaker::registry::closest_name;
+use toolbreaker::{Config, Registry, RegistryConfig};
+
+use crate::tools::Tool;
 
 /// Consecutive counted failures that trip a breaker.
 pub const FAILURE_THRESHOLD: u32 = 5;
@@ -24,17 +32,54 @@ pub fn built_in() -> RegistryConfig {
     RegistryConfig::new(config)
 }
 
+/// The dependencies the gateway has breakers for: its tools, by name.
+pub fn dependencies() -> impl Iterator<Item = &'static str> {
+    Tool::ALL.iter().map(|tool| tool.name())
+}
+
+/// Refuse a configuration with a section for a dependency that is none of the gateway's tools,
+/// naming each such section and the tool it most likely means.
+///
+/// # Errors
+///
+/// One line: `unknown dependency section [dependencies."serch"]; did you mean "search"?` (or,
+/// when no tool's name is near, the tools' names), one such clause per unknown section.
+pub fn check_sections(config: &RegistryConfig) -> Result<(), String> {
+    let unknown = config.unknown_dependencies(dependencies());
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let clauses: Vec<String> = unknown
+        .iter()
+        .map(|name| {
+            let hint = match closest_name(name, dependencies()) {
+                Some(known) => format!("did you mean {known:?}?"),
+                None => {
+                    let names: Vec<String> =
+                        dependencies().map(|name| format!("{name:?}")).collect();
+                    format!("the gateway's dependencies are {}", names.join(", "))
+                }
+            };
+            format!("unknown dependency section [dependencies.{name:?}]; {hint}")
+        })
+        .collect();
+    Err(clauses.join("; "))
+}
+
 /// The configuration the gateway starts with: the file's, or the built-in one.
 ///
 /// # Errors
 ///
-/// The file could not be read, or is not a valid configuration; the error names the dependency
-/// and the field at fault.
-pub fn initial(path: Option<&Path>) -> Result<RegistryConfig, ConfigFileError> {
-    match path {
-        Some(path) => RegistryConfig::from_file(path),
-        None => Ok(built_in()),
-    }
+/// One line saying why the file was refused: it could not be read, it is not a valid
+/// configuration (the error names the dependency and the field at fault), or it has a section
+/// for a dependency that is none of the gateway's tools ([`check_sections`]).
+pub fn initial(path: Option<&Path>) -> Result<RegistryConfig, String> {
+    let Some(path) = path else {
+        return Ok(built_in());
+    };
+    let config = RegistryConfig::from_file(path).map_err(|error| error.to_string())?;
+    check_sections(&config)?;
+    Ok(config)
 }
 
 /// Put the file at `path` in force on `registry`, and say what happened: one line per change
@@ -42,20 +87,24 @@ pub fn initial(path: Option<&Path>) -> Result<RegistryConfig, ConfigFileError> {
 ///
 /// # Errors
 ///
-/// One line saying why the file was rejected; the configuration in force is kept, and no
-/// breaker was touched.
+/// One line saying why the file was refused, as at start ([`initial`]); the configuration in
+/// force is kept, and no breaker was touched.
 pub fn reload(registry: &Registry, path: &Path) -> Result<Vec<String>, String> {
     let path_shown = path.display();
-    match registry.reload_file(path) {
-        Ok(changes) if changes.is_empty() => Ok(vec![format!("reloaded {path_shown}: no change")]),
-        Ok(changes) => Ok(changes
-            .iter()
-            .map(|change| format!("reloaded {path_shown}: {change}"))
-            .collect()),
-        Err(error) => Err(format!(
-            "not reloaded {path_shown}: {error}; the configuration in force is kept"
-        )),
+    let refused = |why: String| {
+        format!("not reloaded {path_shown}: {why}; the configuration in force is kept")
+    };
+    let config = RegistryConfig::from_file(path).map_err(|error| refused(error.to_string()))?;
+    check_sections(&config).map_err(refused)?;
+    let reload = registry.reload(config);
+    if reload.changes().is_empty() {
+        return Ok(vec![format!("reloaded {path_shown}: no change")]);
     }
+    Ok(reload
+        .changes()
+        .iter()
+        .map(|change| format!("reloaded {path_shown}: {change}"))
+        .collect())
 }
 
 /// One breaker configuration in words, as the gateway's header line prints it.

@@ -71,11 +71,14 @@ pub fn classify_response<B>(response: &Response<B>) -> Outcome {
     )
 }
 
+/// A `RateLimited` outcome with the response's `Retry-After` hint: the header's wait when the
+/// response has a valid one (the server's word is newer than any configured default), else the
+/// outcome's own (`None` from the table, or an override's).
 pub(super) fn with_hint(outcome: Outcome, headers: &HeaderMap, now: SystemTime) -> Outcome {
     match outcome {
-        Outcome::Failure(FailureKind::RateLimited { .. }) => {
+        Outcome::Failure(FailureKind::RateLimited { retry_after: own }) => {
             Outcome::Failure(FailureKind::RateLimited {
-                retry_after: retry_after(headers, now),
+                retry_after: retry_after(headers, now).or(own),
             })
         }
         other => other,
@@ -140,8 +143,24 @@ impl HttpClassifier {
     }
 
     /// Classify `status` as `outcome` instead of by the table. A later override of the same
-    /// status replaces an earlier one. A `RateLimited` override still gets the response's
-    /// `Retry-After` hint.
+    /// status replaces an earlier one.
+    ///
+    /// A `RateLimited` override's `retry_after` is a default: a response with a valid
+    /// `Retry-After` header gets the header's wait instead (the server's word is the newer), and
+    /// one without (or with a malformed one) keeps the override's.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use http::StatusCode;
+    /// use toolbreaker::{FailureKind, Outcome, classify::http::HttpClassifier};
+    ///
+    /// let two_seconds = Outcome::Failure(FailureKind::RateLimited { retry_after: Some(Duration::from_secs(2)) });
+    /// let classify = HttpClassifier::new().status(StatusCode::TOO_MANY_REQUESTS, two_seconds);
+    /// let bare = http::Response::builder().status(429).body(()).unwrap();
+    /// assert_eq!(classify.response(&bare).retry_after(), Some(Duration::from_secs(2)));
+    /// let told = http::Response::builder().status(429).header("retry-after", "7").body(()).unwrap();
+    /// assert_eq!(classify.response(&told).retry_after(), Some(Duration::from_secs(7)));
+    /// ```
     pub fn status(mut self, status: StatusCode, outcome: Outcome) -> Self {
         self.overrides.retain(|(s, _)| *s != status);
         self.overrides.push((status, outcome));

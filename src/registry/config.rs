@@ -1,8 +1,10 @@
-//! The configuration a registry holds ([`RegistryConfig`]) and what a reload changed
-//! ([`ConfigChange`]). Loading it from TOML (feature `toml`) is in `toml`.
+//! The configuration a registry holds ([`RegistryConfig`]), what a reload changed ([`Reload`],
+//! [`ConfigChange`]), and the check of its dependency names against the known ones
+//! ([`RegistryConfig::unknown_dependencies`], [`closest_name`]). Loading it from TOML (feature
+//! `toml`) is in `toml`.
 
 use core::fmt;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::config::Config;
@@ -75,8 +77,158 @@ impl RegistryConfig {
         self.dependencies.iter().map(|(name, c)| (&**name, *c))
     }
 
+    /// The dependencies with a configuration of their own whose name is not among `known`, in
+    /// name order: most often a misspelt name, whose section would otherwise be kept for a
+    /// dependency nothing asks for while the real one silently runs on the default.
+    ///
+    /// For a configuration checked before it is put in force (nothing has asked for a breaker
+    /// yet), against the names the caller knows it will ask for; a reload reports the sections
+    /// without a breaker itself ([`Reload::unmatched`]). [`closest_name`] suggests what was meant.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{Config, RegistryConfig, registry::closest_name};
+    ///
+    /// let config = RegistryConfig::default()
+    ///     .dependency("serch", Config::default())
+    ///     .dependency("weather", Config::default());
+    /// let tools = ["search", "weather", "quotes"];
+    /// assert_eq!(config.unknown_dependencies(tools), ["serch"]);
+    /// assert_eq!(closest_name("serch", tools), Some("search"));
+    /// ```
+    pub fn unknown_dependencies<'k>(&self, known: impl IntoIterator<Item = &'k str>) -> Vec<&str> {
+        let known: BTreeSet<&str> = known.into_iter().collect();
+        self.dependency_names()
+            .filter(|name| !known.contains(name))
+            .collect()
+    }
+
     pub(crate) fn dependency_names(&self) -> impl Iterator<Item = &str> + '_ {
         self.dependencies.keys().map(|name| &**name)
+    }
+}
+
+/// The name among `candidates` nearest to `name`, if near enough to be a likely misspelling of
+/// it; `None` when none is.
+///
+/// Nearness is the edit distance: the fewest characters inserted, deleted, substituted, or
+/// swapped with their neighbour that turn one into the other. A candidate is near enough within
+/// one edit per three characters of `name`, and at least one (so `serch` or `Search` find
+/// `search`, `qoutes` finds `quotes`, and `api` finds nothing in `search`); of equally near
+/// ones, the first. Meant for error messages about unknown names, such as the sections
+/// [`RegistryConfig::unknown_dependencies`] finds.
+///
+/// # Examples
+///
+/// ```
+/// use toolbreaker::registry::closest_name;
+///
+/// let tools = ["search", "weather", "quotes", "files"];
+/// assert_eq!(closest_name("wether", tools), Some("weather"));
+/// assert_eq!(closest_name("qoutes", tools), Some("quotes"));
+/// assert_eq!(closest_name("calendar", tools), None);
+/// ```
+pub fn closest_name<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let limit = name.chars().count().max(3) / 3;
+    let mut best: Option<(usize, &'a str)> = None;
+    for candidate in candidates {
+        let distance = edit_distance(name, candidate);
+        if distance <= limit && best.is_none_or(|(nearest, _)| distance < nearest) {
+            best = Some((distance, candidate));
+        }
+    }
+    best.map(|(_, candidate)| candidate)
+}
+
+/// The optimal string alignment distance between `a` and `b`, by characters: Levenshtein's
+/// insertions, deletions and substitutions, and swaps of two neighbours, each one edit.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    // Three rows of the table: the one before the previous (for swaps), the previous, this one.
+    let mut before: Vec<usize> = vec![0; b.len() + 1];
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    let mut current: Vec<usize> = vec![0; b.len() + 1];
+    for i in 1..=a.len() {
+        current[0] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut d = (previous[j] + 1)
+                .min(current[j - 1] + 1)
+                .min(previous[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(before[j - 2] + 1);
+            }
+            current[j] = d;
+        }
+        std::mem::swap(&mut before, &mut previous);
+        std::mem::swap(&mut previous, &mut current);
+    }
+    previous[b.len()]
+}
+
+/// What [`Registry::reload`](crate::Registry::reload) did: the configurations it changed, and
+/// the dependency sections of the new configuration that no breaker uses yet.
+///
+/// # Examples
+///
+/// ```
+/// use toolbreaker::{Config, Registry, RegistryConfig};
+///
+/// let registry = Registry::default();
+/// let search = registry.get("search");
+/// let tight = Config::new(2, std::time::Duration::from_secs(5), std::time::Duration::from_secs(5))?;
+/// let reload = registry.reload(
+///     RegistryConfig::default().dependency("search", tight).dependency("serch", tight),
+/// );
+/// let changed: Vec<String> = reload.changes().iter().map(ToString::to_string).collect();
+/// assert_eq!(changed, ["search: failure_threshold 5 -> 2, cooldown_ms 30000 -> 5000, probe_timeout_ms 30000 -> 5000",
+///                      "serch: failure_threshold 5 -> 2, cooldown_ms 30000 -> 5000, probe_timeout_ms 30000 -> 5000"]);
+/// assert_eq!(reload.unmatched(), ["serch"], "a typo, or a dependency not used yet");
+/// # Ok::<(), toolbreaker::ConfigError>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reload {
+    changes: Vec<ConfigChange>,
+    unmatched: Vec<String>,
+}
+
+impl Reload {
+    pub(crate) fn new(changes: Vec<ConfigChange>, unmatched: Vec<String>) -> Self {
+        Reload { changes, unmatched }
+    }
+
+    /// One entry per dependency whose configuration changed, plus one for the default if it
+    /// changed (first); dependencies in name order. Empty when nothing changed.
+    pub fn changes(&self) -> &[ConfigChange] {
+        &self.changes
+    }
+
+    /// The same, by value.
+    pub fn into_changes(self) -> Vec<ConfigChange> {
+        self.changes
+    }
+
+    /// The dependencies with a section of their own in the new configuration that have no
+    /// breaker yet, in name order: nothing has asked for them. Most often a misspelt name (the
+    /// real dependency then runs on the default); a dependency first used later takes its
+    /// section then. See [`closest_name`] for a suggestion.
+    pub fn unmatched(&self) -> &[String] {
+        &self.unmatched
+    }
+}
+
+impl<'a> IntoIterator for &'a Reload {
+    type Item = &'a ConfigChange;
+    type IntoIter = core::slice::Iter<'a, ConfigChange>;
+
+    /// The changes.
+    fn into_iter(self) -> Self::IntoIter {
+        self.changes.iter()
     }
 }
 

@@ -12,14 +12,14 @@ mod export;
 #[cfg(feature = "toml")]
 mod toml;
 
-pub use self::config::{ConfigChange, RegistryConfig};
+pub use self::config::{ConfigChange, RegistryConfig, Reload, closest_name};
 #[cfg(feature = "toml")]
 pub use self::toml::ConfigFileError;
 
 use crate::breaker::{CircuitBreaker, Extras};
 use crate::config::Config;
 use crate::observe::{self, Listener, Metrics, TransitionEvent};
-use crate::sync::RwLock;
+use crate::sync::{self, RwLock};
 
 /// One breaker per dependency name, created on first use from the dependency's configuration or
 /// the default.
@@ -134,10 +134,7 @@ impl Registry {
         guard: &'g impl papaya::Guard,
     ) -> &'g Arc<CircuitBreaker> {
         // Held across the insertion, so a reload either sees this breaker or is seen by it.
-        let configs = self
-            .configs
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let configs = sync::read(&self.configs);
         let name: Arc<str> = Arc::from(dependency);
         self.breakers.get_or_insert_with(
             Arc::clone(&name),
@@ -158,30 +155,30 @@ impl Registry {
 
     /// The configuration `dependency`'s breaker has or will have.
     pub fn config_for(&self, dependency: &str) -> Config {
-        self.configs
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .config_for(dependency)
+        sync::read(&self.configs).config_for(dependency)
     }
 
     /// The configuration in force: the default and each dependency's own.
     pub fn configuration(&self) -> RegistryConfig {
-        self.configs
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+        sync::read(&self.configs).clone()
     }
 
     /// Put `config` in force: every existing breaker whose settings differ from it (including
     /// settings changed by hand with [`CircuitBreaker::reconfigure`]) is reconfigured in place
     /// without losing its state, and breakers created later use it.
     ///
-    /// Returns what changed: one entry per dependency whose configuration changed (existing
-    /// breakers, compared by their own settings, and dependencies named in either configuration),
-    /// plus one for the default if it changed; dependencies in name order. An entry says which
-    /// transition the change caused, if any (a lowered threshold that a closed breaker's
-    /// failures already reach trips it); listeners hear it after the registry's lock is
-    /// released.
+    /// Returns what it did ([`Reload`]):
+    /// - [`changes`](Reload::changes): one entry per dependency whose configuration changed
+    ///   (existing breakers, compared by their own settings, and dependencies named in either
+    ///   configuration), plus one for the default if it changed; dependencies in name order. An
+    ///   entry says which transition the change caused, if any (a lowered threshold that a
+    ///   closed breaker's failures already reach trips it); listeners hear it after the
+    ///   registry's lock is released.
+    /// - [`unmatched`](Reload::unmatched): the dependencies with a section of their own in
+    ///   `config` that have no breaker, in name order. Nothing has asked for them yet: most
+    ///   often a misspelt name, whose real dependency keeps running on the default. The section
+    ///   is kept, for a dependency first used later; to refuse such a configuration instead,
+    ///   check it with [`RegistryConfig::unknown_dependencies`] before the reload.
     ///
     /// `config` is already valid, so nothing here can fail; to load it from a file, see
     /// `reload_toml` or `reload_file` (feature `toml`), which reject a bad file and keep the
@@ -196,17 +193,15 @@ impl Registry {
     /// let registry = Registry::default();
     /// let search = registry.get("search");
     /// let tight = Config::new(2, Duration::from_secs(5), Duration::from_secs(5))?;
-    /// let changes = registry.reload(RegistryConfig::default().dependency("search", tight));
-    /// assert_eq!(changes.len(), 1);
-    /// assert_eq!(changes[0].dependency(), Some("search"));
+    /// let reload = registry.reload(RegistryConfig::default().dependency("search", tight));
+    /// assert_eq!(reload.changes().len(), 1);
+    /// assert_eq!(reload.changes()[0].dependency(), Some("search"));
+    /// assert!(reload.unmatched().is_empty(), "`search` has a breaker");
     /// assert_eq!(search.config(), tight, "the existing handle sees the new settings");
     /// # Ok::<(), toolbreaker::ConfigError>(())
     /// ```
-    pub fn reload(&self, config: RegistryConfig) -> Vec<ConfigChange> {
-        let mut configs = self
-            .configs
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+    pub fn reload(&self, config: RegistryConfig) -> Reload {
+        let mut configs = sync::write(&self.configs);
         let before = std::mem::replace(&mut *configs, config);
         let mut names: BTreeMap<Arc<str>, Option<Arc<CircuitBreaker>>> = BTreeMap::new();
         for name in before.dependency_names().chain(configs.dependency_names()) {
@@ -215,6 +210,11 @@ impl Registry {
         for (name, breaker) in self.breakers.pin().iter() {
             names.insert(Arc::clone(name), Some(Arc::clone(breaker)));
         }
+        let unmatched: Vec<String> = configs
+            .dependency_names()
+            .filter(|name| matches!(names.get(*name), Some(None)))
+            .map(str::to_owned)
+            .collect();
         let mut changes = Vec::new();
         let mut tripped = Vec::new();
         if before.default_config() != configs.default_config() {
@@ -253,7 +253,7 @@ impl Registry {
                 breaker.announce(transition);
             },
         );
-        changes
+        Reload::new(changes, unmatched)
     }
 
     /// How many breakers have been created.
@@ -362,5 +362,40 @@ impl RegistryBuilder {
             listener: self.listener,
             metrics: self.metrics,
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use core::time::Duration;
+
+    /// No public path panics while the configuration's lock is held for writing (a reload's
+    /// listeners run after it is released), so the lock is poisoned here by hand: every use of
+    /// the registry still works, on the configuration the lock holds.
+    #[test]
+    fn a_registry_whose_configuration_lock_was_poisoned_still_works() {
+        let config = |threshold| {
+            Config::new(threshold, Duration::from_secs(1), Duration::from_secs(1)).unwrap()
+        };
+        let registry = Registry::builder().dependency("search", config(2)).build();
+        let search = registry.get("search");
+        let panicked = std::thread::scope(|s| {
+            s.spawn(|| {
+                let _held = registry.configs.write().unwrap();
+                panic!("a writer panics while holding the configuration's lock");
+            })
+            .join()
+        });
+        assert!(panicked.is_err());
+        assert!(registry.configs.is_poisoned());
+
+        assert_eq!(registry.config_for("search"), config(2));
+        assert_eq!(registry.get("weather").config(), Config::default());
+        assert_eq!(registry.configuration().config_for("search"), config(2));
+        let reload = registry.reload(RegistryConfig::new(config(3)));
+        assert_eq!(reload.changes().len(), 3, "{reload:?}");
+        assert_eq!(search.config(), config(3));
+        assert_eq!(registry.get("quotes").config(), config(3));
     }
 }

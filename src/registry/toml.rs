@@ -4,7 +4,9 @@ use core::fmt;
 use core::time::Duration;
 use std::path::Path;
 
-use super::{ConfigChange, Registry, RegistryConfig};
+use toml::de::{DeInteger, DeTable, DeValue};
+
+use super::{Registry, RegistryConfig, Reload};
 use crate::config::{Config, DEFAULT_FAILURE_THRESHOLD, MAX_DURATION};
 
 const FIELDS: &str = "`failure_threshold`, `cooldown_ms`, `probe_timeout_ms`";
@@ -15,13 +17,18 @@ const MAX_DURATION_MS: u64 = MAX_DURATION.as_millis() as u64;
 ///
 /// Names the dependency (`None` for `[default]` or the file as a whole) and the field when the
 /// fault is in one; a syntax error gives the line.
+///
+/// Its `Display` is the whole story on one line, the parser's or the file system's words
+/// included, so it is not repeated by [`source`](std::error::Error::source) (which goes on with
+/// the cause of an I/O error, if it has one); a file that could not be read keeps its
+/// [`io_error`](Self::io_error).
 #[derive(Debug)]
 pub struct ConfigFileError {
     dependency: Option<String>,
     field: Option<String>,
     line: Option<usize>,
     problem: String,
-    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    io: Option<std::io::Error>,
 }
 
 impl ConfigFileError {
@@ -31,7 +38,7 @@ impl ConfigFileError {
             field: field.map(str::to_owned),
             line: None,
             problem: problem.into(),
-            source: None,
+            io: None,
         }
     }
 
@@ -49,6 +56,13 @@ impl ConfigFileError {
     /// The 1-based line of a syntax error.
     pub fn line(&self) -> Option<usize> {
         self.line
+    }
+
+    /// The error reading the file, when that is what failed (`reload_file`, `from_file`): for
+    /// its [`kind`](std::io::Error::kind), say to tell a missing file from an unreadable one.
+    /// Its text is already in this error's `Display`.
+    pub fn io_error(&self) -> Option<&std::io::Error> {
+        self.io.as_ref()
     }
 }
 
@@ -71,10 +85,11 @@ impl fmt::Display for ConfigFileError {
 }
 
 impl std::error::Error for ConfigFileError {
+    /// The cause of the I/O error that stopped the file being read, if it has one. The parser's
+    /// error, the refused setting and the I/O error itself are in this error's `Display`, so
+    /// they are not returned here: each text appears once along the chain.
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
+        self.io.as_ref()?.source()
     }
 }
 
@@ -102,12 +117,18 @@ impl RegistryConfig {
     ///
     /// A [`ConfigFileError`] for a syntax error (with its line, and the dependency and key
     /// of that line when it can tell), an unknown table or key (a misspelt `cooldown` is
-    /// refused, not ignored), a value of the wrong type, or a value [`Config::new`] refuses
-    /// (zero, or longer than [`MAX_DURATION`](crate::config::MAX_DURATION)), naming the dependency
-    /// and field; and for a file that sets nothing (empty, or comments only), so that an
-    /// emptied file never resets every breaker. A file cut short elsewhere may still be
-    /// valid TOML, which no parser can tell: to replace a file that a reload may read at any
-    /// moment, write the new one beside it and rename it into place.
+    /// refused, not ignored), a value of the wrong type, a number out of range (negative, or
+    /// too large, whatever its size: the error gives the largest accepted), or a value
+    /// [`Config::new`] refuses (zero), naming the dependency and field; and for a file that sets
+    /// nothing (empty, or comments only), so that an emptied file never resets every breaker.
+    /// A file cut short elsewhere may still be valid TOML, which no parser can tell: to replace
+    /// a file that a reload may read at any moment, write the new one beside it and rename it
+    /// into place.
+    ///
+    /// A section for a dependency is accepted whatever its name, since nothing has asked for
+    /// any dependency yet; check the names against the ones the program uses with
+    /// [`unknown_dependencies`](Self::unknown_dependencies), so that a misspelt section is
+    /// refused rather than kept for a dependency nothing asks for.
     ///
     /// # Examples
     ///
@@ -127,7 +148,10 @@ impl RegistryConfig {
     /// # Ok::<(), toolbreaker::registry::ConfigFileError>(())
     /// ```
     pub fn from_toml(text: &str) -> Result<RegistryConfig, ConfigFileError> {
-        let table: toml::Table = toml::from_str(text).map_err(|e| {
+        // The parser's own document, not `toml::Table`: its integers are the digits as written,
+        // so a number of any size is judged here (too large, at most ...) rather than refused by
+        // the conversion to `i64`.
+        let document = DeTable::parse(text).map_err(|e| {
             let (line, dependency, field) = match e.span() {
                 Some(span) => {
                     let (line, dependency, field) = locate(text, span.start);
@@ -140,23 +164,23 @@ impl RegistryConfig {
                 field,
                 line,
                 problem: e.message().to_owned(),
-                source: Some(Box::new(e.clone())),
+                io: None,
             }
         })?;
-        let mut default = Config::default();
-        let mut dependencies = Vec::new();
-        for (key, value) in &table {
-            match key.as_str() {
-                "default" => default = section(None, value, Config::default())?,
+        let mut default = None;
+        let mut dependencies = None;
+        for (key, value) in document.get_ref() {
+            match key.get_ref().as_ref() {
+                "default" => default = Some(section(None, value.get_ref(), Config::default())?),
                 "dependencies" => {
-                    let toml::Value::Table(deps) = value else {
+                    let DeValue::Table(deps) = value.get_ref() else {
                         return Err(ConfigFileError::at(
                             None,
                             None,
                             "`dependencies` must be a table of tables, one per dependency",
                         ));
                     };
-                    dependencies.extend(deps.iter());
+                    dependencies = Some(deps);
                 }
                 other => {
                     return Err(ConfigFileError::at(
@@ -173,7 +197,7 @@ impl RegistryConfig {
         // An empty file (or one of comments only) is refused rather than read as "every
         // default": a file emptied by a redirect, or caught before its first line was
         // written, must not reset every breaker.
-        if !table.contains_key("default") && !table.contains_key("dependencies") {
+        if default.is_none() && dependencies.is_none() {
             return Err(ConfigFileError::at(
                 None,
                 None,
@@ -181,10 +205,12 @@ impl RegistryConfig {
                  (an empty [default] table asks for the crate's defaults)",
             ));
         }
+        let default = default.unwrap_or_default();
         let mut config = RegistryConfig::new(default);
-        for (name, value) in dependencies {
-            let own = section(Some(name), value, default)?;
-            config = config.dependency(name.as_str(), own);
+        for (name, value) in dependencies.into_iter().flatten() {
+            let name: &str = name.get_ref();
+            let own = section(Some(name), value.get_ref(), default)?;
+            config = config.dependency(name, own);
         }
         Ok(config)
     }
@@ -221,10 +247,10 @@ fn locate(text: &str, offset: usize) -> (usize, Option<String>, Option<String>) 
 /// One section: its keys over `base`, validated.
 fn section(
     dependency: Option<&str>,
-    value: &toml::Value,
+    value: &DeValue<'_>,
     base: Config,
 ) -> Result<Config, ConfigFileError> {
-    let toml::Value::Table(table) = value else {
+    let DeValue::Table(table) = value else {
         // The error's `Display` names a dependency's section; `[default]` is named here.
         let section = if dependency.is_some() {
             ""
@@ -244,25 +270,13 @@ fn section(
     let mut cooldown = base.cooldown();
     let mut probe_timeout = base.probe_timeout();
     for (key, value) in table {
-        let number = |max: u64, unit: &str| -> Result<u64, ConfigFileError> {
-            let problem = || {
-                let found = match value.as_integer() {
-                    Some(n) => n.to_string(),
-                    None => format!("a {}", value.type_str()),
-                };
-                ConfigFileError::at(
-                    dependency,
-                    Some(key),
-                    format!("must be a whole number of {unit} from 1 to {max}, not {found}"),
-                )
-            };
-            let n = value.as_integer().ok_or_else(problem)?;
-            u64::try_from(n)
-                .ok()
-                .filter(|&n| n <= max)
-                .ok_or_else(problem)
+        let key: &str = key.get_ref();
+        let value = value.get_ref();
+        let number = |max: u64, unit: &str| {
+            whole_number(value, max, unit)
+                .map_err(|problem| ConfigFileError::at(dependency, Some(key), problem))
         };
-        match key.as_str() {
+        match key {
             "failure_threshold" => {
                 threshold = number(u64::from(u32::MAX), "failures")? as u32;
             }
@@ -292,14 +306,54 @@ fn section(
             "probe_timeout" => "probe_timeout_ms",
             other => other,
         };
+        // The `ConfigError`'s words, for the file's field; not kept as a source, whose text
+        // would repeat them.
         let problem = e.to_string();
         let problem = problem
             .strip_prefix("invalid breaker configuration: ")
             .unwrap_or(&problem)
             .replace(&format!("`{}`", e.field()), "it");
-        ConfigFileError {
-            source: Some(Box::new(e)),
-            ..ConfigFileError::at(dependency, Some(field), problem)
+        ConfigFileError::at(dependency, Some(field), problem)
+    })
+}
+
+/// `value` as a whole number up to `max`, or what is wrong with it. Zero passes, for
+/// [`Config::new`] to refuse in its own words. The integer is judged from its digits, so one of
+/// any size is too large (or, negative, too small), never a parse failure.
+fn whole_number(value: &DeValue<'_>, max: u64, unit: &str) -> Result<u64, String> {
+    let range = format!("must be a whole number of {unit} from 1 to {max}");
+    let DeValue::Integer(integer) = value else {
+        return Err(format!("{range}, not a {}", value.type_str()));
+    };
+    match integer_value(integer) {
+        Ok(n) if n < 0 => Err(format!("{range}, not {integer}")),
+        Ok(n) if n <= i128::from(max) => Ok(n as u64),
+        Err(Sign::Negative) => Err(format!("{range}, not {integer}")),
+        Ok(_) | Err(Sign::Positive) => {
+            let about = if unit == "ms" {
+                " (about 35 years)"
+            } else {
+                ""
+            };
+            Err(format!(
+                "too large: at most {max} {unit}{about}, not {integer}"
+            ))
+        }
+    }
+}
+
+/// The sign of an integer too large for an `i128`.
+enum Sign {
+    Negative,
+    Positive,
+}
+
+fn integer_value(integer: &DeInteger<'_>) -> Result<i128, Sign> {
+    i128::from_str_radix(integer.as_str(), integer.radix()).map_err(|_| {
+        if integer.as_str().starts_with('-') {
+            Sign::Negative
+        } else {
+            Sign::Positive
         }
     })
 }
@@ -309,7 +363,7 @@ const _: () = assert!(DEFAULT_FAILURE_THRESHOLD == 5);
 
 impl Registry {
     /// Parse `text` as TOML ([`RegistryConfig::from_toml`]) and put it in force
-    /// ([`reload`](Self::reload)), returning what changed.
+    /// ([`reload`](Self::reload)), returning what changed and the sections no breaker uses.
     ///
     /// # Errors
     ///
@@ -323,15 +377,20 @@ impl Registry {
     ///
     /// let registry = Registry::default();
     /// let search = registry.get("search");
-    /// let changes = registry.reload_toml("[dependencies.search]\nfailure_threshold = 2\n")?;
-    /// assert_eq!(changes[0].to_string(), "search: failure_threshold 5 -> 2");
+    /// let reload = registry.reload_toml("[dependencies.search]\nfailure_threshold = 2\n")?;
+    /// assert_eq!(reload.changes()[0].to_string(), "search: failure_threshold 5 -> 2");
     ///
     /// let err = registry.reload_toml("[dependencies.search]\nfailure_threshold = -1\n").unwrap_err();
     /// assert_eq!(err.field(), Some("failure_threshold"));
     /// assert_eq!(search.config().failure_threshold(), 2, "the configuration in force stays");
+    ///
+    /// // A section for a dependency nothing has asked for: most often a misspelt name.
+    /// let reload = registry.reload_toml("[dependencies.serch]\nfailure_threshold = 2\n")?;
+    /// assert_eq!(reload.unmatched(), ["serch"]);
+    /// assert_eq!(reload.changes()[0].to_string(), "search: failure_threshold 2 -> 5");
     /// # Ok::<(), toolbreaker::registry::ConfigFileError>(())
     /// ```
-    pub fn reload_toml(&self, text: &str) -> Result<Vec<ConfigChange>, ConfigFileError> {
+    pub fn reload_toml(&self, text: &str) -> Result<Reload, ConfigFileError> {
         let config = RegistryConfig::from_toml(text)?;
         Ok(self.reload(config))
     }
@@ -341,10 +400,7 @@ impl Registry {
     /// # Errors
     ///
     /// As [`reload_toml`](Self::reload_toml), or the file could not be read.
-    pub fn reload_file(
-        &self,
-        path: impl AsRef<Path>,
-    ) -> Result<Vec<ConfigChange>, ConfigFileError> {
+    pub fn reload_file(&self, path: impl AsRef<Path>) -> Result<Reload, ConfigFileError> {
         self.reload_toml(&read(path.as_ref())?)
     }
 }
@@ -363,7 +419,7 @@ impl RegistryConfig {
 fn read(path: &Path) -> Result<String, ConfigFileError> {
     std::fs::read_to_string(path).map_err(|e| ConfigFileError {
         problem: format!("cannot read {}: {e}", path.display()),
-        source: Some(Box::new(e)),
+        io: Some(e),
         ..ConfigFileError::at(None, None, "")
     })
 }
