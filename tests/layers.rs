@@ -1,0 +1,291 @@
+//! The crate's layers are one-way: a module refers only to modules below it, at folder level and
+//! at file level, so the imports form no circle.
+//!
+//! This reads every file under `src/` and checks each path it names (`crate::…`, `super::…`,
+//! `self::…`, in `use` lines and in code) against the order below. A folder's `mod.rs` may
+//! declare and re-export its files (`mod x;`, `pub use self::x::…`: the index); every other
+//! reference must point down. A new file has to be given its place here, which is the point: the
+//! order is a decision, written down.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+/// The top-level modules, bottom up.
+const LAYERS: &[&str] = &[
+    "sync", "time", "config", "classify", "types", "observe", "breaker", "registry", "agent",
+    "tower",
+];
+
+/// Each folder's files, bottom up (`mod` is the folder's `mod.rs`).
+const FILES: &[(&str, &[&str])] = &[
+    (
+        "breaker",
+        &[
+            "word", "decide", "store", "machine", "permit", "call", "builder", "mod",
+        ],
+    ),
+    ("classify", &["mod", "http", "reqwest"]),
+    ("observe", &["counters", "export", "mod"]),
+    ("registry", &["config", "mod", "toml", "export"]),
+    ("agent", &["result", "retry", "run", "spans", "guard", "mod"]),
+    ("tower", &["future", "mod", "layer"]),
+];
+
+/// One source file: its top-level module and its file within it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Place {
+    layer: String,
+    file: String,
+}
+
+impl Place {
+    fn of(relative: &Path) -> Place {
+        let parts: Vec<String> = relative
+            .with_extension("")
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        match parts.as_slice() {
+            [layer] => Place {
+                layer: layer.clone(),
+                file: "mod".into(),
+            },
+            [layer, file] => Place {
+                layer: layer.clone(),
+                file: file.clone(),
+            },
+            _ => panic!("a file nested deeper than one folder: {}", relative.display()),
+        }
+    }
+
+    fn layer_rank(&self) -> usize {
+        LAYERS
+            .iter()
+            .position(|l| *l == self.layer)
+            .unwrap_or_else(|| panic!("module `{}` has no place in LAYERS", self.layer))
+    }
+
+    fn files(&self) -> &'static [&'static str] {
+        FILES
+            .iter()
+            .find(|(folder, _)| *folder == self.layer)
+            .map_or(&["mod"][..], |(_, files)| *files)
+    }
+
+    fn file_rank(&self) -> usize {
+        self.files()
+            .iter()
+            .position(|f| *f == self.file)
+            .unwrap_or_else(|| {
+                panic!(
+                    "file `{}` of `{}` has no place in FILES",
+                    self.file, self.layer
+                )
+            })
+    }
+
+    /// The file of this folder that `name` (the segment after `super::` or `self::`, or after
+    /// the folder's name) refers to: the file of that name, or else an item of `mod.rs`.
+    fn sibling(&self, name: &str) -> Place {
+        let file = if self.files().contains(&name) {
+            name
+        } else {
+            "mod"
+        };
+        Place {
+            layer: self.layer.clone(),
+            file: file.into(),
+        }
+    }
+}
+
+/// The code of a file as statements (a `use` group spanning lines is read whole), each with the
+/// line it starts on.
+fn statements(text: &str) -> Vec<(usize, String)> {
+    let mut statements: Vec<(usize, String)> = Vec::new();
+    let mut open = false;
+    for (number, code) in code_lines(text) {
+        if open {
+            let last = statements.last_mut().unwrap();
+            last.1.push(' ');
+            last.1.push_str(code.trim());
+        } else {
+            statements.push((number, code.clone()));
+        }
+        let trimmed = statements.last().unwrap().1.trim_start().to_owned();
+        open = (trimmed.starts_with("use ") || trimmed.contains(" use ")) && !trimmed.contains(';');
+    }
+    statements
+}
+
+/// The code of a file: line comments and everything from its unit tests on removed.
+fn code_lines(text: &str) -> Vec<(usize, String)> {
+    let mut lines = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("#[cfg(test)]") || trimmed.starts_with("#[cfg(all(test") {
+            break; // unit tests sit at the end, and their `super` is the file itself
+        }
+        let code = match line.find("//") {
+            // Outside a string literal (an even number of quotes before it).
+            Some(at) if line[..at].matches('"').count() % 2 == 0 => &line[..at],
+            _ => line,
+        };
+        lines.push((number + 1, code.to_owned()));
+    }
+    lines
+}
+
+/// The first segment after each occurrence of `prefix` that starts a path in `code`.
+fn segments_after<'a>(code: &'a str, prefix: &str) -> Vec<&'a str> {
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(found_at) = code[from..].find(prefix) {
+        let at = from + found_at;
+        let before = code[..at].chars().next_back();
+        let after = &code[at + prefix.len()..];
+        from = at + prefix.len();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue; // part of a longer name, or of another path (`super::super::`)
+        }
+        if let Some(group) = after.strip_prefix('{') {
+            // `super::{a, b::C}`: the first segment of each item.
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            for item in group.split(',') {
+                let item = item.trim();
+                let end = item
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .unwrap_or(item.len());
+                if end > 0 {
+                    found.push(&item[..end]);
+                }
+            }
+            continue;
+        }
+        let end = after
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        if end > 0 {
+            found.push(&after[..end]);
+        }
+    }
+    found
+}
+
+#[test]
+fn every_module_refers_only_to_modules_below_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    let mut stack = vec![src.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+
+    let mut upward = Vec::new();
+    let mut edges: BTreeMap<Place, Vec<Place>> = BTreeMap::new();
+    for path in &files {
+        let relative = path.strip_prefix(&src).unwrap();
+        if relative == Path::new("lib.rs") {
+            continue; // the index: declarations and re-exports
+        }
+        let here = Place::of(relative);
+        let text = fs::read_to_string(path).unwrap();
+        for (number, code) in statements(&text) {
+            let trimmed = code.trim_start();
+            let index_line = here.file == "mod"
+                && (trimmed.starts_with("pub use ")
+                    || trimmed.starts_with("pub(crate) use ")
+                    || trimmed.starts_with("mod ")
+                    || trimmed.starts_with("pub mod ")
+                    || trimmed.starts_with("pub(crate) mod "));
+            if index_line {
+                continue;
+            }
+            let mut targets = Vec::new();
+            for layer in segments_after(&code, "crate::") {
+                let rest = &code[code.find(&format!("crate::{layer}")).unwrap()..];
+                if layer == here.layer {
+                    let inner = segments_after(rest, &format!("crate::{layer}::"));
+                    targets.push(here.sibling(inner.first().copied().unwrap_or("mod")));
+                } else if LAYERS.contains(&layer) {
+                    targets.push(Place {
+                        layer: layer.to_owned(),
+                        file: "mod".into(),
+                    });
+                }
+            }
+            for name in segments_after(&code, "super::")
+                .into_iter()
+                .chain(segments_after(&code, "self::"))
+            {
+                if here.file != "mod" || code.contains("self::") {
+                    targets.push(here.sibling(name));
+                }
+            }
+            for target in targets {
+                if target == here {
+                    continue;
+                }
+                let down = if target.layer == here.layer {
+                    target.file_rank() < here.file_rank()
+                } else {
+                    target.layer_rank() < here.layer_rank()
+                };
+                if !down {
+                    upward.push(format!(
+                        "src/{}:{number} refers up, to {}/{}: {}",
+                        relative.display(),
+                        target.layer,
+                        target.file,
+                        code.trim()
+                    ));
+                }
+                edges.entry(here.clone()).or_default().push(target);
+            }
+        }
+        // Every file has its place.
+        here.layer_rank();
+        here.file_rank();
+    }
+    assert!(upward.is_empty(), "{}", upward.join("\n"));
+    assert!(
+        edges.len() >= 20,
+        "the check saw references in only {} files: is it reading the sources?",
+        edges.len()
+    );
+}
+
+#[test]
+fn the_path_scanner_finds_paths_and_skips_longer_names() {
+    assert_eq!(
+        segments_after(
+            "use crate::time::Origin; x(crate::sync::lock(&m))",
+            "crate::"
+        ),
+        ["time", "sync"]
+    );
+    assert_eq!(segments_after("use super::super::word::*;", "super::"), [
+        "super"
+    ]);
+    assert_eq!(
+        segments_after("use super::{AgentRun, result::ToolResult};", "super::"),
+        ["AgentRun", "result"]
+    );
+    let grouped = statements("use super::{\n    a,\n    b,\n};\nfn f() {}");
+    assert_eq!(grouped.len(), 2);
+    assert!(grouped[0].1.contains('b'));
+    assert_eq!(segments_after("mycrate::x", "crate::"), Vec::<&str>::new());
+    let lines = code_lines("let a = 1; // crate::agent\nlet url = \"http://x\";\n#[cfg(test)]\nmod t {}");
+    assert_eq!(lines.len(), 2);
+    assert!(!lines[0].1.contains("agent"));
+    assert!(lines[1].1.contains("http://x"));
+}
