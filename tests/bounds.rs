@@ -52,7 +52,7 @@ fn blocked_and_call_error_box_into_dyn_error() {
         Box::new(breaker.try_acquire().unwrap_err());
     assert!(blocked.to_string().starts_with("circuit open"));
     let err: CallError<std::io::Error> = breaker
-        .call(|| Ok::<(), std::io::Error>(()), |_| Outcome::Success)
+        .call(|| Ok::<(), std::io::Error>(()), |_: &_| Outcome::Success)
         .unwrap_err();
     let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(err);
     assert!(boxed.source().unwrap().is::<Blocked>());

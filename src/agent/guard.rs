@@ -9,7 +9,7 @@ use super::retry::retryable;
 use super::spans::CallSpan;
 use super::{AgentRun, CallStats, RetryPolicy, StopReason, ToolResult};
 use crate::breaker::CircuitBreaker;
-use crate::classify::{FailureKind, Outcome};
+use crate::classify::{Classify, FailureKind, Outcome};
 use crate::time::{millis_floor, tokio_now};
 use crate::types::Transition;
 
@@ -101,7 +101,9 @@ impl ToolGuard {
     /// Call `dependency`'s tool for `run` through every guard, in order (see the module docs).
     ///
     /// `attempt` makes one attempt and is called once per attempt; `classify` is the
-    /// dependency's classification. The error of a failed call reaches the model as text, so
+    /// dependency's classification, any [`Classify`]: a type passed as it is, a named function,
+    /// or a closure whose argument is written as a reference (`|r: &Result<_, _>|`; see
+    /// [Closures](Classify#closures)). The error of a failed call reaches the model as text, so
     /// `E`'s `Display` must hold nothing secret: map errors that may before returning them (a
     /// `reqwest::Error` displays its URL, query string and all; `Error::without_url` drops it).
     /// Tracing never records the error's text.
@@ -110,7 +112,7 @@ impl ToolGuard {
         run: &AgentRun,
         dependency: &str,
         breaker: &CircuitBreaker,
-        classify: impl Fn(&Result<T, E>) -> Outcome,
+        classify: impl Classify<T, E>,
         attempt: impl FnMut() -> Fut,
     ) -> ToolResult<T>
     where
@@ -131,7 +133,7 @@ impl ToolGuard {
         run: &AgentRun,
         dependency: &str,
         breaker: &CircuitBreaker,
-        classify: impl Fn(&Result<T, E>) -> Outcome,
+        classify: impl Classify<T, E>,
         attempt: impl FnMut() -> Fut,
         observe: impl FnMut(&Attempt),
     ) -> ToolResult<T>
@@ -154,7 +156,7 @@ impl ToolGuard {
         run: &AgentRun,
         dependency: &str,
         breaker: &CircuitBreaker,
-        classify: impl Fn(&Result<T, E>) -> Outcome,
+        classify: impl Classify<T, E>,
         mut attempt: impl FnMut() -> Fut,
         mut observe: impl FnMut(&Attempt),
         span: &CallSpan,
@@ -195,7 +197,7 @@ impl ToolGuard {
             let pending = attempt_span.in_scope(|| tokio::time::timeout(limit, attempt()));
             let (outcome, result) = match attempt_span.instrument(pending).await {
                 // 4. Classify and record.
-                Ok(result) => (classify(&result), Some(result)),
+                Ok(result) => (classify.classify(&result), Some(result)),
                 // Cut short by the run's deadline rather than the per-call timeout: that says
                 // nothing about the dependency, so nothing is recorded (a probe's slot is given
                 // back) and the run has stopped.
