@@ -6,6 +6,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll, ready};
 use core::time::Duration;
 
+use super::decide::{self, View};
 use super::{CircuitBreaker, Permit};
 use crate::classify::Classify;
 use crate::types::Blocked;
@@ -210,6 +211,18 @@ impl CircuitBreaker {
                 Err(CallError::TimedOut(timeout))
             }
         }
+    }
+
+    /// Whether [`try_acquire`](Self::try_acquire) would admit a call now (closed, or half-open
+    /// with the probe slot free), asked without taking a permit or the slot, without writing and
+    /// without counting: for a caller that must wait on something else before it can use a
+    /// permit, such as the tower service waiting on its inner service's readiness. The answer
+    /// may be stale by the time the caller asks for the permit, which decides.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn would_admit(&self) -> bool {
+        let word = self.inner.store.load();
+        word.closed_generation().is_some()
+            || decide::view(word, &self.limits(), || self.now_ms()) == View::HalfOpen
     }
 }
 
