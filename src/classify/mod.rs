@@ -107,6 +107,13 @@ impl FailureKind {
 /// here (the compiler takes `r` by value); a closure bound to a variable with its argument typed,
 /// `let classify = |r: &Result<String, u16>| ...`, works anywhere.
 ///
+/// # What the model is told
+///
+/// [`http_status`](Self::http_status) gives the HTTP status a result carries, when there is one.
+/// The pipeline's `failed` result shows it to the model beside the failure kind; it never shows an
+/// error's own text unless the guard was told to (`ToolGuard::error_text`). The default is no
+/// status.
+///
 /// # Examples
 ///
 /// A search API whose client returns a status code, where 404 means the index is missing (the
@@ -125,6 +132,10 @@ impl FailureKind {
 ///             Err(429) => Outcome::Failure(FailureKind::RateLimited { retry_after: None }),
 ///             Err(_) => Outcome::Ignored,
 ///         }
+///     }
+///
+///     fn http_status(&self, result: &Result<String, u16>) -> Option<u16> {
+///         result.as_ref().err().copied()
 ///     }
 /// }
 ///
@@ -152,6 +163,14 @@ impl FailureKind {
 pub trait Classify<T, E> {
     /// The outcome of one call's result.
     fn classify(&self, result: &Result<T, E>) -> Outcome;
+
+    /// The HTTP status `result` carries, if it has one (a response's status, or the status of an
+    /// error made from a response). Only what the model is told uses it: a `failed` result shows
+    /// the status beside the failure kind. `None` by default, and for closures.
+    fn http_status(&self, result: &Result<T, E>) -> Option<u16> {
+        let _ = result;
+        None
+    }
 }
 
 impl<T, E, F> Classify<T, E> for F
