@@ -519,6 +519,58 @@ async fn a_blocked_or_failed_result_names_the_breakers_own_dependency() {
     assert_eq!(dep.attempts(), 1);
 }
 
+/// When the time left to the deadline is exactly the per-call timeout, running out of time is
+/// running into the deadline: the run stops and the dependency is charged nothing.
+#[tokio::test(start_paused = true)]
+async fn an_attempt_cut_when_the_time_left_equals_the_per_call_timeout_stops_the_run() {
+    let (clock, _mock) = Clock::mock();
+    let breaker = CircuitBreaker::builder()
+        .name("search")
+        .failure_threshold(1)
+        .clock(clock)
+        .metrics(true)
+        .build()
+        .unwrap();
+    let per_call = Duration::from_secs(5);
+    let guard = ToolGuard::new(per_call, no_jitter(0));
+    let run = AgentRun::new("r", per_call, 100);
+    let dep = Dependency::new(&[Answer::Hang]);
+    let start = Instant::now();
+    let result = call(&guard, &run, &breaker, &dep).await;
+    assert_eq!(start.elapsed(), per_call);
+    assert!(
+        matches!(
+            result,
+            ToolResult::Stopped {
+                stop_reason: StopReason::Deadline,
+                ..
+            }
+        ),
+        "{result:?}"
+    );
+    assert_eq!(run.stop_reason(), Some(StopReason::Deadline));
+    assert_eq!(breaker.state(), State::Closed, "no timeout recorded");
+    let metrics = breaker.metrics().unwrap();
+    assert_eq!(metrics.failures.timeout, 0);
+    assert_eq!(dep.attempts(), 1);
+
+    // A millisecond more left than the per-call timeout: the dependency's own time ran out.
+    let run = AgentRun::new("r2", per_call + Duration::from_millis(1), 100);
+    let result = call(&guard, &run, &breaker, &dep).await;
+    assert!(
+        matches!(
+            result,
+            ToolResult::Failed {
+                kind: FailedKind::Timeout,
+                ..
+            }
+        ),
+        "{result:?}"
+    );
+    assert_eq!(breaker.state(), State::Open);
+    assert_eq!(breaker.metrics().unwrap().failures.timeout, 1);
+}
+
 const SECRET_URL: &str = "https://api.example.com/v1/search?q=x&key=SECRET123";
 
 /// An error whose words hold the secret, as a `reqwest::Error` displays its URL.

@@ -280,8 +280,12 @@ impl<X> ToolGuard<X> {
                 return ToolResult::stopped(run.id(), reason).with_stats(stats(attempts));
             }
             attempts += 1;
-            // 3. The attempt, under a timeout no longer than the time left to the deadline.
+            // 3. The attempt, under a timeout no longer than the time left to the deadline. When
+            // the time left is no more than the per-call timeout, the deadline is the limit that
+            // binds: running out of time is running into the deadline, the dependency's own time
+            // never having been the one cut short.
             let left = run.deadline().saturating_duration_since(tokio_now());
+            let deadline_binds = left <= self.per_call_timeout;
             let limit = self.per_call_timeout.min(left);
             let probe = permit.is_probe();
             let attempt_span = span.attempt(dependency, attempts, probe);
@@ -293,7 +297,7 @@ impl<X> ToolGuard<X> {
                 // Cut short by the run's deadline rather than the per-call timeout: that says
                 // nothing about the dependency, so nothing is recorded (a probe's slot is given
                 // back) and the run has stopped.
-                Err(_elapsed) if limit < self.per_call_timeout => {
+                Err(_elapsed) if deadline_binds => {
                     drop(permit);
                     attempt_span.cut(attempt_started.elapsed());
                     let reason = run.stop(StopReason::Deadline);

@@ -14,7 +14,8 @@
 //!    time left before the run's deadline; running out of the per-call time is
 //!    [`FailureKind::Timeout`](crate::FailureKind::Timeout). Running into the run's deadline
 //!    says nothing about the dependency: nothing is recorded and the result is `stopped`
-//!    (`deadline`).
+//!    (`deadline`). When the time left is no more than the per-call timeout, the deadline is the
+//!    limit that binds, so an attempt that runs out of time then has run into the deadline.
 //! 4. **Classification** of the attempt's result, recorded on the breaker. A `failed` result
 //!    tells the model the failure's kind and HTTP status, never an error's text unless the guard
 //!    was told to show it ([`ToolGuard::error_text`]).
