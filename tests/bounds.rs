@@ -53,7 +53,7 @@ fn blocked_and_call_error_box_into_dyn_error() {
         Box::new(breaker.try_acquire().unwrap_err());
     assert!(blocked.to_string().starts_with("circuit open"));
     let err: CallError<std::io::Error> = breaker
-        .call(|| Ok::<(), std::io::Error>(()), |_| Outcome::Success)
+        .call(|| Ok::<(), std::io::Error>(()), |_: &_| Outcome::Success)
         .unwrap_err();
     let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(err);
     assert!(boxed.source().unwrap().is::<Blocked>());
@@ -96,7 +96,7 @@ fn run_futures_are_send_sync_and_unpin_when_what_they_wrap_is() {
     // And a real one, around an `async` block (which is not `Unpin`), can be spawned.
     fn send<T: Send>(_: &T) {}
     let breaker = CircuitBreaker::builder().build().unwrap();
-    let future = breaker.run(async { Ok::<u8, std::io::Error>(1) }, |_| Outcome::Success);
+    let future = breaker.run(async { Ok::<u8, std::io::Error>(1) }, |_: &_| Outcome::Success);
     send(&future);
 }
 

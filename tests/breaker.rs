@@ -200,14 +200,15 @@ fn end_without_verdict(breaker: &CircuitBreaker, how: NoVerdict, probe: bool) {
                         ran.fetch_add(1, Ordering::Relaxed);
                         panic!("tool crashed")
                     },
-                    |_| FAIL,
+                    |_: &_| FAIL,
                 )
             }));
             assert!(result.is_err(), "the panic propagates to the caller");
             assert_eq!(ran.load(Ordering::Relaxed), 1, "the call did run");
         }
         NoVerdict::Cancelled => {
-            let mut fut = Box::pin(breaker.run(std::future::pending::<Result<(), ()>>(), |_| FAIL));
+            let mut fut =
+                Box::pin(breaker.run(std::future::pending::<Result<(), ()>>(), |_: &_| FAIL));
             assert!(poll_once(fut.as_mut()).is_pending());
             if probe {
                 assert!(

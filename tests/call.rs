@@ -1,8 +1,13 @@
-//! Guarded calls: `call`, `run`, and `run_with_timeout` under tokio's paused clock (no real waits).
+//! Guarded calls: `call`, `run`, and `run_with_timeout` under tokio's paused clock (no real waits);
+//! the classifiers they take, and `CallError` as an error reporter shows it.
 
+use std::error::Error;
+use std::fmt;
+use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use toolbreaker::classify::http::HttpClassifier;
 use toolbreaker::{CallError, CircuitBreaker, FailureKind, Outcome, State};
 
 const COOLDOWN: Duration = Duration::from_millis(100);
@@ -157,9 +162,142 @@ async fn an_aborted_task_holding_the_probe_releases_it() {
 #[test]
 fn call_error_accessors_and_display() {
     let err: CallError<&str> = CallError::Inner("boom");
-    assert_eq!(err.to_string(), "boom");
+    assert_eq!(err.to_string(), "the operation failed");
     assert_eq!(err.blocked(), None);
     assert_eq!(err.into_inner(), Some("boom"));
     let err: CallError<&str> = CallError::TimedOut(Duration::from_millis(250));
     assert_eq!(err.to_string(), "call timed out after 0.250 s");
+}
+
+/// An error with a cause of its own, as a client library's usually is.
+#[derive(Debug)]
+struct FetchFailed(io::Error);
+
+impl fmt::Display for FetchFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("fetch of the index failed")
+    }
+}
+
+impl Error for FetchFailed {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+/// Every link's `Display`, walking `source()` from `error` down, as anyhow and eyre print it.
+fn chain(error: &(dyn Error + 'static)) -> Vec<String> {
+    let mut links = vec![error.to_string()];
+    let mut next = error.source();
+    while let Some(link) = next {
+        links.push(link.to_string());
+        next = link.source();
+    }
+    links
+}
+
+fn occurrences(links: &[String], text: &str) -> usize {
+    links.iter().map(|link| link.matches(text).count()).sum()
+}
+
+/// An error either shows its source in its message or returns it from `source()`, never both:
+/// a reporter that walks the chain prints each message once.
+#[test]
+fn an_error_report_shows_each_message_of_the_chain_once() {
+    let (clock, _mock) = quanta::Clock::mock();
+    let breaker = CircuitBreaker::builder()
+        .name("search")
+        .failure_threshold(1)
+        .clock(clock)
+        .build()
+        .unwrap();
+    let inner = breaker
+        .call(
+            || Err::<(), _>(FetchFailed(io::Error::other("connection reset"))),
+            |_: &_| Outcome::Failure(FailureKind::Connect),
+        )
+        .unwrap_err();
+    let links = chain(&inner);
+    assert_eq!(
+        links,
+        [
+            "the operation failed",
+            "fetch of the index failed",
+            "connection reset"
+        ]
+    );
+    assert_eq!(occurrences(&links, "fetch of the index failed"), 1);
+    assert_eq!(occurrences(&links, "connection reset"), 1);
+    assert!(inner.source().unwrap().is::<FetchFailed>());
+
+    let blocked = breaker.call(|| Ok(()), |_: &Result<(), FetchFailed>| Outcome::Success);
+    let blocked = blocked.unwrap_err();
+    let links = chain(&blocked);
+    assert_eq!(occurrences(&links, "circuit open"), 1, "{links:?}");
+    assert_eq!(occurrences(&links, "search"), 1, "{links:?}");
+    assert!(blocked.source().unwrap().is::<toolbreaker::Blocked>());
+
+    let timed_out: CallError<FetchFailed> = CallError::TimedOut(PER_CALL);
+    assert_eq!(chain(&timed_out), ["call timed out after 0.250 s"]);
+}
+
+/// A classifier type is passed to `call`, `run` and `run_with_timeout` as it is.
+#[tokio::test(start_paused = true)]
+async fn a_classifier_type_is_accepted_wherever_a_classifier_is() {
+    let (clock, _mock) = quanta::Clock::mock();
+    let breaker = breaker(clock);
+    let response = |status: u16| {
+        Ok::<_, io::Error>(http::Response::builder().status(status).body(()).unwrap())
+    };
+    let answer = breaker.call(|| response(503), HttpClassifier::new());
+    assert_eq!(answer.unwrap().status(), 503);
+    let answer = breaker
+        .run(async { response(404) }, HttpClassifier::new())
+        .await;
+    assert_eq!(answer.unwrap().status(), 404, "a 404 is ignored");
+    assert_eq!(breaker.state(), State::Closed);
+    let answer = breaker
+        .run_with_timeout(PER_CALL, async { response(502) }, HttpClassifier::new())
+        .await;
+    assert_eq!(answer.unwrap().status(), 502);
+    assert_eq!(breaker.state(), State::Open, "the two 5xx counted");
+    assert!(matches!(
+        breaker.call(|| response(200), HttpClassifier::new()),
+        Err(CallError::Blocked(_))
+    ));
+}
+
+/// A closure written in place infers its argument's type from the call; it names the argument
+/// as a reference (`|r: &_|`), since the bound is `Classify` and not `Fn`.
+#[test]
+fn a_closure_in_place_infers_its_argument_type() {
+    let (clock, _mock) = quanta::Clock::mock();
+    let breaker = breaker(clock);
+    let classify_in_place = |n: u16| {
+        breaker.call(
+            || if n == 0 { Ok(1) } else { Err::<i32, u16>(n) },
+            |r: &_| match r {
+                Ok(_) => Outcome::Success,
+                Err(503) => Outcome::Failure(FailureKind::Unavailable),
+                Err(_) => Outcome::Ignored,
+            },
+        )
+    };
+    assert_eq!(classify_in_place(0), Ok(1));
+    assert_eq!(classify_in_place(400), Err(CallError::Inner(400)));
+    assert_eq!(breaker.state(), State::Closed);
+    assert_eq!(
+        breaker.call(
+            || Ok::<_, u16>(1),
+            |r: &_| match r {
+                Ok(_) => Outcome::Success,
+                Err(_) => Outcome::Ignored,
+            }
+        ),
+        Ok(1)
+    );
+    for _ in 0..2 {
+        assert_eq!(classify_in_place(503), Err(CallError::Inner(503)));
+    }
+    assert_eq!(breaker.state(), State::Open);
 }

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use toolbreaker::{
     AgentRun, BlockedReason, CircuitBreaker, Config, FailureKind, Outcome, Registry, RetryPolicy,
-    State, StopReason, ToolGuard, ToolResult, agent::Attempt,
+    State, StopReason, ToolResult, agent::Attempt,
 };
 use tools::{Cause, Mode, Tool, ToolError, ToolServer, call_tool};
 
@@ -53,13 +53,13 @@ fn run(id: &str) -> AgentRun {
 }
 
 /// One guard without retries: every call is at most one attempt, so hit counts are exact.
-fn no_retries() -> ToolGuard {
-    ToolGuard::new(CALL_TIMEOUT, RetryPolicy::none())
+fn no_retries() -> tools::Guard {
+    tools::guard(CALL_TIMEOUT, RetryPolicy::none())
 }
 
 /// One call through the pipeline, with the attempts it reported.
 async fn call(
-    guard: &ToolGuard,
+    guard: &tools::Guard,
     run: &AgentRun,
     breaker: &CircuitBreaker,
     client: &reqwest::Client,
@@ -67,7 +67,8 @@ async fn call(
     url: &str,
 ) -> (ToolResult<String>, Vec<Attempt>) {
     let mut attempts = Vec::new();
-    let result = call_tool(guard, run, tool, breaker, client, url, |attempt| {
+    assert_eq!(breaker.name(), tool.name(), "the tool's own breaker");
+    let result = call_tool(guard, run, breaker, client, url, |attempt| {
         attempts.push(*attempt)
     })
     .await;
@@ -126,6 +127,13 @@ async fn search_503_trips_blocks_probes_once_and_recovers() {
     for n in 1..=THRESHOLD {
         let (failed, attempts) = call(&guard, &run, &search, &client, Tool::Search, &url).await;
         assert_failed(&failed, "HTTP 503 Service Unavailable", true);
+        assert!(
+            matches!(
+                &failed,
+                ToolResult::Failed { dependency, http_status: Some(503), .. } if dependency == "search"
+            ),
+            "{failed:?}"
+        );
         assert_eq!(attempts.len(), 1, "no retries: {attempts:?}");
         let attempt = attempts[0];
         assert_eq!(attempt.outcome, Outcome::Failure(FailureKind::Unavailable));
@@ -242,7 +250,7 @@ async fn files_400s_for_bad_arguments_never_trip_and_are_never_retried() {
     let (registry, _mock) = registry();
     let files = registry.get("files");
     // Retries allowed (with tiny real delays), so that a 400 not being retried means something.
-    let guard = ToolGuard::new(
+    let guard = tools::guard(
         CALL_TIMEOUT,
         RetryPolicy::default()
             .max_retries(3)
@@ -387,7 +395,7 @@ async fn a_retry_is_refused_once_the_breaker_opens() {
     let (registry, _mock) = registry();
     let search = registry.get("search");
     // More retries than the threshold leaves room for; tiny real delays.
-    let guard = ToolGuard::new(
+    let guard = tools::guard(
         CALL_TIMEOUT,
         RetryPolicy::default()
             .max_retries(THRESHOLD + 2)

@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
+use toolbreaker::agent::FailedKind;
+use toolbreaker::classify::http::{HttpClassifier, classify_reqwest_error};
 use toolbreaker::quanta::{Clock, Mock};
 use toolbreaker::tower::CircuitBreakerLayer;
 use toolbreaker::{
@@ -749,7 +751,7 @@ async fn a_failed_pipeline_call_is_one_span_holding_its_attempts_and_their_event
 
     // Each attempt takes 40 ms on both clocks, then answers 503.
     let result = guard
-        .call(&run, "search", &breaker, classify, || {
+        .call(&run, &breaker, classify, || {
             let mock = Arc::clone(&mock);
             async move {
                 tokio::time::sleep(Duration::from_millis(40)).await;
@@ -845,7 +847,7 @@ async fn a_blocked_pipeline_call_is_one_span_with_the_blocked_event_inside() {
 
     let mut sent = 0;
     let result = guard
-        .call(&run, "search", &breaker, classify, || {
+        .call(&run, &breaker, classify, || {
             sent += 1;
             async { Ok("hits") }
         })
@@ -886,7 +888,7 @@ async fn a_successful_pipeline_call_is_one_ok_span_and_no_events() {
     let run = AgentRun::new("run-42", Duration::from_secs(60), 10);
 
     let result = guard
-        .call(&run, "search", &breaker, classify, || async {
+        .call(&run, &breaker, classify, || async {
             tokio::time::sleep(Duration::from_millis(75)).await;
             Ok("hits")
         })
@@ -920,20 +922,20 @@ async fn failed_ignored_and_stopped_calls_say_why_in_error_type() {
 
     // The call's own fault: failed, not counted.
     let result = guard
-        .call(&run, "search", &breaker, classify, || async {
+        .call(&run, &breaker, classify, || async {
             Err(Answer::BadArguments)
         })
         .await;
     assert!(matches!(result, ToolResult::Failed { counted: false, .. }));
     // A timeout, on the per-call limit.
     let result = guard
-        .call(&run, "search", &breaker, classify, std::future::pending)
+        .call(&run, &breaker, classify, std::future::pending)
         .await;
     assert!(matches!(result, ToolResult::Failed { counted: true, .. }));
     breaker.reset();
     // The budget of two attempts is spent.
     let result = guard
-        .call(&run, "search", &breaker, classify, || async { Ok("hits") })
+        .call(&run, &breaker, classify, || async { Ok("hits") })
         .await;
     assert!(matches!(result, ToolResult::Stopped { .. }));
 
@@ -969,7 +971,7 @@ async fn an_attempt_cut_by_the_runs_deadline_is_stopped_in_both_spans() {
     let run = AgentRun::new("run-42", Duration::from_secs(1), 10);
 
     let result = guard
-        .call(&run, "search", &breaker, classify, std::future::pending)
+        .call(&run, &breaker, classify, std::future::pending)
         .await;
     assert!(matches!(result, ToolResult::Stopped { .. }));
     assert_eq!(breaker.state(), State::Closed, "nothing recorded");
@@ -1028,8 +1030,9 @@ impl Buffer {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_secret_in_a_request_response_or_error_never_reaches_a_subscriber() {
+/// Capture everything at TRACE on this thread, both as fields and as the fmt layer's text (every
+/// span's opening and closing included), until the guard drops.
+fn capture_with_text() -> (Capture, Buffer, tracing::subscriber::DefaultGuard) {
     let capture = Capture::default();
     let buffer = Buffer::default();
     let fmt = tracing_subscriber::fmt::layer()
@@ -1043,7 +1046,13 @@ async fn a_secret_in_a_request_response_or_error_never_reaches_a_subscriber() {
         .with(capture.clone())
         .with(fmt)
         .with(tracing_subscriber::filter::LevelFilter::TRACE);
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let guard = tracing::subscriber::set_default(subscriber);
+    (capture, buffer, guard)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_secret_in_a_request_response_or_error_never_reaches_a_subscriber() {
+    let (capture, buffer, _guard) = capture_with_text();
 
     let arguments = format!(r#"{{"query":"weather","api_key":"{SECRET}"}}"#);
     let body = format!(r#"{{"hits":[],"echo":"{SECRET}"}}"#);
@@ -1078,7 +1087,6 @@ async fn a_secret_in_a_request_response_or_error_never_reaches_a_subscriber() {
     let result = guard
         .call(
             &run,
-            "search",
             &piped,
             |r: &Result<String, SecretError>| match r {
                 Ok(_) => Outcome::Success,
@@ -1091,18 +1099,16 @@ async fn a_secret_in_a_request_response_or_error_never_reaches_a_subscriber() {
         )
         .await;
     match &result {
-        ToolResult::Failed { error, .. } => {
-            assert!(
-                error.contains(SECRET),
-                "the model's result is the tool's own business"
-            )
+        ToolResult::Failed { error, message, .. } => {
+            assert_eq!(error, "unavailable", "the kind, never the error's text");
+            assert!(!message.contains(SECRET), "{message}");
         }
         other => panic!("expected failed, got {other:?}"),
     }
+    assert!(!result.to_json().unwrap().contains(SECRET));
     let blocked = guard
         .call(
             &run,
-            "search",
             &piped,
             |_: &Result<String, SecretError>| Outcome::Success,
             || async { Ok(body.clone()) },
@@ -1113,7 +1119,6 @@ async fn a_secret_in_a_request_response_or_error_never_reaches_a_subscriber() {
     let ok = guard
         .call(
             &run,
-            "search",
             &piped,
             |_: &Result<String, SecretError>| Outcome::Success,
             || async { Ok(body.clone()) },
@@ -1178,4 +1183,86 @@ async fn a_secret_in_a_request_response_or_error_never_reaches_a_subscriber() {
         !captured.contains(SECRET),
         "the secret leaked into:\n{captured}"
     );
+}
+
+/// A real `reqwest::Error`, whose `Display` holds the request's URL with its query: a request to
+/// a closed port on loopback. Through the pipeline, neither the model's result nor any span or
+/// event holds the key. On tokio's real clock (the connection is refused at once; no timeout
+/// decides anything), so the paused clock cannot fire the per-call timeout first.
+#[tokio::test]
+async fn a_reqwest_errors_url_never_reaches_the_model_or_a_subscriber() {
+    const KEY: &str = "SECRET123";
+    let (capture, buffer, _guard) = capture_with_text();
+    let port = {
+        let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).unwrap();
+        listener.local_addr().unwrap().port()
+    }; // dropped: nothing listens there now
+    let url = format!("http://127.0.0.1:{port}/v1/search?q=x&key={KEY}");
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+
+    // What the pipeline must keep from the model: the error's own words hold the key.
+    let error = client.get(&url).send().await.unwrap_err();
+    assert!(error.is_connect(), "{error:?}");
+    assert!(error.to_string().contains(KEY), "{error}");
+
+    let (breaker, _mock) = breaker(10);
+    let guard = ToolGuard::new(Duration::from_secs(10), no_jitter(0));
+    let run = AgentRun::new("run-7", Duration::from_secs(60), 10);
+
+    // The HTTP classifier, passed as it is, on the client's own result.
+    let result = guard
+        .call(&run, &breaker, HttpClassifier::new(), || {
+            client.get(&url).send()
+        })
+        .await;
+    let shown = format!("{result:?}");
+    match &result {
+        ToolResult::Failed {
+            kind,
+            http_status,
+            error,
+            ..
+        } => assert_eq!(
+            (*kind, *http_status, error.as_str()),
+            (FailedKind::Connect, None, "could not connect")
+        ),
+        other => panic!("expected failed, got {other:?}"),
+    }
+
+    // A tool that returns the body as text: the JSON the model receives.
+    let result = guard
+        .call(
+            &run,
+            &breaker,
+            |r: &Result<String, reqwest::Error>| match r {
+                Ok(_) => Outcome::Success,
+                Err(error) => classify_reqwest_error(error),
+            },
+            || async { client.get(&url).send().await?.text().await },
+        )
+        .await;
+    let json = result.to_json().unwrap();
+    assert!(json.contains(r#""kind":"connect""#), "{json}");
+
+    for (what, text) in [
+        ("the result", shown),
+        ("the JSON", json),
+        ("the fmt output", buffer.text()),
+        (
+            "the captured fields",
+            format!("{:?}", capture.0.lock().unwrap()),
+        ),
+    ] {
+        assert!(!text.contains(KEY), "the key leaked into {what}:\n{text}");
+        assert!(
+            !text.contains("key="),
+            "the query leaked into {what}:\n{text}"
+        );
+    }
+    let spans = capture.spans();
+    let calls: Vec<_> = spans.iter().filter(|s| s.name == "execute_tool").collect();
+    assert_eq!(calls.len(), 2, "the calls were traced: {spans:#?}");
+    for call in calls {
+        assert_eq!(call.fields["error.type"], "connect".into());
+    }
 }

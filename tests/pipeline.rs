@@ -5,10 +5,12 @@ use std::cell::RefCell;
 use std::time::Duration;
 
 use tokio::time::Instant;
+use toolbreaker::agent::FailedKind;
+use toolbreaker::classify::http::HttpClassifier;
 use toolbreaker::quanta::Clock;
 use toolbreaker::{
-    AgentRun, BlockedReason, CircuitBreaker, FailureKind, Outcome, RetryPolicy, State, StopReason,
-    ToolGuard, ToolResult,
+    AgentRun, BlockedReason, CircuitBreaker, Classify, FailureKind, Outcome, RetryPolicy, State,
+    StopReason, ToolGuard, ToolResult,
 };
 
 /// What the fake dependency answers.
@@ -29,12 +31,6 @@ fn classify(result: &Result<&'static str, Answer>) -> Outcome {
             retry_after: Some(Duration::from_secs(*secs)),
         }),
         Err(_) => Outcome::Failure(FailureKind::Unavailable),
-    }
-}
-
-impl std::fmt::Display for Answer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{self:?}")
     }
 }
 
@@ -75,9 +71,11 @@ impl Dependency {
     }
 }
 
+/// The `search` breaker.
 fn breaker(threshold: u32) -> (CircuitBreaker, std::sync::Arc<toolbreaker::quanta::Mock>) {
     let (clock, mock) = Clock::mock();
     let breaker = CircuitBreaker::builder()
+        .name("search")
         .failure_threshold(threshold)
         .cooldown(Duration::from_secs(30))
         .clock(clock)
@@ -99,9 +97,7 @@ async fn call(
     breaker: &CircuitBreaker,
     dep: &Dependency,
 ) -> ToolResult<&'static str> {
-    guard
-        .call(run, "search", breaker, classify, || dep.attempt())
-        .await
+    guard.call(run, breaker, classify, || dep.attempt()).await
 }
 
 #[tokio::test(start_paused = true)]
@@ -196,7 +192,6 @@ async fn every_attempt_is_observed_with_its_outcome_probe_and_transition() {
     let result = guard
         .call_observed(
             &run,
-            "search",
             &breaker,
             classify,
             || dep.attempt(),
@@ -264,9 +259,17 @@ async fn a_wait_that_would_pass_the_deadline_ends_the_call_instead() {
     assert_eq!(dep.attempts(), 1);
     assert_eq!(start.elapsed(), Duration::ZERO, "it did not wait at all");
     match result {
-        ToolResult::Failed { counted, error, .. } => {
+        ToolResult::Failed {
+            counted,
+            error,
+            kind,
+            ..
+        } => {
             assert!(counted);
-            assert_eq!(error, "RateLimited(2)");
+            assert_eq!(
+                (kind, error.as_str()),
+                (FailedKind::RateLimited, "rate limited")
+            );
         }
         other => panic!("expected failed, got {other:?}"),
     }
@@ -456,15 +459,278 @@ fn stopped_and_failed_results_are_exactly_this_json() {
         stopped.to_json().unwrap(),
         r#"{"status":"stopped","run_id":"run-9","stop_reason":"tool_call_budget","message":"This run has used its tool-call budget; no more tool calls can be made in it. Answer with what you know now.","attempts":2,"elapsed_ms":300}"#
     );
-    let failed = ToolResult::<()>::failed("files", "invalid argument `path`", false);
+    let failed = ToolResult::<()>::failed("files", Outcome::Ignored, Some(400), None);
     assert_eq!(
         failed.to_json().unwrap(),
-        r#"{"status":"failed","dependency":"files","error":"invalid argument `path`","counted":false,"message":"files rejected the call: invalid argument `path`. Correct the arguments before calling it again."}"#
+        r#"{"status":"failed","dependency":"files","kind":"rejected","http_status":400,"error":"HTTP 400","counted":false,"message":"files rejected the call: HTTP 400. Correct the arguments before calling it again."}"#
     );
     for result in [stopped, failed] {
         let json = result.to_json().unwrap();
         assert!(!json.contains("retry now") && !json.contains("try again now"));
         let back: ToolResult<()> = serde_json::from_str(&json).unwrap();
         assert_eq!(back, result);
+    }
+}
+
+/// The bug a new user hit: the dependency was asked for twice, and the model was told about the
+/// `search` tool when the `weather` breaker refused. Now the name comes from the breaker alone.
+#[tokio::test(start_paused = true)]
+async fn a_blocked_or_failed_result_names_the_breakers_own_dependency() {
+    let (clock, _mock) = Clock::mock();
+    let weather = CircuitBreaker::builder()
+        .name("weather")
+        .failure_threshold(1)
+        .cooldown(Duration::from_secs(30))
+        .clock(clock)
+        .build()
+        .unwrap();
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(0));
+    let run = AgentRun::new("r", Duration::from_secs(60), 10);
+    let dep = Dependency::new(&[Answer::Unavailable]);
+
+    let failed = guard.call(&run, &weather, classify, || dep.attempt()).await;
+    let ToolResult::Failed {
+        dependency,
+        message,
+        ..
+    } = &failed
+    else {
+        panic!("expected failed, got {failed:?}")
+    };
+    assert_eq!(dependency, "weather");
+    assert!(message.starts_with("weather failed:"), "{message}");
+    assert!(!message.contains("search"), "{message}");
+
+    let blocked = guard.call(&run, &weather, classify, || dep.attempt()).await;
+    let ToolResult::Blocked {
+        dependency,
+        message,
+        ..
+    } = &blocked
+    else {
+        panic!("expected blocked, got {blocked:?}")
+    };
+    assert_eq!(dependency, "weather");
+    assert!(
+        message.starts_with("weather is temporarily unavailable;"),
+        "{message}"
+    );
+    assert!(!message.contains("search"), "{message}");
+    assert_eq!(dep.attempts(), 1);
+}
+
+/// When the time left to the deadline is exactly the per-call timeout, running out of time is
+/// running into the deadline: the run stops and the dependency is charged nothing.
+#[tokio::test(start_paused = true)]
+async fn an_attempt_cut_when_the_time_left_equals_the_per_call_timeout_stops_the_run() {
+    let (clock, _mock) = Clock::mock();
+    let breaker = CircuitBreaker::builder()
+        .name("search")
+        .failure_threshold(1)
+        .clock(clock)
+        .metrics(true)
+        .build()
+        .unwrap();
+    let per_call = Duration::from_secs(5);
+    let guard = ToolGuard::new(per_call, no_jitter(0));
+    let run = AgentRun::new("r", per_call, 100);
+    let dep = Dependency::new(&[Answer::Hang]);
+    let start = Instant::now();
+    let result = call(&guard, &run, &breaker, &dep).await;
+    assert_eq!(start.elapsed(), per_call);
+    assert!(
+        matches!(
+            result,
+            ToolResult::Stopped {
+                stop_reason: StopReason::Deadline,
+                ..
+            }
+        ),
+        "{result:?}"
+    );
+    assert_eq!(run.stop_reason(), Some(StopReason::Deadline));
+    assert_eq!(breaker.state(), State::Closed, "no timeout recorded");
+    let metrics = breaker.metrics().unwrap();
+    assert_eq!(metrics.failures.timeout, 0);
+    assert_eq!(dep.attempts(), 1);
+
+    // A millisecond more left than the per-call timeout: the dependency's own time ran out.
+    let run = AgentRun::new("r2", per_call + Duration::from_millis(1), 100);
+    let result = call(&guard, &run, &breaker, &dep).await;
+    assert!(
+        matches!(
+            result,
+            ToolResult::Failed {
+                kind: FailedKind::Timeout,
+                ..
+            }
+        ),
+        "{result:?}"
+    );
+    assert_eq!(breaker.state(), State::Open);
+    assert_eq!(breaker.metrics().unwrap().failures.timeout, 1);
+}
+
+const SECRET_URL: &str = "https://api.example.com/v1/search?q=x&key=SECRET123";
+
+/// An error whose words hold the secret, as a `reqwest::Error` displays its URL.
+#[derive(Debug)]
+struct LeakyError;
+
+impl std::fmt::Display for LeakyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "error sending request for url ({SECRET_URL})")
+    }
+}
+
+/// A classification that knows the status each error came with.
+struct StatusErrors;
+
+impl Classify<&'static str, (u16, LeakyError)> for StatusErrors {
+    fn classify(&self, result: &Result<&'static str, (u16, LeakyError)>) -> Outcome {
+        match result {
+            Ok(_) => Outcome::Success,
+            Err((500..=599, _)) => Outcome::Failure(FailureKind::Unavailable),
+            Err(_) => Outcome::Ignored,
+        }
+    }
+
+    fn http_status(&self, result: &Result<&'static str, (u16, LeakyError)>) -> Option<u16> {
+        result.as_ref().err().map(|(status, _)| *status)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_result_shows_the_kind_and_status_and_never_the_errors_text() {
+    let (breaker, _mock) = breaker(10);
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(0));
+    let run = AgentRun::new("r", Duration::from_secs(60), 100);
+    for (status, kind, error) in [
+        (503, FailedKind::Unavailable, "unavailable (HTTP 503)"),
+        (401, FailedKind::Rejected, "HTTP 401"),
+    ] {
+        let result = guard
+            .call(&run, &breaker, StatusErrors, || async move {
+                Err((status, LeakyError))
+            })
+            .await;
+        let json = result.to_json().unwrap();
+        assert!(!json.contains("SECRET123"), "{json}");
+        assert!(!json.contains("key="), "{json}");
+        assert!(!json.contains("api.example.com"), "{json}");
+        assert!(!format!("{result:?}").contains("SECRET123"));
+        match result {
+            ToolResult::Failed {
+                kind: k,
+                http_status,
+                error: e,
+                ..
+            } => assert_eq!((k, http_status, e.as_str()), (kind, Some(status), error)),
+            other => panic!("expected failed, got {other:?}"),
+        }
+    }
+
+    // A closure knows no status: the kind alone.
+    let result = guard
+        .call(
+            &run,
+            &breaker,
+            |_: &Result<(), LeakyError>| Outcome::Failure(FailureKind::Other),
+            || async { Err(LeakyError) },
+        )
+        .await;
+    let json = result.to_json().unwrap();
+    assert!(
+        json.contains(r#""kind":"other","error":"other failure","#),
+        "{json}"
+    );
+    assert!(!json.contains("SECRET123"), "{json}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_guard_shows_an_errors_text_only_through_its_error_text_function() {
+    let (breaker, _mock) = breaker(10);
+    let run = AgentRun::new("r", Duration::from_secs(60), 100);
+    let redacting = ToolGuard::new(Duration::from_secs(5), no_jitter(0)).error_text(
+        |(_, error): &(u16, LeakyError)| {
+            let text = error.to_string();
+            Some(match text.split_once('?') {
+                Some((before, _)) => format!("{before})"),
+                None => text,
+            })
+        },
+    );
+    let result = redacting
+        .call(&run, &breaker, StatusErrors, || async {
+            Err((503, LeakyError))
+        })
+        .await;
+    match &result {
+        ToolResult::Failed {
+            error,
+            http_status,
+            message,
+            ..
+        } => {
+            assert_eq!(
+                error,
+                "error sending request for url (https://api.example.com/v1/search)"
+            );
+            assert_eq!(*http_status, Some(503));
+            assert!(message.contains(error.as_str()));
+        }
+        other => panic!("expected failed, got {other:?}"),
+    }
+    assert!(!result.to_json().unwrap().contains("SECRET123"));
+
+    // `None` from the function: the kind and status, as by default.
+    let declining = ToolGuard::new(Duration::from_secs(5), no_jitter(0))
+        .error_text(|_: &(u16, LeakyError)| None);
+    let result = declining
+        .call(&run, &breaker, StatusErrors, || async {
+            Err((502, LeakyError))
+        })
+        .await;
+    assert!(
+        matches!(&result, ToolResult::Failed { error, .. } if error == "unavailable (HTTP 502)"),
+        "{result:?}"
+    );
+}
+
+/// `HttpClassifier` goes to the pipeline as it is, and the status of an answer that counts as a
+/// failure reaches the result.
+#[tokio::test(start_paused = true)]
+async fn the_pipeline_takes_an_http_classifier_and_reports_the_answers_status() {
+    let (breaker, _mock) = breaker(10);
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(0));
+    let run = AgentRun::new("r", Duration::from_secs(60), 100);
+    let answer = |status: u16| {
+        let response = http::Response::builder()
+            .status(status)
+            .body(String::new())
+            .unwrap();
+        async move { Ok::<_, std::io::Error>(response) }
+    };
+    let result = guard
+        .call(&run, &breaker, HttpClassifier::new(), || answer(503))
+        .await;
+    assert!(
+        matches!(
+            result,
+            ToolResult::Failed {
+                kind: FailedKind::Unavailable,
+                http_status: Some(503),
+                counted: true,
+                ..
+            }
+        ),
+        "{result:?}"
+    );
+    let result = guard
+        .call(&run, &breaker, HttpClassifier::new(), || answer(404))
+        .await;
+    match result {
+        ToolResult::Ok { value, .. } => assert_eq!(value.status(), 404, "a 404 is passed on"),
+        other => panic!("expected ok, got {other:?}"),
     }
 }

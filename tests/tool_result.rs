@@ -4,10 +4,12 @@ use std::time::Duration;
 
 use toolbreaker::{BlockedReason, CircuitBreaker, FailureKind, Outcome, ToolResult};
 
-/// A real `Blocked` value: a breaker tripped on a mock clock, then read `elapsed` later.
+/// A real `Blocked` value: the `search` breaker tripped on a mock clock, then read `elapsed`
+/// later.
 fn blocked_open(cooldown_ms: u64, elapsed_ms: u64) -> toolbreaker::Blocked {
     let (clock, mock) = quanta::Clock::mock();
     let breaker = CircuitBreaker::builder()
+        .name("search")
         .failure_threshold(1)
         .cooldown(Duration::from_millis(cooldown_ms))
         .clock(clock)
@@ -23,7 +25,7 @@ fn blocked_open(cooldown_ms: u64, elapsed_ms: u64) -> toolbreaker::Blocked {
 
 #[test]
 fn blocked_while_open_is_exactly_the_documented_json() {
-    let json = ToolResult::<()>::blocked("search", &blocked_open(2_000, 160))
+    let json = ToolResult::<()>::blocked(&blocked_open(2_000, 160))
         .to_json()
         .unwrap();
     assert_eq!(
@@ -36,6 +38,7 @@ fn blocked_while_open_is_exactly_the_documented_json() {
 fn blocked_while_a_probe_is_in_flight_is_exactly_this_json() {
     let (clock, mock) = quanta::Clock::mock();
     let breaker = CircuitBreaker::builder()
+        .name("weather")
         .failure_threshold(1)
         .cooldown(Duration::from_millis(100))
         .probe_timeout(Duration::from_secs(5))
@@ -51,9 +54,7 @@ fn blocked_while_a_probe_is_in_flight_is_exactly_this_json() {
     mock.increment(Duration::from_millis(1_500));
     let blocked = breaker.try_acquire().unwrap_err();
     assert_eq!(blocked.reason(), BlockedReason::ProbeInFlight);
-    let json = ToolResult::<()>::blocked("weather", &blocked)
-        .to_json()
-        .unwrap();
+    let json = ToolResult::<()>::blocked(&blocked).to_json().unwrap();
     assert_eq!(
         json,
         r#"{"status":"blocked","dependency":"weather","reason":"probe_in_flight","retry_after_ms":3500,"message":"weather is being checked for recovery; do not call it again now. Answer with what you know, use another tool, or try after 3.5 s."}"#
@@ -77,7 +78,7 @@ fn the_message_never_reads_as_retry_now() {
             message,
             retry_after_ms,
             ..
-        } = ToolResult::<()>::blocked("search", &blocked)
+        } = ToolResult::<()>::blocked(&blocked)
         else {
             panic!("blocked")
         };
@@ -100,8 +101,88 @@ fn ok_carries_the_value_and_round_trips() {
     assert_eq!(back, ok);
     assert!(back.is_ok());
 
-    let blocked = ToolResult::<serde_json::Value>::blocked("search", &blocked_open(100, 0));
+    let blocked = ToolResult::<serde_json::Value>::blocked(&blocked_open(100, 0));
     let back: ToolResult<serde_json::Value> =
         serde_json::from_str(&blocked.to_json().unwrap()).unwrap();
     assert_eq!(back, blocked);
+}
+
+#[test]
+fn an_isolated_or_unnamed_breakers_result_reads_well() {
+    let breaker = CircuitBreaker::builder().name("files").build().unwrap();
+    breaker.force_open();
+    let ToolResult::Blocked {
+        dependency,
+        reason,
+        message,
+        ..
+    } = ToolResult::<()>::blocked(&breaker.try_acquire().unwrap_err())
+    else {
+        panic!("blocked")
+    };
+    assert_eq!(
+        (dependency.as_str(), reason),
+        ("files", BlockedReason::Isolated)
+    );
+    assert!(
+        message.starts_with("files is switched off by its operators;"),
+        "{message}"
+    );
+
+    let unnamed = CircuitBreaker::builder().build().unwrap();
+    unnamed.force_open();
+    let ToolResult::Blocked {
+        dependency,
+        message,
+        ..
+    } = ToolResult::<()>::blocked(&unnamed.try_acquire().unwrap_err())
+    else {
+        panic!("blocked")
+    };
+    assert_eq!(dependency, "");
+    assert!(
+        message.starts_with("This tool is switched off by its operators;"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_failed_result_tells_the_kind_and_status_and_words_only_when_given() {
+    let unavailable = Outcome::Failure(FailureKind::Unavailable);
+    let json = ToolResult::<()>::failed("search", unavailable, Some(503), None)
+        .to_json()
+        .unwrap();
+    assert_eq!(
+        json,
+        r#"{"status":"failed","dependency":"search","kind":"unavailable","http_status":503,"error":"unavailable (HTTP 503)","counted":true,"message":"search failed: unavailable (HTTP 503). Do not call it again now; answer with what you know or use another tool."}"#
+    );
+    let json = ToolResult::<()>::failed("files", Outcome::Ignored, Some(400), None)
+        .to_json()
+        .unwrap();
+    assert_eq!(
+        json,
+        r#"{"status":"failed","dependency":"files","kind":"rejected","http_status":400,"error":"HTTP 400","counted":false,"message":"files rejected the call: HTTP 400. Correct the arguments before calling it again."}"#
+    );
+    let connect = Outcome::Failure(FailureKind::Connect);
+    let json = ToolResult::<()>::failed("weather", connect, None, None)
+        .to_json()
+        .unwrap();
+    assert_eq!(
+        json,
+        r#"{"status":"failed","dependency":"weather","kind":"connect","error":"could not connect","counted":true,"message":"weather failed: could not connect. Do not call it again now; answer with what you know or use another tool."}"#
+    );
+    let worded = ToolResult::<()>::failed(
+        "files",
+        Outcome::Ignored,
+        None,
+        Some("invalid argument `path`".to_owned()),
+    );
+    let json = worded.to_json().unwrap();
+    assert_eq!(
+        json,
+        r#"{"status":"failed","dependency":"files","kind":"rejected","error":"invalid argument `path`","counted":false,"message":"files rejected the call: invalid argument `path`. Correct the arguments before calling it again."}"#
+    );
+    let back: ToolResult<()> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, worded);
+    assert!(!back.is_ok(), "a failed call ran, and is not ok");
 }

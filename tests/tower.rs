@@ -17,7 +17,7 @@ use http::{Response, StatusCode};
 use toolbreaker::quanta::{Clock, Mock};
 use toolbreaker::tower::{CircuitBreakerLayer, CircuitBreakerService};
 use toolbreaker::{
-    Blocked, BlockedReason, CircuitBreaker, FailureKind, Outcome, State,
+    Blocked, BlockedReason, CircuitBreaker, FailureKind, Outcome, State, TransitionReason,
     classify::http::HttpClassifier,
 };
 use tower::{BoxError, Layer, Service, ServiceBuilder, ServiceExt, service_fn};
@@ -644,5 +644,110 @@ fn a_ready_probe_whose_lease_ran_out_is_not_sent() {
         breaker.state(),
         State::Closed,
         "the new probe's success closed it"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Waiting on readiness takes nothing from the breaker
+
+/// A counting breaker with a listener that keeps the reasons of the transitions it hears.
+fn counted(
+    threshold: u32,
+) -> (
+    Arc<CircuitBreaker>,
+    Arc<Mock>,
+    Arc<Mutex<Vec<TransitionReason>>>,
+) {
+    let (clock, mock) = Clock::mock();
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let breaker = CircuitBreaker::builder()
+        .failure_threshold(threshold)
+        .cooldown(COOLDOWN)
+        .probe_timeout(Duration::from_secs(60))
+        .clock(clock)
+        .metrics(true)
+        .on_transition({
+            let heard = Arc::clone(&heard);
+            move |event| heard.lock().unwrap().push(event.transition().reason())
+        })
+        .build()
+        .expect("valid config");
+    (Arc::new(breaker), mock, heard)
+}
+
+#[test]
+fn polling_a_service_whose_inner_service_is_pending_takes_nothing_from_the_breaker() {
+    let (breaker, mock, heard) = counted(1);
+    let (mut service, dependency) = guarded(&breaker);
+    let admitted = || breaker.metrics().unwrap().admitted;
+
+    // Closed: however often it is polled while the inner service is pending, nothing is admitted.
+    dependency.set(Readiness::Pending);
+    for _ in 0..10 {
+        assert!(service.poll_ready(&mut noop()).is_pending());
+    }
+    assert_eq!(dependency.polls(), 10);
+    assert_eq!(admitted(), 0, "no admission per poll");
+    dependency.set(Readiness::Ready);
+    assert_eq!(status(request(&mut service, Req::Status(503))), 503);
+    assert_eq!(admitted(), 1);
+    assert_eq!(breaker.state(), State::Open);
+
+    // Half-open: the probe slot is neither claimed nor given back while waiting.
+    mock.increment(COOLDOWN);
+    dependency.set(Readiness::Pending);
+    for _ in 0..10 {
+        assert!(service.poll_ready(&mut noop()).is_pending());
+    }
+    assert_eq!(admitted(), 1);
+    assert_eq!(
+        *heard.lock().unwrap(),
+        [TransitionReason::FailureThreshold],
+        "nothing written while waiting"
+    );
+    assert_eq!(breaker.metrics().unwrap().blocked, 0);
+
+    // Ready at last: one probe, admitted once, and each transition heard once.
+    dependency.set(Readiness::Ready);
+    assert_eq!(status(request(&mut service, Req::Status(200))), 200);
+    assert_eq!(admitted(), 2);
+    assert_eq!(
+        *heard.lock().unwrap(),
+        [
+            TransitionReason::FailureThreshold,
+            TransitionReason::CooldownElapsed,
+            TransitionReason::ProbeSucceeded,
+        ]
+    );
+    assert_eq!(dependency.calls(), 2);
+}
+
+#[test]
+fn a_probe_in_flight_answers_a_caller_at_once_whatever_its_inner_readiness() {
+    let (breaker, mock) = breaker(1);
+    let (mut service, dependency) = guarded(&breaker);
+    half_open(&mut service, &breaker, &mock);
+    let probe = breaker.try_acquire().expect("the probe, held elsewhere");
+    dependency.set(Readiness::Pending);
+    let polls = dependency.polls();
+
+    ready_now(&mut service);
+    assert_eq!(
+        dependency.polls(),
+        polls,
+        "the inner service was not polled"
+    );
+    let fut = pin!(service.call(Req::Status(200)));
+    let Poll::Ready(Err(error)) = poll_once(fut) else {
+        panic!("the rejection is ready at once")
+    };
+    assert_eq!(blocked(&error).reason(), BlockedReason::ProbeInFlight);
+    drop(probe);
+
+    // The slot is free again: the service waits on its inner service, holding nothing.
+    assert!(service.poll_ready(&mut noop()).is_pending());
+    assert!(
+        breaker.try_acquire().expect("the slot is free").is_probe(),
+        "the waiting service did not take it"
     );
 }

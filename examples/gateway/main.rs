@@ -97,9 +97,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
-use toolbreaker::{
-    AgentRun, CircuitBreaker, Registry, RegistryConfig, RetryPolicy, ToolGuard, ToolResult,
-};
+use toolbreaker::{AgentRun, CircuitBreaker, Registry, RegistryConfig, RetryPolicy, ToolResult};
 
 use report::{DependencyStats, RunStats, Window};
 use tools::{Mode, Tool, ToolServer, call_tool};
@@ -265,7 +263,7 @@ fn log_to_stderr(directive: &str) {
 /// What every agent task shares.
 struct Shared {
     client: reqwest::Client,
-    guard: ToolGuard,
+    guard: tools::Guard,
     dependencies: Vec<Dependency>,
     runs: RunStats,
     start: Instant,
@@ -325,7 +323,7 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
     let start = Instant::now();
     let shared = Arc::new(Shared {
         client: tools::client()?,
-        guard: ToolGuard::new(PER_CALL_TIMEOUT, retry_policy()),
+        guard: tools::guard(PER_CALL_TIMEOUT, retry_policy()),
         dependencies: servers
             .iter()
             .map(|server| Dependency {
@@ -658,7 +656,6 @@ async fn agent(task: usize, shared: Arc<Shared>, breakers: Vec<Arc<CircuitBreake
             let result = call_tool(
                 &shared.guard,
                 &run,
-                dependency.tool,
                 &breakers[index],
                 &shared.client,
                 url,

@@ -11,7 +11,13 @@
 //! (`ToolGuard::call_observed`: run deadline and budget, the dependency's breaker, per-call timeout,
 //! classification, bounded retry). Each attempt is [`fetch`]: one HTTP request, classified with the
 //! crate's HTTP rules inside the attempt, so that a failure's [`ToolError`] carries its
-//! [`Outcome`], a 429's `Retry-After` hint included.
+//! [`Outcome`], a 429's `Retry-After` hint included, and its status. The dependency is the
+//! breaker's: a result names the breaker it came through, never a name passed beside it.
+//!
+//! What the model reads of a failure: by default the pipeline shows only its kind and HTTP
+//! status ([`Classified`] gives the status). A [`ToolError`]'s words are written for the model
+//! (the status and its reason, the `Retry-After` hint, never the URL or a transport error's
+//! text), so the gateway's [`Guard`] shows them ([`guard`]: `ToolGuard::error_text`).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -31,7 +37,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use toolbreaker::classify::http::{classify_reqwest, classify_reqwest_error};
 use toolbreaker::{
-    AgentRun, CircuitBreaker, FailureKind, Outcome, ToolGuard, ToolResult, agent::Attempt,
+    AgentRun, CircuitBreaker, Classify, FailureKind, Outcome, RetryPolicy, ToolGuard, ToolResult,
+    agent::Attempt,
 };
 
 /// The tools the agent can call; each is its own dependency with its own server and breaker.
@@ -379,12 +386,33 @@ impl fmt::Display for ToolError {
 
 impl std::error::Error for ToolError {}
 
-/// The pipeline's classification of an attempt: [`fetch`] has already classified it.
-pub fn classify(result: &Result<String, ToolError>) -> Outcome {
-    match result {
-        Ok(_) => Outcome::Success,
-        Err(error) => error.outcome,
+/// The pipeline's classification of an attempt: [`fetch`] has already classified it, and kept the
+/// status it answered with.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Classified;
+
+impl Classify<String, ToolError> for Classified {
+    fn classify(&self, result: &Result<String, ToolError>) -> Outcome {
+        match result {
+            Ok(_) => Outcome::Success,
+            Err(error) => error.outcome,
+        }
     }
+
+    fn http_status(&self, result: &Result<String, ToolError>) -> Option<u16> {
+        match result.as_ref().err()?.cause {
+            Cause::Status(status) | Cause::Body(status) => Some(status),
+            Cause::Transport => None,
+        }
+    }
+}
+
+/// The gateway's guard: it shows the model a [`ToolError`]'s words, which hold nothing secret.
+pub type Guard = ToolGuard<fn(&ToolError) -> Option<String>>;
+
+/// A [`Guard`]: attempts under `per_call_timeout`, retried by `retry`.
+pub fn guard(per_call_timeout: Duration, retry: RetryPolicy) -> Guard {
+    ToolGuard::new(per_call_timeout, retry).error_text(|error: &ToolError| Some(error.to_string()))
 }
 
 /// One attempt: send `GET url` with `client`, read the body, and classify the exchange with the
@@ -431,26 +459,19 @@ pub async fn fetch(client: &reqwest::Client, url: &str) -> Result<String, ToolEr
 }
 
 /// One tool call through the guard pipeline: `guard` and `run` decide whether and how often
-/// [`fetch`] runs against `url`, `breaker` is `tool`'s breaker, and `observe` sees every attempt
-/// that reached the dependency (its probe flag, outcome and transition) as it ends.
+/// [`fetch`] runs against `url`, `breaker` is the tool's breaker (whose name the result carries),
+/// and `observe` sees every attempt that reached the dependency (its probe flag, outcome and
+/// transition) as it ends.
 pub async fn call_tool(
-    guard: &ToolGuard,
+    guard: &Guard,
     run: &AgentRun,
-    tool: Tool,
     breaker: &CircuitBreaker,
     client: &reqwest::Client,
     url: &str,
     observe: impl FnMut(&Attempt),
 ) -> ToolResult<String> {
     guard
-        .call_observed(
-            run,
-            tool.name(),
-            breaker,
-            classify,
-            || fetch(client, url),
-            observe,
-        )
+        .call_observed(run, breaker, Classified, || fetch(client, url), observe)
         .await
 }
 

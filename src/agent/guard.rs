@@ -9,7 +9,7 @@ use super::retry::retryable;
 use super::spans::CallSpan;
 use super::{AgentRun, CallStats, RetryPolicy, StopReason, ToolResult};
 use crate::breaker::CircuitBreaker;
-use crate::classify::{FailureKind, Outcome};
+use crate::classify::{Classify, FailureKind, Outcome};
 use crate::time::{millis_floor, tokio_now};
 use crate::types::Transition;
 
@@ -33,7 +33,55 @@ pub struct Attempt {
     pub elapsed: Duration,
 }
 
-/// How a dependency's tool is called: a per-call timeout and a retry policy.
+/// What a [`ToolGuard`] shows the model of an attempt's error, besides its failure kind and
+/// HTTP status: nothing ([`Redacted`], the default), or what the function given to
+/// [`ToolGuard::error_text`] returns. Sealed: those are the two.
+pub trait ErrorText<E>: sealed::Sealed {
+    /// The words to show the model for `error`, or `None` to show only its kind and status.
+    fn error_text(&self, error: &E) -> Option<String>;
+}
+
+/// A [`ToolGuard`]'s default: no error's text reaches the model, only the failure's kind and,
+/// when known, the HTTP status.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Redacted;
+
+impl<E> ErrorText<E> for Redacted {
+    fn error_text(&self, _: &E) -> Option<String> {
+        None
+    }
+}
+
+impl<E> ErrorText<E> for fn(&E) -> Option<String> {
+    fn error_text(&self, error: &E) -> Option<String> {
+        self(error)
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Redacted {}
+    impl<E> Sealed for fn(&E) -> Option<String> {}
+}
+
+/// How a dependency's tool is called: a per-call timeout, a retry policy, and what of an error
+/// the model may read.
+///
+/// The dependency is the breaker's: [`call`](Self::call) takes the dependency's
+/// [`CircuitBreaker`], and every name the model or a trace sees (a `blocked` or `failed` result,
+/// the spans' `gen_ai.tool.name` and `dependency`) is [`CircuitBreaker::name`]. Use named
+/// breakers: a [`Registry`](crate::Registry)'s are, and [`Builder::name`](crate::breaker::Builder::name)
+/// names one made alone.
+///
+/// # What the model is told
+///
+/// A `failed` result says how the call failed ([`FailedKind`](super::FailedKind): a counted
+/// failure's kind, or `rejected` for the call's own fault) and, when the classification knows it,
+/// the HTTP status ([`Classify::http_status`]). It never holds an error's own text: errors carry
+/// what the model must not read (a `reqwest::Error` displays its URL, query string and any API key
+/// in it included). A caller whose errors are safe to show, or who can redact them, opts in with
+/// [`error_text`](Self::error_text): a function from the error to the words to show, or `None`
+/// to show only the kind and status. Tracing never records an error's text either way.
 ///
 /// # Tracing
 ///
@@ -44,7 +92,7 @@ pub struct Attempt {
 ///
 /// | span | fields |
 /// |---|---|
-/// | `execute_tool` | `otel.name` (`execute_tool {dependency}`), `otel.kind` (`internal`), `gen_ai.operation.name` (`execute_tool`), `gen_ai.tool.name` and `dependency` (the `dependency` argument), `run_id`; when the call ends: `outcome` (`ok`, `blocked`, `failed`, `stopped`, as [`ToolResult`]'s status), `attempt` (attempts made), `duration_ms` (`f64`, on tokio's clock, waits included), `otel.status_code` (`ok` or `error`) and, unless ok, `error.type` (the failure kind, `ignored` for a failure that did not count, the blocked reason, or the stop reason) |
+/// | `execute_tool` | `otel.name` (`execute_tool {dependency}`), `otel.kind` (`internal`), `gen_ai.operation.name` (`execute_tool`), `gen_ai.tool.name` and `dependency` (the breaker's name), `run_id`; when the call ends: `outcome` (`ok`, `blocked`, `failed`, `stopped`, as [`ToolResult`]'s status), `attempt` (attempts made), `duration_ms` (`f64`, on tokio's clock, waits included), `otel.status_code` (`ok` or `error`) and, unless ok, `error.type` (the failure kind, `ignored` for a failure that did not count, the blocked reason, or the stop reason) |
 /// | `attempt` | `otel.name` (`attempt {dependency}`), `otel.kind` (`client`), `dependency`, `attempt` (its number), `probe`; when it ends: `outcome` (`success`, `failure`, `ignored`, or `stopped` when the run's deadline cut it), `duration_ms`, `otel.status_code` and, unless a success, `error.type` |
 ///
 /// The breaker's own events fire inside these spans (a `call blocked` event in the call's span, a
@@ -59,12 +107,12 @@ pub struct Attempt {
 /// use toolbreaker::{AgentRun, CircuitBreaker, FailureKind, Outcome, RetryPolicy, ToolGuard, ToolResult};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
-/// let breaker = CircuitBreaker::builder().build().unwrap();
+/// let breaker = CircuitBreaker::builder().name("search").build().unwrap();
 /// let guard = ToolGuard::new(Duration::from_secs(2), RetryPolicy::default());
 /// let run = AgentRun::new("run-1", Duration::from_secs(60), 20);
 /// let mut calls = 0;
 /// let result = guard
-///     .call(&run, "search", &breaker, |r: &Result<&str, &str>| match r {
+///     .call(&run, &breaker, |r: &Result<&str, &str>| match r {
 ///         Ok(_) => Outcome::Success,
 ///         Err(_) => Outcome::Failure(FailureKind::Unavailable),
 ///     }, || {
@@ -79,17 +127,65 @@ pub struct Attempt {
 /// # });
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ToolGuard {
+pub struct ToolGuard<X = Redacted> {
     per_call_timeout: Duration,
     retry: RetryPolicy,
+    error_text: X,
 }
 
 impl ToolGuard {
-    /// Attempts time out after `per_call_timeout` (or at the run's deadline, if sooner).
+    /// Attempts time out after `per_call_timeout` (or at the run's deadline, if sooner); no
+    /// error's text reaches the model (see [What the model is told](Self#what-the-model-is-told)).
     pub fn new(per_call_timeout: Duration, retry: RetryPolicy) -> Self {
         ToolGuard {
             per_call_timeout,
             retry,
+            error_text: Redacted,
+        }
+    }
+}
+
+impl<X> ToolGuard<X> {
+    /// The same guard, showing the model what `text` returns for a failed attempt's error (`None`:
+    /// only the kind and status, as by default). Only for errors whose words hold nothing secret,
+    /// or with a function that takes out what may: a `reqwest::Error`'s `Display` holds its URL
+    /// (`Error::without_url` drops it). A guard made this way calls dependencies whose error type
+    /// is `E`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolbreaker::{AgentRun, CircuitBreaker, FailureKind, Outcome, RetryPolicy, ToolGuard, ToolResult};
+    ///
+    /// /// An error the tool wrote for the model: its words are safe to show.
+    /// #[derive(Debug)]
+    /// struct BadQuery(&'static str);
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
+    /// let breaker = CircuitBreaker::builder().name("search").build().unwrap();
+    /// let run = AgentRun::new("run-1", Duration::from_secs(60), 20);
+    /// let classify = |_: &Result<(), BadQuery>| Outcome::Ignored;
+    /// let attempt = || async { Err(BadQuery("`q` must not be empty")) };
+    ///
+    /// let redacted = ToolGuard::new(Duration::from_secs(2), RetryPolicy::none());
+    /// let ToolResult::Failed { error, .. } = redacted.call(&run, &breaker, classify, attempt).await else { panic!() };
+    /// assert_eq!(error, "invalid request");
+    ///
+    /// let shown = redacted.error_text(|e: &BadQuery| Some(e.0.to_owned()));
+    /// let ToolResult::Failed { error, message, .. } = shown.call(&run, &breaker, classify, attempt).await else { panic!() };
+    /// assert_eq!(error, "`q` must not be empty");
+    /// assert!(message.starts_with("search rejected the call: `q` must not be empty."));
+    /// # });
+    /// ```
+    pub fn error_text<E>(
+        self,
+        text: fn(&E) -> Option<String>,
+    ) -> ToolGuard<fn(&E) -> Option<String>> {
+        ToolGuard {
+            per_call_timeout: self.per_call_timeout,
+            retry: self.retry,
+            error_text: text,
         }
     }
 
@@ -98,26 +194,26 @@ impl ToolGuard {
         self.per_call_timeout
     }
 
-    /// Call `dependency`'s tool for `run` through every guard, in order (see the module docs).
+    /// Call the tool of `breaker`'s dependency for `run` through every guard, in order (see the
+    /// module docs).
     ///
     /// `attempt` makes one attempt and is called once per attempt; `classify` is the
-    /// dependency's classification. The error of a failed call reaches the model as text, so
-    /// `E`'s `Display` must hold nothing secret: map errors that may before returning them (a
-    /// `reqwest::Error` displays its URL, query string and all; `Error::without_url` drops it).
-    /// Tracing never records the error's text.
+    /// dependency's classification, any [`Classify`]: a type passed as it is, a named function,
+    /// or a closure whose argument is written as a reference (`|r: &Result<_, _>|`; see
+    /// [Closures](Classify#closures)). A failed call tells the model the failure's kind and HTTP
+    /// status only, unless the guard shows errors' text ([`error_text`](Self::error_text)).
     pub async fn call<T, E, Fut>(
         &self,
         run: &AgentRun,
-        dependency: &str,
         breaker: &CircuitBreaker,
-        classify: impl Fn(&Result<T, E>) -> Outcome,
+        classify: impl Classify<T, E>,
         attempt: impl FnMut() -> Fut,
     ) -> ToolResult<T>
     where
         Fut: Future<Output = Result<T, E>>,
-        E: core::fmt::Display,
+        X: ErrorText<E>,
     {
-        self.call_observed(run, dependency, breaker, classify, attempt, |_| {})
+        self.call_observed(run, breaker, classify, attempt, |_| {})
             .await
     }
 
@@ -129,40 +225,38 @@ impl ToolGuard {
     pub async fn call_observed<T, E, Fut>(
         &self,
         run: &AgentRun,
-        dependency: &str,
         breaker: &CircuitBreaker,
-        classify: impl Fn(&Result<T, E>) -> Outcome,
+        classify: impl Classify<T, E>,
         attempt: impl FnMut() -> Fut,
         observe: impl FnMut(&Attempt),
     ) -> ToolResult<T>
     where
         Fut: Future<Output = Result<T, E>>,
-        E: core::fmt::Display,
+        X: ErrorText<E>,
     {
-        let span = CallSpan::new(dependency, run);
+        let span = CallSpan::new(breaker.name(), run);
         let result = span
-            .instrument(self.guarded(run, dependency, breaker, classify, attempt, observe, &span))
+            .instrument(self.guarded(run, breaker, classify, attempt, observe, &span))
             .await;
         span.finish(&result);
         result
     }
 
     /// The guards, in order, for one call.
-    #[allow(clippy::too_many_arguments)] // private: `call_observed`'s arguments and its span
     async fn guarded<T, E, Fut>(
         &self,
         run: &AgentRun,
-        dependency: &str,
         breaker: &CircuitBreaker,
-        classify: impl Fn(&Result<T, E>) -> Outcome,
+        classify: impl Classify<T, E>,
         mut attempt: impl FnMut() -> Fut,
         mut observe: impl FnMut(&Attempt),
         span: &CallSpan,
     ) -> ToolResult<T>
     where
         Fut: Future<Output = Result<T, E>>,
-        E: core::fmt::Display,
+        X: ErrorText<E>,
     {
+        let dependency = breaker.name();
         let started = tokio_now();
         let mut attempts = 0;
         let mut backoff = self.retry.backoff();
@@ -179,15 +273,19 @@ impl ToolGuard {
             let permit = match breaker.try_acquire() {
                 Ok(permit) => permit,
                 Err(blocked) => {
-                    return ToolResult::blocked(dependency, &blocked).with_stats(stats(attempts));
+                    return ToolResult::blocked(&blocked).with_stats(stats(attempts));
                 }
             };
             if let Err(reason) = run.take_attempt() {
                 return ToolResult::stopped(run.id(), reason).with_stats(stats(attempts));
             }
             attempts += 1;
-            // 3. The attempt, under a timeout no longer than the time left to the deadline.
+            // 3. The attempt, under a timeout no longer than the time left to the deadline. When
+            // the time left is no more than the per-call timeout, the deadline is the limit that
+            // binds: running out of time is running into the deadline, the dependency's own time
+            // never having been the one cut short.
             let left = run.deadline().saturating_duration_since(tokio_now());
+            let deadline_binds = left <= self.per_call_timeout;
             let limit = self.per_call_timeout.min(left);
             let probe = permit.is_probe();
             let attempt_span = span.attempt(dependency, attempts, probe);
@@ -195,11 +293,11 @@ impl ToolGuard {
             let pending = attempt_span.in_scope(|| tokio::time::timeout(limit, attempt()));
             let (outcome, result) = match attempt_span.instrument(pending).await {
                 // 4. Classify and record.
-                Ok(result) => (classify(&result), Some(result)),
+                Ok(result) => (classify.classify(&result), Some(result)),
                 // Cut short by the run's deadline rather than the per-call timeout: that says
                 // nothing about the dependency, so nothing is recorded (a probe's slot is given
                 // back) and the run has stopped.
-                Err(_elapsed) if limit < self.per_call_timeout => {
+                Err(_elapsed) if deadline_binds => {
                     drop(permit);
                     attempt_span.cut(attempt_started.elapsed());
                     let reason = run.stop(StopReason::Deadline);
@@ -223,24 +321,24 @@ impl ToolGuard {
                 });
             });
             attempt_span.ended(&outcome, elapsed);
-            // What the model is told if this attempt is the last.
-            let last = |result: Option<Result<T, E>>| match (result, outcome) {
-                (Some(Ok(value)), Outcome::Success | Outcome::Ignored) => {
+            // What the model is told if this attempt is the last: a value, or the failure's kind
+            // and status (an error's text only if this guard shows it).
+            let last = |result: Option<Result<T, E>>| match result {
+                Some(Ok(value)) if !outcome.is_counted_failure() => {
                     ToolResult::Ok { value, call: None }
                 }
-                (Some(Ok(_)), Outcome::Failure(kind)) => ToolResult::failed(
-                    dependency,
-                    format!("the dependency answered with a failure ({})", kind.as_str()),
-                    true,
-                ),
-                (Some(Err(error)), _) => {
-                    ToolResult::failed(dependency, error.to_string(), outcome.is_counted_failure())
+                Some(result) => {
+                    let status = classify.http_status(&result);
+                    let text = match &result {
+                        Err(error) => self.error_text.error_text(error),
+                        Ok(_) => None,
+                    };
+                    ToolResult::failed(dependency, outcome, status, text)
                 }
-                (None, _) => ToolResult::failed(
-                    dependency,
-                    format!("timed out after {} ms", limit.as_millis()),
-                    true,
-                ),
+                None => {
+                    let text = format!("timed out after {} ms", limit.as_millis());
+                    ToolResult::failed(dependency, outcome, None, Some(text))
+                }
             };
             // 5. Retry only counted failures of a retryable kind, within the policy.
             let retry = match outcome {
@@ -256,7 +354,7 @@ impl ToolGuard {
             // call now (blocked), and so does a spent run (stopped); no wait is slept for nothing.
             // Asked without taking the probe slot (a half-open breaker's retry waits, then asks).
             if let Err(blocked) = breaker.check_open() {
-                return ToolResult::blocked(dependency, &blocked).with_stats(stats(attempts));
+                return ToolResult::blocked(&blocked).with_stats(stats(attempts));
             }
             if let Err(reason) = run.check(tokio_now()) {
                 return ToolResult::stopped(run.id(), reason).with_stats(stats(attempts));

@@ -12,9 +12,13 @@
 //!    at once; the operation never starts.
 //! 3. **Per-call timeout**: the attempt runs under [`ToolGuard::per_call_timeout`], cut to the
 //!    time left before the run's deadline; running out of the per-call time is
-//!    [`FailureKind::Timeout`](crate::FailureKind::Timeout). Running into the run's deadline says nothing about the dependency:
-//!    nothing is recorded and the result is `stopped` (`deadline`).
-//! 4. **Classification** of the attempt's result, recorded on the breaker.
+//!    [`FailureKind::Timeout`](crate::FailureKind::Timeout). Running into the run's deadline
+//!    says nothing about the dependency: nothing is recorded and the result is `stopped`
+//!    (`deadline`). When the time left is no more than the per-call timeout, the deadline is the
+//!    limit that binds, so an attempt that runs out of time then has run into the deadline.
+//! 4. **Classification** of the attempt's result, recorded on the breaker. A `failed` result
+//!    tells the model the failure's kind and HTTP status, never an error's text unless the guard
+//!    was told to show it ([`ToolGuard::error_text`]).
 //! 5. **Bounded retry** ([`RetryPolicy`]), only for counted failures of a retryable kind
 //!    (timeout, connect, unavailable, rate-limited), never for `Ignored`: capped exponential
 //!    backoff with jitter (`backon`), at least the `Retry-After` hint, never past the deadline.
@@ -25,6 +29,13 @@
 //! The order follows the practice the crate's source article describes (run deadline, breaker,
 //! per-call timeout, classification, then a short retry) and AWS's guidance on retries with
 //! backoff: a retry only for transient failures, and never one that recreates an outage's load.
+//!
+// Without feature `tokio` the pipeline's items do not exist: its links point at this page.
+#![cfg_attr(not(feature = "tokio"), doc = "[`ToolGuard::call`]: self")]
+#![cfg_attr(not(feature = "tokio"), doc = "[`AgentRun`]: self")]
+#![cfg_attr(not(feature = "tokio"), doc = "[`ToolGuard::per_call_timeout`]: self")]
+#![cfg_attr(not(feature = "tokio"), doc = "[`ToolGuard::error_text`]: self")]
+#![cfg_attr(not(feature = "tokio"), doc = "[`RetryPolicy`]: self")]
 
 // Without feature `tokio` the pipeline's types do not exist, and the docs above cannot link them.
 #![cfg_attr(not(feature = "tokio"), allow(rustdoc::broken_intra_doc_links))]
@@ -39,10 +50,10 @@ mod run;
 #[cfg(feature = "tokio")]
 mod spans;
 
-pub use self::result::{CallStats, StopReason, ToolResult};
+pub use self::result::{CallStats, FailedKind, StopReason, ToolResult};
 #[cfg(feature = "tokio")]
 pub use self::{
-    guard::{Attempt, ToolGuard},
+    guard::{Attempt, ErrorText, Redacted, ToolGuard},
     retry::RetryPolicy,
     run::AgentRun,
 };

@@ -3,6 +3,7 @@
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
+use crate::classify::{FailureKind, Outcome};
 use crate::time::millis_floor;
 use crate::types::{Blocked, BlockedReason};
 
@@ -20,6 +21,7 @@ use crate::types::{Blocked, BlockedReason};
 ///
 /// let (clock, _mock) = toolbreaker::quanta::Clock::mock();
 /// let search = CircuitBreaker::builder()
+///     .name("search")
 ///     .failure_threshold(1)
 ///     .cooldown(Duration::from_millis(1840))
 ///     .clock(clock)
@@ -27,7 +29,7 @@ use crate::types::{Blocked, BlockedReason};
 /// search.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Unavailable));
 ///
 /// let blocked = search.try_acquire().unwrap_err();
-/// let json = ToolResult::<()>::blocked("search", &blocked).to_json().unwrap();
+/// let json = ToolResult::<()>::blocked(&blocked).to_json().unwrap();
 /// assert_eq!(
 ///     json,
 ///     r#"{"status":"blocked","dependency":"search","reason":"dependency_open","retry_after_ms":1840,"message":"search is temporarily unavailable; do not call it again now. Answer with what you know, use another tool, or try after 1.8 s."}"#
@@ -57,7 +59,7 @@ pub enum ToolResult<T> {
     Blocked {
         /// The dependency whose breaker blocked the call.
         dependency: String,
-        /// `dependency_open` or `probe_in_flight`.
+        /// `dependency_open`, `probe_in_flight` or `isolated`.
         reason: BlockedReason,
         /// Milliseconds until the dependency may be called again; never zero.
         retry_after_ms: u64,
@@ -72,10 +74,26 @@ pub enum ToolResult<T> {
         call: Option<CallStats>,
     },
     /// The tool ran and failed, after any retries the pipeline allowed.
+    ///
+    /// What the model reads of the failure is its kind and, when known, the HTTP status; never an
+    /// error's own text (a `reqwest::Error` displays its URL, query string and API key included),
+    /// unless the caller chose to show it: through `ToolGuard::error_text` (feature `tokio`), or
+    /// by passing words to [`ToolResult::failed`].
     Failed {
         /// The dependency that failed.
         dependency: String,
-        /// The last attempt's error, as the tool reported it (or `timed out after N ms`).
+        /// How it failed: a counted failure's kind, or `rejected` for the call's own fault.
+        kind: FailedKind,
+        /// The HTTP status of the last attempt's answer, when it had one and it was known
+        /// ([`Classify::http_status`](crate::Classify::http_status)).
+        #[cfg_attr(
+            feature = "serde",
+            serde(default, skip_serializing_if = "Option::is_none")
+        )]
+        http_status: Option<u16>,
+        /// What went wrong, in words: by default the kind and the status (`unavailable (HTTP
+        /// 503)`, `timed out after 250 ms`, `HTTP 400`); the text the caller chose to show, when
+        /// it chose to.
         error: String,
         /// Whether the failure counts against the dependency's health; `false` means the call
         /// itself was at fault (bad arguments, auth, not found).
@@ -104,6 +122,81 @@ pub enum ToolResult<T> {
         )]
         call: Option<CallStats>,
     },
+}
+
+/// How a call that ran failed, as a [`ToolResult::Failed`] tells the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[non_exhaustive]
+pub enum FailedKind {
+    /// The attempt ran out of time ([`FailureKind::Timeout`]).
+    Timeout,
+    /// No connection could be made ([`FailureKind::Connect`]).
+    Connect,
+    /// The dependency is shedding load ([`FailureKind::RateLimited`]).
+    RateLimited,
+    /// The dependency reported itself unavailable or broken ([`FailureKind::Unavailable`]).
+    Unavailable,
+    /// Any other counted failure ([`FailureKind::Other`]).
+    Other,
+    /// The dependency refused the call as the call's own fault (bad arguments, auth, not found):
+    /// not counted against its health ([`Outcome::Ignored`]).
+    Rejected,
+}
+
+impl FailedKind {
+    /// The kind of a failed call whose last attempt was classified `outcome`: a counted failure's
+    /// kind, or [`Rejected`](Self::Rejected) for any outcome that did not count.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{FailureKind, Outcome, agent::FailedKind};
+    ///
+    /// assert_eq!(FailedKind::of(&Outcome::Failure(FailureKind::Connect)), FailedKind::Connect);
+    /// assert_eq!(FailedKind::of(&Outcome::Ignored), FailedKind::Rejected);
+    /// ```
+    pub const fn of(outcome: &Outcome) -> Self {
+        match outcome {
+            Outcome::Failure(FailureKind::Timeout) => FailedKind::Timeout,
+            Outcome::Failure(FailureKind::Connect) => FailedKind::Connect,
+            Outcome::Failure(FailureKind::RateLimited { .. }) => FailedKind::RateLimited,
+            Outcome::Failure(FailureKind::Unavailable) => FailedKind::Unavailable,
+            Outcome::Failure(FailureKind::Other) => FailedKind::Other,
+            Outcome::Success | Outcome::Ignored => FailedKind::Rejected,
+        }
+    }
+
+    /// The kind as used in JSON: `timeout`, `connect`, `rate_limited`, `unavailable`, `other`,
+    /// `rejected`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            FailedKind::Timeout => "timeout",
+            FailedKind::Connect => "connect",
+            FailedKind::RateLimited => "rate_limited",
+            FailedKind::Unavailable => "unavailable",
+            FailedKind::Other => "other",
+            FailedKind::Rejected => "rejected",
+        }
+    }
+
+    /// Whether the failure counts against the dependency's health (every kind but `rejected`).
+    pub const fn is_counted(self) -> bool {
+        !matches!(self, FailedKind::Rejected)
+    }
+
+    /// The kind in words, for a failure with nothing else to say.
+    const fn words(self) -> &'static str {
+        match self {
+            FailedKind::Timeout => "timed out",
+            FailedKind::Connect => "could not connect",
+            FailedKind::RateLimited => "rate limited",
+            FailedKind::Unavailable => "unavailable",
+            FailedKind::Other => "other failure",
+            FailedKind::Rejected => "invalid request",
+        }
+    }
 }
 
 /// How one call through the guard pipeline went: attempts made and time spent.
@@ -152,13 +245,14 @@ impl<T> ToolResult<T> {
         ToolResult::Ok { value, call: None }
     }
 
-    /// The result of a call `dependency`'s breaker blocked.
+    /// The result of a call the dependency's breaker blocked; the dependency is the one that
+    /// refused, [`Blocked::dependency`] (so the model can never be told about another).
     ///
     /// The message tells the model not to call the tool again now, to answer with what it knows
     /// or use another tool, and when the tool may be tried (retry-after in seconds, to a tenth,
     /// never shown as less than 0.1 s).
-    pub fn blocked(dependency: impl Into<String>, blocked: &Blocked) -> Self {
-        let dependency = dependency.into();
+    pub fn blocked(blocked: &Blocked) -> Self {
+        let dependency = blocked.dependency().to_owned();
         let retry_after_ms = millis_floor(blocked.retry_after()).max(1);
         let what = match blocked.reason() {
             BlockedReason::DependencyOpen => "is temporarily unavailable",
@@ -170,8 +264,9 @@ impl<T> ToolResult<T> {
         let tenths = retry_after_ms.saturating_add(50) / 100;
         let tenths = tenths.max(1);
         let message = format!(
-            "{dependency} {what}; do not call it again now. Answer with what you know, \
+            "{} {what}; do not call it again now. Answer with what you know, \
              use another tool, or try after {}.{} s.",
+            subject(&dependency),
             tenths / 10,
             tenths % 10
         );
@@ -184,25 +279,55 @@ impl<T> ToolResult<T> {
         }
     }
 
-    /// The result of a call that ran and failed. `counted` says whether the failure counted
-    /// against the dependency's health (`Outcome::Failure`) or was the call's own fault
-    /// (`Outcome::Ignored`); the message differs accordingly. `error` is shown to the model as
-    /// given: it must hold nothing secret (no URL with a key in it, no header, no argument).
-    pub fn failed(dependency: impl Into<String>, error: impl Into<String>, counted: bool) -> Self {
-        let (dependency, error) = (dependency.into(), error.into());
+    /// The result of a call to `dependency` that ran and failed, its last attempt classified
+    /// `outcome`: a counted failure, or the call's own fault (`Ignored`; any outcome that is not
+    /// a counted failure reads as `rejected`). The message differs accordingly.
+    ///
+    /// The model is told the failure's kind and `http_status`, when known. `error`, when given,
+    /// is shown instead as the words for what went wrong: it is shown as given, so it must hold
+    /// nothing secret (no URL with a key in it, no header, no argument). The pipeline passes an
+    /// error's text only where the guard was told to (`ToolGuard::error_text`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{FailureKind, Outcome, ToolResult, agent::FailedKind};
+    ///
+    /// let failed = ToolResult::<()>::failed("search", Outcome::Failure(FailureKind::Unavailable), Some(503), None);
+    /// let ToolResult::Failed { kind, error, counted, message, .. } = &failed else { unreachable!() };
+    /// assert_eq!((*kind, error.as_str(), *counted), (FailedKind::Unavailable, "unavailable (HTTP 503)", true));
+    /// assert!(message.starts_with("search failed: unavailable (HTTP 503). Do not call it again now"));
+    /// ```
+    pub fn failed(
+        dependency: impl Into<String>,
+        outcome: Outcome,
+        http_status: Option<u16>,
+        error: Option<String>,
+    ) -> Self {
+        let dependency = dependency.into();
+        let kind = FailedKind::of(&outcome);
+        let counted = kind.is_counted();
+        let error = error.unwrap_or_else(|| match (http_status, counted) {
+            (Some(status), true) => format!("{} (HTTP {status})", kind.words()),
+            (Some(status), false) => format!("HTTP {status}"),
+            (None, _) => kind.words().to_owned(),
+        });
+        let subject = subject(&dependency);
         let message = if counted {
             format!(
-                "{dependency} failed: {error}. Do not call it again now; answer with what you \
+                "{subject} failed: {error}. Do not call it again now; answer with what you \
                  know or use another tool."
             )
         } else {
             format!(
-                "{dependency} rejected the call: {error}. Correct the arguments before calling \
+                "{subject} rejected the call: {error}. Correct the arguments before calling \
                  it again."
             )
         };
         ToolResult::Failed {
             dependency,
+            kind,
+            http_status,
             error,
             counted,
             message,
@@ -249,7 +374,8 @@ impl<T> ToolResult<T> {
         }
     }
 
-    /// Whether the tool ran.
+    /// Whether the tool returned a value: `Ok`, not `Blocked`, `Failed` (a failed call ran too)
+    /// or `Stopped`.
     pub fn is_ok(&self) -> bool {
         matches!(self, ToolResult::Ok { .. })
     }
@@ -265,5 +391,14 @@ impl<T: Serialize> ToolResult<T> {
     /// a `Serialize` impl that fails).
     pub fn to_json(&self) -> serde_json::Result<String> {
         serde_json::to_string(self)
+    }
+}
+
+/// How a message names the dependency: its name, or "This tool" for an unnamed breaker.
+fn subject(dependency: &str) -> &str {
+    if dependency.is_empty() {
+        "This tool"
+    } else {
+        dependency
     }
 }

@@ -8,10 +8,23 @@ use core::time::Duration;
 
 use super::machine::CircuitBreaker;
 use super::permit::Permit;
-use crate::classify::Outcome;
+use crate::classify::Classify;
 use crate::types::Blocked;
 
 /// Why a guarded call returned no value.
+///
+/// An error that wraps another one says what happened in its own words and returns the other
+/// from [`source`](std::error::Error::source), as the `std::error::Error` docs ask: an error
+/// reporter that walks the chain (anyhow, eyre) shows each message once.
+///
+/// ```
+/// use std::error::Error;
+/// use toolbreaker::CallError;
+///
+/// let error: CallError<std::io::Error> = CallError::Inner(std::io::Error::other("connection reset"));
+/// assert_eq!(error.to_string(), "the operation failed");
+/// assert_eq!(error.source().unwrap().to_string(), "connection reset");
+/// ```
 #[derive(Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CallError<E> {
@@ -43,11 +56,12 @@ impl<E> CallError<E> {
     }
 }
 
-impl<E: fmt::Display> fmt::Display for CallError<E> {
+/// The wrapper's own words; the rejection or the operation's error is the [`source`](std::error::Error::source).
+impl<E> fmt::Display for CallError<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CallError::Blocked(blocked) => blocked.fmt(f),
-            CallError::Inner(e) => e.fmt(f),
+            CallError::Blocked(_) => f.write_str("call blocked by its circuit breaker"),
+            CallError::Inner(_) => f.write_str("the operation failed"),
             CallError::TimedOut(after) => {
                 write!(f, "call timed out after {:.3} s", after.as_secs_f64())
             }
@@ -55,6 +69,7 @@ impl<E: fmt::Display> fmt::Display for CallError<E> {
     }
 }
 
+/// `source` is the [`Blocked`] rejection or the operation's error; a timeout has none.
 impl<E: std::error::Error + 'static> std::error::Error for CallError<E> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
@@ -70,6 +85,9 @@ impl CircuitBreaker {
     ///
     /// The operation is not run when the call is blocked. If it panics, the panic propagates, the
     /// permit is dropped unrecorded (a probe's slot is released) and nothing is counted.
+    ///
+    /// `classify` is any [`Classify`]: a type passed as it is, a named function, or a closure
+    /// whose argument is written as a reference (`|r: &_|`; see [Closures](Classify#closures)).
     ///
     /// # Errors
     ///
@@ -99,11 +117,11 @@ impl CircuitBreaker {
     pub fn call<T, E>(
         &self,
         op: impl FnOnce() -> Result<T, E>,
-        classify: impl Fn(&Result<T, E>) -> Outcome,
+        classify: impl Classify<T, E>,
     ) -> Result<T, CallError<E>> {
         let permit = self.try_acquire().map_err(CallError::Blocked)?;
         let result = op();
-        permit.record(classify(&result));
+        permit.record(classify.classify(&result));
         result.map_err(CallError::Inner)
     }
 
@@ -128,7 +146,7 @@ impl CircuitBreaker {
     /// use toolbreaker::{CircuitBreaker, Outcome};
     ///
     /// let breaker = CircuitBreaker::builder().build()?;
-    /// let call = pin!(breaker.run(async { Ok::<_, ()>(42) }, |_| Outcome::Success));
+    /// let call = pin!(breaker.run(async { Ok::<_, ()>(42) }, |_: &_| Outcome::Success));
     /// let polled = call.poll(&mut Context::from_waker(Waker::noop()));
     /// assert_eq!(polled, Poll::Ready(Ok(42)));
     /// # Ok::<(), toolbreaker::ConfigError>(())
@@ -137,7 +155,7 @@ impl CircuitBreaker {
     pub fn run<F, T, E, C>(&self, fut: F, classify: C) -> RunFuture<'_, F, C>
     where
         F: Future<Output = Result<T, E>>,
-        C: Fn(&Result<T, E>) -> Outcome,
+        C: Classify<T, E>,
     {
         RunFuture {
             breaker: self,
@@ -167,7 +185,7 @@ impl CircuitBreaker {
     /// # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
     /// let breaker = CircuitBreaker::builder().failure_threshold(1).build().unwrap();
     /// let hung = std::future::pending::<Result<(), ()>>();
-    /// let answer = breaker.run_with_timeout(Duration::from_millis(200), hung, |_| Outcome::Success).await;
+    /// let answer = breaker.run_with_timeout(Duration::from_millis(200), hung, |_: &_| Outcome::Success).await;
     /// assert_eq!(answer, Err(CallError::TimedOut(Duration::from_millis(200))));
     /// assert_eq!(breaker.state(), State::Open);
     /// # });
@@ -177,7 +195,7 @@ impl CircuitBreaker {
         &self,
         timeout: Duration,
         fut: F,
-        classify: impl Fn(&Result<T, E>) -> Outcome,
+        classify: impl Classify<T, E>,
     ) -> Result<T, CallError<E>>
     where
         F: Future<Output = Result<T, E>>,
@@ -185,11 +203,11 @@ impl CircuitBreaker {
         let permit = self.try_acquire().map_err(CallError::Blocked)?;
         match tokio::time::timeout(timeout, fut).await {
             Ok(result) => {
-                permit.record(classify(&result));
+                permit.record(classify.classify(&result));
                 result.map_err(CallError::Inner)
             }
             Err(_elapsed) => {
-                permit.record(Outcome::Failure(crate::FailureKind::Timeout));
+                permit.record(crate::Outcome::Failure(crate::FailureKind::Timeout));
                 Err(CallError::TimedOut(timeout))
             }
         }
@@ -234,7 +252,7 @@ impl<F, C> fmt::Debug for RunFuture<'_, F, C> {
 impl<'a, F, C, T, E> Future for RunFuture<'a, F, C>
 where
     F: Future<Output = Result<T, E>>,
-    C: Fn(&Result<T, E>) -> Outcome,
+    C: Classify<T, E>,
 {
     type Output = Result<T, CallError<E>>;
 
@@ -254,7 +272,7 @@ where
         }
         let result = ready!(this.fut.poll(cx));
         if let Stage::Admitted(permit) = core::mem::replace(this.stage, Stage::Done) {
-            permit.record((this.classify)(&result));
+            permit.record(this.classify.classify(&result));
         }
         Poll::Ready(result.map_err(CallError::Inner))
     }

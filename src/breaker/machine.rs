@@ -7,7 +7,7 @@ use core::time::Duration;
 use crossbeam_utils::CachePadded;
 use smol_str::SmolStr;
 
-use super::decide::{self, Admission, Manual, Report, Step};
+use super::decide::{self, Admission, Manual, Report, Step, View};
 use super::store::Store;
 use super::word::{MAX_TIME_MS, Word};
 use crate::config::{Config, Limits};
@@ -282,6 +282,18 @@ impl CircuitBreaker {
 
     fn blocked(&self, state: State, reason: BlockedReason, retry_after_ms: u64) -> Blocked {
         Blocked::new(self.inner.name.clone(), state, reason, retry_after_ms)
+    }
+
+    /// Whether [`try_acquire`](Self::try_acquire) would admit a call now (closed, or half-open
+    /// with the probe slot free), asked without taking a permit or the slot, without writing and
+    /// without counting: for a caller that must wait on something else before it can use a
+    /// permit, such as the tower service waiting on its inner service's readiness. The answer
+    /// may be stale by the time the caller asks for the permit, which decides.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn would_admit(&self) -> bool {
+        let word = self.word();
+        word.closed_generation().is_some()
+            || decide::view(word, &self.limits(), || self.now_ms()) == View::HalfOpen
     }
 
     /// `Blocked` if the breaker is open (or isolated) now, as [`try_acquire`](Self::try_acquire)

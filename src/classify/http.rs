@@ -197,4 +197,12 @@ impl<B, E> Classify<Response<B>, E> for HttpClassifier {
             Err(_) => Outcome::Failure(FailureKind::Other),
         }
     }
+
+    /// A response's status; nothing for an error.
+    fn http_status(&self, result: &Result<Response<B>, E>) -> Option<u16> {
+        result
+            .as_ref()
+            .ok()
+            .map(|response| response.status().as_u16())
+    }
 }

@@ -91,8 +91,28 @@ impl FailureKind {
 
 /// A dependency's classification: from a call's result to an [`Outcome`].
 ///
-/// Implemented for every `Fn(&Result<T, E>) -> Outcome`, so a closure is a classification. Write a
-/// type when the rule has settings or is shared between dependencies.
+/// Every guarded call takes one: [`CircuitBreaker::call`](crate::CircuitBreaker::call),
+/// [`run`](crate::CircuitBreaker::run), `run_with_timeout`, the pipeline's `ToolGuard::call`
+/// (feature `tokio`) and the tower layer. A type is passed as it is (`breaker.call(op,
+/// SearchErrors)`, or `toolbreaker::classify::http::HttpClassifier` with feature `http`); write
+/// one when the rule has settings or is shared between dependencies.
+///
+/// # Closures
+///
+/// Every `Fn(&Result<T, E>) -> Outcome` is a classification too, through a blanket impl. A
+/// closure written in place must name its argument as a reference, `|r: &_|` (its type is still
+/// inferred from the call), or be a named function: the compiler infers a closure's argument
+/// types from `Fn` bounds only, and this bound is `Classify`, which a type such as
+/// `HttpClassifier` can implement where it cannot implement `Fn`. A bare `|r|` does not compile
+/// here (the compiler takes `r` by value); a closure bound to a variable with its argument typed,
+/// `let classify = |r: &Result<String, u16>| ...`, works anywhere.
+///
+/// # What the model is told
+///
+/// [`http_status`](Self::http_status) gives the HTTP status a result carries, when there is one.
+/// The pipeline's `failed` result shows it to the model beside the failure kind; it never shows an
+/// error's own text unless the guard was told to (`ToolGuard::error_text`). The default is no
+/// status.
 ///
 /// # Examples
 ///
@@ -100,7 +120,7 @@ impl FailureKind {
 /// dependency is broken) rather than the query being bad:
 ///
 /// ```
-/// use toolbreaker::{Classify, FailureKind, Outcome};
+/// use toolbreaker::{CallError, CircuitBreaker, Classify, FailureKind, Outcome};
 ///
 /// struct SearchErrors;
 ///
@@ -113,21 +133,44 @@ impl FailureKind {
 ///             Err(_) => Outcome::Ignored,
 ///         }
 ///     }
+///
+///     fn http_status(&self, result: &Result<String, u16>) -> Option<u16> {
+///         result.as_ref().err().copied()
+///     }
 /// }
 ///
 /// assert_eq!(SearchErrors.classify(&Ok("hit".into())), Outcome::Success);
 /// assert_eq!(SearchErrors.classify(&Err(404)), Outcome::Failure(FailureKind::Unavailable));
 /// assert_eq!(SearchErrors.classify(&Err(400)), Outcome::Ignored);
 ///
-/// // A closure is a classification too, and `call` takes one.
-/// let breaker = toolbreaker::CircuitBreaker::builder().build()?;
-/// let answer = breaker.call(|| Err::<String, u16>(400), |r| SearchErrors.classify(r));
-/// assert!(matches!(answer, Err(toolbreaker::CallError::Inner(400))));
+/// // The type is passed as it is.
+/// let breaker = CircuitBreaker::builder().failure_threshold(1).build()?;
+/// let answer = breaker.call(|| Err::<String, u16>(400), SearchErrors);
+/// assert!(matches!(answer, Err(CallError::Inner(400))));
+/// assert!(breaker.call(|| Err::<String, u16>(503), SearchErrors).is_err());
+/// assert!(matches!(breaker.call(|| Ok("hit".to_string()), SearchErrors), Err(CallError::Blocked(_))));
+///
+/// // A closure in place names its argument as a reference; its type is inferred.
+/// let breaker = CircuitBreaker::builder().build()?;
+/// let answer = breaker.call(|| Ok::<_, u16>(1), |r: &_| match r {
+///     Ok(_) => Outcome::Success,
+///     Err(503) => Outcome::Failure(FailureKind::Unavailable),
+///     Err(_) => Outcome::Ignored,
+/// });
+/// assert_eq!(answer, Ok(1));
 /// # Ok::<(), toolbreaker::ConfigError>(())
 /// ```
 pub trait Classify<T, E> {
     /// The outcome of one call's result.
     fn classify(&self, result: &Result<T, E>) -> Outcome;
+
+    /// The HTTP status `result` carries, if it has one (a response's status, or the status of an
+    /// error made from a response). Only what the model is told uses it: a `failed` result shows
+    /// the status beside the failure kind. `None` by default, and for closures.
+    fn http_status(&self, result: &Result<T, E>) -> Option<u16> {
+        let _ = result;
+        None
+    }
 }
 
 impl<T, E, F> Classify<T, E> for F

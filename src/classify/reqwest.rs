@@ -54,4 +54,12 @@ impl Classify<reqwest::Response, reqwest::Error> for HttpClassifier {
     fn classify(&self, result: &Result<reqwest::Response, reqwest::Error>) -> Outcome {
         self.reqwest(result)
     }
+
+    /// A response's status, or the status of an error made from one (`error_for_status`).
+    fn http_status(&self, result: &Result<reqwest::Response, reqwest::Error>) -> Option<u16> {
+        match result {
+            Ok(response) => Some(response.status().as_u16()),
+            Err(error) => error.status().map(|status| status.as_u16()),
+        }
+    }
 }

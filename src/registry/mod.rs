@@ -107,7 +107,7 @@ impl Registry {
     /// use toolbreaker::{Outcome, Registry, State};
     ///
     /// let registry = Registry::default();
-    /// let answer = registry.with("search", |breaker| breaker.call(|| Ok::<_, ()>(3), |_| Outcome::Success));
+    /// let answer = registry.with("search", |breaker| breaker.call(|| Ok::<_, ()>(3), |_: &_| Outcome::Success));
     /// assert_eq!(answer, Ok(3));
     /// assert_eq!(registry.with("search", |breaker| breaker.state()), State::Closed);
     /// ```

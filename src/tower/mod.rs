@@ -10,23 +10,27 @@
 //!
 //! # Readiness
 //!
-//! The breaker is asked in [`poll_ready`](::tower::Service::poll_ready), before the inner service:
+//! The breaker is looked at in [`poll_ready`](::tower::Service::poll_ready), before the inner
+//! service:
 //!
-//! - **Blocked**: `poll_ready` returns `Ready(Ok(()))` at once, whatever the inner service's
-//!   readiness (a service that would never be ready, a full connection pool), and the next `call`
-//!   returns the ready error future without calling the inner service. So callers waiting on
-//!   readiness are never held up by a dependency whose breaker is open.
-//! - **Admitted**: the permit is kept in the service, as tower's contract has a successful
-//!   `poll_ready` reserve capacity for one call, and the inner service's readiness is polled.
-//!   When the inner service is ready, `Ready(Ok(()))` is returned and `call` moves the permit
-//!   into the response future. While the inner service is not ready the permit is dropped
-//!   unrecorded and asked for again at the next poll: a request waiting for readiness holds no
-//!   probe slot (the probe's lease would run out while it waits, and count as a failure) and does
-//!   not keep a permit from before a trip. A breaker that trips while the inner service is
-//!   pending is noticed when the inner service next wakes the task.
+//! - **Blocked** (open, isolated, or half-open with a probe in flight): `poll_ready` returns
+//!   `Ready(Ok(()))` at once, whatever the inner service's readiness (a service that would never
+//!   be ready, a full connection pool), and the next `call` returns the ready error future
+//!   without calling the inner service. So callers waiting on readiness are never held up by a
+//!   dependency whose breaker would refuse them.
+//! - **Would admit** (closed, or half-open with the probe slot free): the inner service's
+//!   readiness is polled first, and the permit is taken only once it is ready. While the inner
+//!   service is pending nothing is taken from the breaker, however often the service is polled:
+//!   no admission is counted, no probe slot is held (another client of the dependency that can
+//!   send may take it, and no probe's lease runs out while it waits), nothing is written. When the
+//!   inner service is ready, the permit is kept in the service, as tower's contract has a
+//!   successful `poll_ready` reserve capacity for one call, `Ready(Ok(()))` is returned and `call`
+//!   moves the permit into the response future; if the breaker has moved on meanwhile (the slot
+//!   taken by another caller, a trip), the next `call` is rejected instead. A breaker that trips
+//!   while the inner service is pending is noticed when the inner service next wakes the task.
 //! - **The inner service's readiness fails**: the error is classified as a call's error would be
-//!   and recorded (a connection that cannot be made says the dependency is unhealthy), then
-//!   returned boxed.
+//!   and recorded (a connection that cannot be made says the dependency is unhealthy), when the
+//!   breaker admits it, then returned boxed.
 //!
 //! Each `poll_ready` that finds no permit held asks the breaker again, so a rejection reflects the
 //! breaker at the last poll. `call` without a successful `poll_ready` breaks tower's contract; here
@@ -237,36 +241,50 @@ where
     type Future = ResponseFuture<S::Future, C>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        // The breaker first: an open breaker must not wait on the inner service's readiness.
-        let permit = match mem::replace(&mut self.admission, Admission::Unpolled) {
+        match mem::replace(&mut self.admission, Admission::Unpolled) {
             // Ready before, and not called since: the reservation stands while the breaker has
             // not moved on (a trip, a verdict, a lease run out) since it was made.
-            Admission::Admitted(permit) if permit.is_current() => permit,
-            // Ask again: a cooldown may have passed since a rejection, or the reservation is
-            // stale (dropping it releases a probe slot it held).
-            Admission::Admitted(_) | Admission::Unpolled | Admission::Blocked(_) => {
-                match self.breaker.try_acquire_owned() {
-                    Ok(permit) => permit,
-                    Err(blocked) => {
-                        self.admission = Admission::Blocked(blocked);
-                        return Poll::Ready(Ok(()));
-                    }
-                }
+            Admission::Admitted(permit) if permit.is_current() => {
+                return self.poll_inner_with(permit, cx);
             }
-        };
+            // Otherwise ask again: a cooldown may have passed since a rejection, or the
+            // reservation is stale (dropping it releases a probe slot it held).
+            Admission::Admitted(_) | Admission::Unpolled | Admission::Blocked(_) => {}
+        }
+        // The breaker first: an open breaker, or one whose probe is in flight, must not wait on
+        // the inner service's readiness. Asked without taking anything.
+        if !self.breaker.would_admit() {
+            match self.breaker.try_acquire_owned() {
+                Err(blocked) => {
+                    self.admission = Admission::Blocked(blocked);
+                    return Poll::Ready(Ok(()));
+                }
+                // Admitted after all: the cooldown ended between the two looks.
+                Ok(permit) => return self.poll_inner_with(permit, cx),
+            }
+        }
+        // The breaker would admit: the inner service next, and the permit only once it is ready,
+        // so that waiting takes nothing from the breaker (no admission counted, no probe slot
+        // held, no write) however often it is polled.
         match self.inner.poll_ready(cx) {
+            Poll::Pending => Poll::Pending,
             Poll::Ready(Ok(())) => {
-                self.admission = Admission::Admitted(permit);
+                self.admission = match self.breaker.try_acquire_owned() {
+                    Ok(permit) => Admission::Admitted(permit),
+                    // The breaker moved on meanwhile (another caller took the probe slot, or
+                    // tripped it): the next call is rejected.
+                    Err(blocked) => Admission::Blocked(blocked),
+                };
                 Poll::Ready(Ok(()))
             }
             Poll::Ready(Err(error)) => {
                 let result: Result<S::Response, S::Error> = Err(error);
-                permit.record(self.classifier.classify(&result));
+                // Recorded as a call's error would be, when the breaker admits it now.
+                if let Ok(permit) = self.breaker.try_acquire() {
+                    permit.record(self.classifier.classify(&result));
+                }
                 Poll::Ready(result.map(|_| ()).map_err(Into::into))
             }
-            // Dropped unrecorded: no probe slot, and no permit that could go stale, is held
-            // while waiting on the inner service.
-            Poll::Pending => Poll::Pending,
         }
     }
 
@@ -289,6 +307,35 @@ where
             permit,
             Arc::clone(&self.classifier),
         )
+    }
+}
+
+impl<S, C> CircuitBreakerService<S, C> {
+    /// Poll the inner service's readiness holding `permit`: kept as the reservation when ready,
+    /// given the readiness error's outcome when that fails, and dropped unrecorded when the inner
+    /// service is not ready after all (it was, or the breaker had only just begun to admit).
+    fn poll_inner_with<Request>(
+        &mut self,
+        permit: OwnedPermit,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), BoxError>>
+    where
+        S: Service<Request>,
+        S::Error: Into<BoxError>,
+        C: Classify<S::Response, S::Error>,
+    {
+        match self.inner.poll_ready(cx) {
+            Poll::Ready(Ok(())) => {
+                self.admission = Admission::Admitted(permit);
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(error)) => {
+                let result: Result<S::Response, S::Error> = Err(error);
+                permit.record(self.classifier.classify(&result));
+                Poll::Ready(result.map(|_| ()).map_err(Into::into))
+            }
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
 
