@@ -85,7 +85,7 @@
 //! | `tokio` | `CircuitBreaker::run_with_timeout`: an async call under a per-call timeout; the guard pipeline (`ToolGuard`, `AgentRun`, `RetryPolicy`): run deadline and budgets, breaker, per-call timeout, classification, bounded retry |
 //! | `serde` | `ToolResult::to_json`, the JSON the model receives; `Serialize` for [`State`] and [`BlockedReason`] |
 //! | `http` | the `http` module: classification of status codes and `Retry-After` |
-//! | `reqwest` | classification of `reqwest` results and transport errors (implies `http`) |
+//! | `reqwest` | the `classify::reqwest` module: classification of `reqwest` results and transport errors (implies `http`) |
 //! | `tower` | the `tower` module: `CircuitBreakerLayer`, middleware that rejects before the inner service is called or polled (with `http`: `CircuitBreakerLayer::http`) |
 //! | `metrics` | `Registry::export_metrics`, `Metrics::export`: counters through the `metrics` facade, named `toolbreaker_*` and labelled by dependency |
 //! | `toml` | `RegistryConfig::from_toml`/`from_file`, `Registry::reload_toml`/`reload_file`: per-dependency configuration from TOML, reloaded live; errors name the dependency and field |

@@ -96,7 +96,9 @@ fn run_futures_are_send_sync_and_unpin_when_what_they_wrap_is() {
     // And a real one, around an `async` block (which is not `Unpin`), can be spawned.
     fn send<T: Send>(_: &T) {}
     let breaker = CircuitBreaker::builder().build().unwrap();
-    let future = breaker.run(async { Ok::<u8, std::io::Error>(1) }, |_: &_| Outcome::Success);
+    let future = breaker.run(async { Ok::<u8, std::io::Error>(1) }, |_: &_| {
+        Outcome::Success
+    });
     send(&future);
 }
 

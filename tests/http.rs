@@ -7,9 +7,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::{HeaderMap, Response, StatusCode};
 use toolbreaker::classify::http::{
-    HttpClassifier, classify_reqwest, classify_reqwest_error, classify_response, classify_status,
-    retry_after,
+    HttpClassifier, classify_response, classify_status, retry_after,
 };
+use toolbreaker::classify::reqwest::{classify_reqwest, classify_reqwest_error};
 use toolbreaker::{FailureKind, Outcome};
 
 const TIMEOUT: Outcome = Outcome::Failure(FailureKind::Timeout);

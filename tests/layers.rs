@@ -28,7 +28,10 @@ const FILES: &[(&str, &[&str])] = &[
     ("classify", &["mod", "http", "reqwest"]),
     ("observe", &["counters", "export", "mod"]),
     ("registry", &["config", "mod", "toml", "export"]),
-    ("agent", &["result", "retry", "run", "spans", "guard", "mod"]),
+    (
+        "agent",
+        &["result", "retry", "run", "spans", "guard", "mod"],
+    ),
     ("tower", &["future", "mod", "layer"]),
 ];
 
@@ -55,7 +58,10 @@ impl Place {
                 layer: layer.clone(),
                 file: file.clone(),
             },
-            _ => panic!("a file nested deeper than one folder: {}", relative.display()),
+            _ => panic!(
+                "a file nested deeper than one folder: {}",
+                relative.display()
+            ),
         }
     }
 
@@ -119,9 +125,12 @@ fn statements(text: &str) -> Vec<(usize, String)> {
     statements
 }
 
-/// The code of a file: line comments and everything from its unit tests on removed.
+/// The code of a file: line comments and everything from its unit tests on removed. A line inside
+/// an inline module (`mod sealed { … }`) is marked with a leading `@`: its `super` is the file.
 fn code_lines(text: &str) -> Vec<(usize, String)> {
     let mut lines = Vec::new();
+    let mut depth = 0usize;
+    let mut inline_at: Option<usize> = None;
     for (number, line) in text.lines().enumerate() {
         let trimmed = line.trim_start();
         if trimmed.starts_with("#[cfg(test)]") || trimmed.starts_with("#[cfg(all(test") {
@@ -132,7 +141,25 @@ fn code_lines(text: &str) -> Vec<(usize, String)> {
             Some(at) if line[..at].matches('"').count() % 2 == 0 => &line[..at],
             _ => line,
         };
-        lines.push((number + 1, code.to_owned()));
+        let words: Vec<&str> = code.split_whitespace().collect();
+        let opens_module = words
+            .iter()
+            .position(|w| *w == "mod")
+            .is_some_and(|at| words.get(at + 2) == Some(&"{"));
+        if opens_module && inline_at.is_none() {
+            inline_at = Some(depth);
+        }
+        let marked = if inline_at.is_some() && !opens_module {
+            format!("@{code}")
+        } else {
+            code.to_owned()
+        };
+        depth += code.matches('{').count();
+        depth = depth.saturating_sub(code.matches('}').count());
+        if inline_at.is_some_and(|at| depth <= at) {
+            inline_at = None;
+        }
+        lines.push((number + 1, marked));
     }
     lines
 }
@@ -200,7 +227,7 @@ fn every_module_refers_only_to_modules_below_it() {
         let here = Place::of(relative);
         let text = fs::read_to_string(path).unwrap();
         for (number, code) in statements(&text) {
-            let trimmed = code.trim_start();
+            let trimmed = code.trim_start_matches('@').trim_start();
             let index_line = here.file == "mod"
                 && (trimmed.starts_with("pub use ")
                     || trimmed.starts_with("pub(crate) use ")
@@ -223,11 +250,16 @@ fn every_module_refers_only_to_modules_below_it() {
                     });
                 }
             }
-            for name in segments_after(&code, "super::")
-                .into_iter()
-                .chain(segments_after(&code, "self::"))
-            {
-                if here.file != "mod" || code.contains("self::") {
+            // In an inline module `super` is this file; elsewhere `super` is the folder (for a
+            // file of it) and `self` is the folder (for its `mod.rs`).
+            let inline = code.starts_with('@');
+            if !inline && here.file != "mod" {
+                for name in segments_after(&code, "super::") {
+                    targets.push(here.sibling(name));
+                }
+            }
+            if here.file == "mod" {
+                for name in segments_after(&code, "self::") {
                     targets.push(here.sibling(name));
                 }
             }
@@ -273,9 +305,10 @@ fn the_path_scanner_finds_paths_and_skips_longer_names() {
         ),
         ["time", "sync"]
     );
-    assert_eq!(segments_after("use super::super::word::*;", "super::"), [
-        "super"
-    ]);
+    assert_eq!(
+        segments_after("use super::super::word::*;", "super::"),
+        ["super"]
+    );
     assert_eq!(
         segments_after("use super::{AgentRun, result::ToolResult};", "super::"),
         ["AgentRun", "result"]
@@ -284,7 +317,15 @@ fn the_path_scanner_finds_paths_and_skips_longer_names() {
     assert_eq!(grouped.len(), 2);
     assert!(grouped[0].1.contains('b'));
     assert_eq!(segments_after("mycrate::x", "crate::"), Vec::<&str>::new());
-    let lines = code_lines("let a = 1; // crate::agent\nlet url = \"http://x\";\n#[cfg(test)]\nmod t {}");
+    let inline = code_lines("mod sealed {\n    impl S for super::R {}\n}\nuse super::X;");
+    let marked: Vec<bool> = inline.iter().map(|(_, l)| l.starts_with('@')).collect();
+    assert_eq!(
+        marked,
+        [false, true, true, false],
+        "its closing brace is inside it too"
+    );
+    let lines =
+        code_lines("let a = 1; // crate::agent\nlet url = \"http://x\";\n#[cfg(test)]\nmod t {}");
     assert_eq!(lines.len(), 2);
     assert!(!lines[0].1.contains("agent"));
     assert!(lines[1].1.contains("http://x"));

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use toolbreaker::agent::FailedKind;
-use toolbreaker::classify::http::{HttpClassifier, classify_reqwest_error};
+use toolbreaker::classify::http::HttpClassifier;
+use toolbreaker::classify::reqwest::classify_reqwest_error;
 use toolbreaker::quanta::{Clock, Mock};
 use toolbreaker::tower::CircuitBreakerLayer;
 use toolbreaker::{

@@ -35,7 +35,7 @@ use axum::routing::get;
 use axum::serve::ListenerExt;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use toolbreaker::classify::http::{classify_reqwest, classify_reqwest_error};
+use toolbreaker::classify::reqwest::{classify_reqwest, classify_reqwest_error};
 use toolbreaker::{
     AgentRun, CircuitBreaker, Classify, FailureKind, Outcome, RetryPolicy, ToolGuard, ToolResult,
     agent::Attempt,

@@ -5,9 +5,11 @@ use core::time::Duration;
 
 use tokio::time::Instant;
 
+use super::result::{CallStats, StopReason, ToolResult};
+use super::retry::RetryPolicy;
 use super::retry::retryable;
+use super::run::AgentRun;
 use super::spans::CallSpan;
-use super::{AgentRun, CallStats, RetryPolicy, StopReason, ToolResult};
 use crate::breaker::CircuitBreaker;
 use crate::classify::{Classify, FailureKind, Outcome};
 use crate::time::{millis_floor, tokio_now};

@@ -36,7 +36,6 @@
 #![cfg_attr(not(feature = "tokio"), doc = "[`ToolGuard::per_call_timeout`]: self")]
 #![cfg_attr(not(feature = "tokio"), doc = "[`ToolGuard::error_text`]: self")]
 #![cfg_attr(not(feature = "tokio"), doc = "[`RetryPolicy`]: self")]
-
 // Without feature `tokio` the pipeline's types do not exist, and the docs above cannot link them.
 #![cfg_attr(not(feature = "tokio"), allow(rustdoc::broken_intra_doc_links))]
 

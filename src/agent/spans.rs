@@ -8,8 +8,9 @@ use core::time::Duration;
 use tokio::time::Instant;
 
 #[cfg(feature = "tracing")]
-use super::StopReason;
-use super::{AgentRun, ToolResult};
+use super::result::StopReason;
+use super::result::ToolResult;
+use super::run::AgentRun;
 use crate::classify::Outcome;
 #[cfg(feature = "tracing")]
 use crate::time::tokio_now;

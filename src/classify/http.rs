@@ -185,9 +185,6 @@ impl HttpClassifier {
     }
 }
 
-#[cfg(feature = "reqwest")]
-pub use super::reqwest::{classify_reqwest, classify_reqwest_error};
-
 impl<B, E> Classify<Response<B>, E> for HttpClassifier {
     /// A response by status; an error from a generic HTTP service is a failure of kind `Other`,
     /// since nothing more is known about it.

@@ -9,7 +9,7 @@ use core::time::Duration;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "reqwest")]
-mod reqwest;
+pub mod reqwest;
 
 /// How one call went, as far as the dependency's health is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -9,7 +9,7 @@ use crate::classify::{Classify, FailureKind, Outcome};
 /// # Examples
 ///
 /// ```
-/// use toolbreaker::{Outcome, classify::http::classify_reqwest};
+/// use toolbreaker::{Outcome, classify::reqwest::classify_reqwest};
 ///
 /// // A URL that cannot be parsed is the caller's fault, not the dependency's.
 /// let client = reqwest::Client::new();

@@ -2,7 +2,7 @@
 
 use metrics::{Unit, counter, describe_counter, describe_gauge, gauge};
 
-use super::Metrics;
+use super::counters::Metrics;
 use crate::types::State;
 
 impl Metrics {
