@@ -45,66 +45,31 @@
 //! # Ok::<(), toolbreaker::ConfigError>(())
 //! ```
 //!
-//! # Behaviour contract
+//! # Where things are
 //!
-//! 1. One breaker per dependency; one dependency's outage never blocks another.
-//! 2. Only counted failures ([`Outcome::Failure`]) count; [`Outcome::Ignored`] neither counts nor
-//!    clears the run of failures; a success clears it.
-//! 3. Open rejects before any external effect with [`Blocked`], whose `retry_after` is the
-//!    remaining cooldown.
-//! 4. Half-open admits exactly one probe, however many callers race.
-//! 5. The probe's success closes; its counted failure reopens with a fresh cooldown; its `Ignored`
-//!    outcome, or dropping its permit, releases the slot for the next caller.
-//! 6. A probe that does not report within the probe timeout counts as failed; the cooldown restarts
-//!    from the lease's end.
-//! 7. Every trip, probe verdict and change by hand starts a new *generation*; an outcome from an
-//!    older one never moves the state. (Claiming the probe slot keeps it: no probe of it is alive.)
-//! 8. [`CircuitBreaker::state`] never writes, and is correct from the clock alone.
-//! 9. Invalid configuration is a [`ConfigError`] naming the field; nothing is clamped.
-//! 10. Settings change live without losing state ([`CircuitBreaker::reconfigure`],
-//!     [`Registry::reload`]): an open breaker's new cooldown counts from its original opened-at; a
-//!     closed breaker keeps its count and trips at once if the new threshold is already reached.
-//! 11. Changes by hand ([`force_open`](CircuitBreaker::force_open), which isolates,
-//!     [`force_closed`](CircuitBreaker::force_closed), [`reset`](CircuitBreaker::reset)) are
-//!     transitions with reason [`manual`](TransitionReason::Manual).
-//!
-//! # Observability
-//!
-//! Every [`Transition`] carries its reason, generation, failure count and cooldown; a listener
-//! (`on_transition` on [`Builder`](breaker::Builder) or
-//! [`RegistryBuilder`](registry::RegistryBuilder)) hears each one once, outside any retry
-//! loop. Counting is opt-in ([`Builder::metrics`](breaker::Builder::metrics)): thread-striped counters read as a
-//! [`Metrics`](observe::Metrics)
-//! snapshot. Feature `tracing` adds events and pipeline spans; feature `metrics` exports the
-//! counters through the `metrics` facade.
-//!
-//! # Features
-//!
-//! | feature | adds |
+//! | module | what |
 //! |---|---|
-//! | `tokio` | `CircuitBreaker::run_with_timeout`: an async call under a per-call timeout; the guard pipeline (`ToolGuard`, `AgentRun`, `RetryPolicy`): run deadline and budgets, breaker, per-call timeout, classification, bounded retry |
-//! | `serde` | `ToolResult::to_json`, the JSON the model receives; `Serialize` for [`State`] and [`BlockedReason`] |
-//! | `http` | the `http` module: classification of status codes and `Retry-After` |
-//! | `reqwest` | the `classify::reqwest` module: classification of `reqwest` results and transport errors (implies `http`) |
-//! | `tower` | the `tower` module: `CircuitBreakerLayer`, middleware that rejects before the inner service is called or polled (with `http`: `CircuitBreakerLayer::http`) |
-//! | `metrics` | `Registry::export_metrics`, `Metrics::export`: counters through the `metrics` facade, named `toolbreaker_*` and labelled by dependency |
-//! | `toml` | `RegistryConfig::from_toml`/`from_file`, `Registry::reload_toml`/`reload_file`: per-dependency configuration from TOML, reloaded live; errors name the dependency and field |
-//! | `tracing` | events (target `toolbreaker`) for transitions (`info`, `warn` when opening), blocked calls and counted failures (`debug`); with `tokio`, a span per `ToolGuard` call and per attempt, with the fields `tracing-opentelemetry` maps; never a request, response or error message |
+//! | [`breaker`] | [`CircuitBreaker`], its [`Builder`](breaker::Builder), permits and guarded calls |
+//! | [`registry`] | [`Registry`]: a breaker per dependency, its configuration, live reload |
+//! | [`classify`] | [`Outcome`], [`FailureKind`], [`Classify`]; `http` and `reqwest` classification |
+//! | [`agent`] | [`ToolResult`], what the model sees; with `tokio`, the guard pipeline (`ToolGuard`) |
+//! | [`observe`] | listeners, counters ([`Metrics`](observe::Metrics)), tracing and metrics export |
+//! | [`config`] | [`Config`], [`ConfigError`] and the defaults |
+//! | `tower` | the tower middleware (feature `tower`) |
+//! | [`docs`] | the behaviour contract, the layers, observability, features and time, at length |
 //!
-//! # Time
-//!
-//! Breakers read a [`quanta::Clock`], re-exported as [`toolbreaker::quanta`](quanta) so tests
-//! use the same version: `quanta::Clock::mock()` gives a clock to advance by hand, and nothing in
-//! this crate sleeps.
+//! The values every caller meets ([`State`], [`Blocked`], [`Transition`] and their reasons) are
+//! exported here.
 
 #![forbid(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-// The layers, bottom up; each imports only from those above it in this list.
+// The layers and the order of their imports: `docs::layers`.
 pub mod agent;
 pub mod breaker;
 pub mod classify;
 pub mod config;
+pub mod docs;
 pub mod observe;
 pub mod registry;
 mod sync;

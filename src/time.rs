@@ -20,24 +20,34 @@ pub(crate) const CLOCK_HEADROOM_MS: u64 = 1 << 40;
 #[derive(Debug)]
 pub(crate) struct Origin {
     clock: quanta::Clock,
-    epoch: quanta::Instant,
+    /// The clock's raw reading at construction (its own unit: TSC ticks or nanoseconds).
+    epoch: u64,
 }
+
+const NANOS_PER_MS: u64 = 1_000_000;
 
 impl Origin {
     pub(crate) fn new(clock: quanta::Clock) -> Self {
-        let epoch = clock.now();
+        let epoch = clock.raw();
         Origin { clock, epoch }
     }
 
     /// The clock's reading in ms since the origin, at most `max`. So the clock may step back
     /// [`CLOCK_HEADROOM_MS`] (about 35 years) and every deadline still reads true; readings clamp
     /// at 0 before that and at `max` after it.
+    ///
+    /// Read raw and scaled once to nanoseconds (`quanta`'s `delta_as_nanos`), with one division
+    /// to milliseconds: cheaper than an `Instant` and a `Duration`, which a rejection would pay.
+    #[inline]
     pub(crate) fn now_ms(&self, max: u64) -> u64 {
-        let now = self.clock.now();
-        let ms = match now.checked_duration_since(self.epoch) {
-            Some(ahead) => CLOCK_HEADROOM_MS.saturating_add(millis_floor(ahead)),
+        let now = self.clock.raw();
+        let ms = if now >= self.epoch {
+            let ahead = self.clock.delta_as_nanos(self.epoch, now);
+            CLOCK_HEADROOM_MS.saturating_add(ahead / NANOS_PER_MS)
+        } else {
             // Behind the construction time: round away from it, so time stays floor-rounded.
-            None => CLOCK_HEADROOM_MS.saturating_sub(millis_ceil(self.epoch.duration_since(now))),
+            let behind = self.clock.delta_as_nanos(now, self.epoch);
+            CLOCK_HEADROOM_MS.saturating_sub(behind.div_ceil(NANOS_PER_MS))
         };
         ms.min(max)
     }

@@ -14,7 +14,7 @@ use std::path::Path;
 /// The top-level modules, bottom up.
 const LAYERS: &[&str] = &[
     "sync", "time", "config", "classify", "types", "observe", "breaker", "registry", "agent",
-    "tower",
+    "tower", "docs",
 ];
 
 /// Each folder's files, bottom up (`mod` is the folder's `mod.rs`).

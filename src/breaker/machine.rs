@@ -104,15 +104,6 @@ pub(crate) struct Extras {
     pub(crate) metrics: bool,
 }
 
-/// What [`CircuitBreaker::acquire_slow`] decided.
-#[derive(Debug)]
-pub(crate) struct Acquired {
-    /// The permit's generation and whether it is the probe, or the rejection.
-    pub(crate) answer: Result<(u32, bool), Blocked>,
-    /// The transitions the admission's write landed, oldest first.
-    pub(crate) landed: [Option<Transition>; 2],
-}
-
 /// The settings in force, one atomic per field, changed by [`CircuitBreaker::reconfigure`].
 ///
 /// Read with relaxed loads: each decision uses the value of each field at the time it is made.
@@ -248,12 +239,16 @@ impl CircuitBreaker {
     }
 
     /// Decide an admission for a word that is not closed, and apply it: the rest of
-    /// `try_acquire`, out of line. Returns the permit's generation and whether it is the probe,
-    /// or the rejection; and the transitions its write landed, which the caller announces once it
-    /// holds the permit (a listener that panics then unwinds through the permit, whose drop gives
-    /// the probe slot back).
-    #[inline(never)]
-    pub(crate) fn acquire_slow(&self, word: Word) -> Acquired {
+    /// `try_acquire`. `permit` makes the permit of an admission (its generation, whether it is
+    /// the probe) before anyone hears of the write: a listener that panics then unwinds through
+    /// the permit, whose drop gives the probe slot back. Inlined into the one out-of-line caller,
+    /// so the answer is built in place.
+    #[inline(always)]
+    pub(crate) fn acquire_slow<P>(
+        &self,
+        word: Word,
+        permit: impl FnOnce(u32, bool) -> P,
+    ) -> Result<P, Blocked> {
         let limits = self.limits();
         let mut now = None;
         let updated = self.inner.store.update(word, |word| {
@@ -262,7 +257,7 @@ impl CircuitBreaker {
             (next, admission)
         });
         let answer = match updated.answer {
-            Admission::Admit { generation, probe } => Ok((generation, probe)),
+            Admission::Admit { generation, probe } => Ok(permit(generation, probe)),
             Admission::Reject {
                 state,
                 reason,
@@ -272,12 +267,18 @@ impl CircuitBreaker {
                 Err(self.blocked(state, reason, retry_after_ms))
             }
         };
-        // Only the caller whose write landed reports what it wrote.
-        let landed = match updated.after {
-            Some(after) => decide::acquire_transitions(updated.before, after, &limits).0,
-            None => [None, None],
-        };
-        Acquired { answer, landed }
+        if let Some(after) = updated.after {
+            // Only the caller whose write landed reports what it wrote.
+            let landed = decide::acquire_transitions(updated.before, after, &limits);
+            if landed.0.iter().any(Option::is_some) {
+                self.announce_all(&landed.0);
+            }
+        }
+        // After the transition that explains it (a timed-out probe found by this caller).
+        if let Err(blocked) = &answer {
+            observe::blocked(blocked);
+        }
+        answer
     }
 
     fn blocked(&self, state: State, reason: BlockedReason, retry_after_ms: u64) -> Blocked {

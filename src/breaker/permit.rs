@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::machine::CircuitBreaker;
 use super::word::Word;
 use crate::classify::Outcome;
-use crate::observe::{self, Counter};
+use crate::observe::Counter;
 use crate::types::{Blocked, Transition};
 
 impl CircuitBreaker {
@@ -33,20 +33,9 @@ impl CircuitBreaker {
     /// The rest of `try_acquire`, out of line so the closed path stays a load and a compare.
     #[inline(never)]
     fn try_acquire_not_closed(&self, word: Word) -> Result<Permit<'_>, Blocked> {
-        let acquired = self.acquire_slow(word);
-        // The permit exists before anyone hears of the write: a listener that panics unwinds
-        // through it, and its drop gives the probe slot back.
-        let answer = acquired
-            .answer
-            .map(|(generation, probe)| Permit::new(self, generation, probe, self.counting()));
-        if acquired.landed.iter().any(Option::is_some) {
-            self.announce_all(&acquired.landed);
-        }
-        // After the transition that explains it (a timed-out probe found by this caller).
-        if let Err(blocked) = &answer {
-            observe::blocked(blocked);
-        }
-        answer
+        self.acquire_slow(word, |generation, probe| {
+            Permit::new(self, generation, probe, self.counting())
+        })
     }
 
     /// [`try_acquire`](Self::try_acquire) for a breaker behind an `Arc`: the permit holds the

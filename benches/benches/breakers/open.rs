@@ -1,6 +1,8 @@
 //! Open breakers: the cost of a rejection, the path that runs thousands of times a second during
 //! an outage.
 
+use std::hint::black_box;
+
 use criterion::Criterion;
 
 use crate::peers::*;
@@ -24,6 +26,10 @@ pub fn rejection(c: &mut Criterion) {
     }
     assert!(all_open(), "every breaker is open before the group");
     g.bench_function("toolbreaker", |b| b.iter(|| call_toolbreaker(&tb, false)));
+    // The same rejection asked for directly: `try_acquire`, no `CallError` around the `Blocked`.
+    g.bench_function("toolbreaker_try_acquire", |b| {
+        b.iter(|| black_box(tb.try_acquire()).is_ok())
+    });
     g.bench_function("failsafe_consecutive", |b| {
         b.iter(|| call_failsafe(&fc, false))
     });
