@@ -1,8 +1,9 @@
 //! Long-form documentation, kept out of the item docs (the shape of arc-swap's `docs` module):
 //! the behaviour contract, the layers of the crate, observability, features and time.
 
-/// The behaviour contract: what every breaker guarantees.
 pub mod contract {
+    //! The behaviour contract: what every breaker guarantees.
+    //!
     //! 1. One breaker per dependency; one dependency's outage never blocks another.
     //! 2. Only counted failures ([`Outcome::Failure`](crate::Outcome::Failure)) count; [`Outcome::Ignored`](crate::Outcome::Ignored) neither counts nor
     //!    clears the run of failures; a success clears it.
@@ -25,8 +26,9 @@ pub mod contract {
     //!     transitions with reason [`manual`](crate::TransitionReason::Manual).
 }
 
-/// The layers of the crate and the seam every change of a breaker's word goes through.
 pub mod layers {
+    //! The layers of the crate and the seam every change of a breaker's word goes through.
+    //!
     //! The crate is built in one-way layers; each module refers only to modules below it, at
     //! folder and at file level (a test reads the sources and holds them to this order):
     //!
@@ -56,8 +58,9 @@ pub mod layers {
     //! (state shared by a fleet, or a word in shared memory) hooks in there.
 }
 
-/// What a breaker tells the outside world.
 pub mod observability {
+    //! What a breaker tells the outside world.
+    //!
     //! Every [`Transition`](crate::Transition) carries its reason, generation, failure count and cooldown; a listener
     //! (`on_transition` on [`Builder`](crate::breaker::Builder) or
     //! [`RegistryBuilder`](crate::registry::RegistryBuilder)) hears them outside any retry loop and any lock. Counting is opt-in ([`Builder::metrics`](crate::breaker::Builder::metrics)): thread-striped counters read as a
@@ -73,8 +76,9 @@ pub mod observability {
     //! when its permit is used up (recorded, or dropped unrecorded).
 }
 
-/// The cargo features and what each adds.
 pub mod features {
+    //! The cargo features and what each adds.
+    //!
     //! | feature | adds |
     //! |---|---|
     //! | `tokio` | `CircuitBreaker::run_with_timeout`: an async call under a per-call timeout; the guard pipeline (`ToolGuard`, `AgentRun`, `RetryPolicy`): run deadline and budgets, breaker, per-call timeout, classification, bounded retry |
@@ -87,8 +91,9 @@ pub mod features {
     //! | `tracing` | events (target `toolbreaker`) for transitions (`info`, `warn` when opening), blocked calls and counted failures (`debug`); with `tokio`, a span per `ToolGuard` call and per attempt, with the fields `tracing-opentelemetry` maps; never a request, response or error message |
 }
 
-/// How breakers read time.
 pub mod time {
+    //! How breakers read time.
+    //!
     //! Breakers read a [`quanta::Clock`], re-exported as [`toolbreaker::quanta`](crate::quanta) so tests
     //! use the same version: `quanta::Clock::mock()` gives a clock to advance by hand, and nothing in
     //! this crate sleeps.
