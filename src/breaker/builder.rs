@@ -133,9 +133,10 @@ impl Builder {
     /// Count admissions, rejections, outcomes and transitions (default: off). Read them with
     /// [`CircuitBreaker::metrics`].
     ///
-    /// Counting costs a thread-striped atomic add per admission and per outcome (no count shares
-    /// a cache line between threads that land on different stripes); see the benchmarks for the
-    /// measured cost. Off, the hot path pays one predictable branch.
+    /// Counting costs one thread-striped atomic add per call, made when its permit is used up
+    /// (recorded or dropped), and one per rejection; no count shares a cache line between threads
+    /// that land on different stripes. See the benchmarks for the measured cost. Off, the hot
+    /// path pays one predictable branch on a flag the permit carries.
     pub fn metrics(mut self, on: bool) -> Self {
         self.metrics = on;
         self

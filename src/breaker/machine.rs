@@ -19,13 +19,14 @@ use crate::types::{Blocked, BlockedReason, State, Transition};
 /// A lock-free circuit breaker for one dependency.
 ///
 /// State, consecutive failure count and opened-at time live in one 64-bit word (its layout is in
-/// the `breaker::word` module's source docs) that changes only by compare-and-swap, so the probe slot is claimed
-/// without a lock and a reader never sees one state with another state's timestamp.
+/// [`docs::layers`](crate::docs::layers)) that changes only by compare-and-swap, so the probe slot
+/// is claimed without a lock and a reader never sees one state with another state's timestamp.
 ///
 /// Costs: while closed with no failures, [`try_acquire`](Self::try_acquire) is one atomic load and
 /// recording a success is one load and no store; neither reads the clock. While open, a rejection
 /// is one load and one clock read. A compare-and-swap happens only on a real change. Counting
-/// ([`Builder::metrics`](super::Builder::metrics)) adds an atomic add to a per-thread stripe per admission and per outcome.
+/// ([`Builder::metrics`](super::Builder::metrics)) adds one atomic add to a per-thread stripe per
+/// call, when its permit is used up, and one per rejection.
 ///
 /// # Time
 ///
