@@ -19,7 +19,7 @@ pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 /// saturates; with durations up to this one, every deadline of a breaker that opens within its
 /// first 35 years of life falls inside that range, so no cooldown is longer than the clock.
 pub const MAX_DURATION: Duration = Duration::from_millis(MAX_DURATION_MS);
-const MAX_DURATION_MS: u64 = 1 << 40;
+pub(crate) const MAX_DURATION_MS: u64 = 1 << 40;
 
 /// A validated breaker configuration.
 ///
@@ -111,8 +111,8 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             failure_threshold: DEFAULT_FAILURE_THRESHOLD,
-            cooldown_ms: DEFAULT_COOLDOWN.as_millis() as u64,
-            probe_timeout_ms: DEFAULT_PROBE_TIMEOUT.as_millis() as u64,
+            cooldown_ms: millis_ceil(DEFAULT_COOLDOWN),
+            probe_timeout_ms: millis_ceil(DEFAULT_PROBE_TIMEOUT),
         }
     }
 }

@@ -338,7 +338,7 @@ impl<X> ToolGuard<X> {
                     ToolResult::failed(dependency, outcome, status, text)
                 }
                 None => {
-                    let text = format!("timed out after {} ms", limit.as_millis());
+                    let text = format!("timed out after {} ms", millis_floor(limit));
                     ToolResult::failed(dependency, outcome, None, Some(text))
                 }
             };

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::config::Config;
+use crate::time::millis_floor;
 use crate::types::Transition;
 
 /// A registry's configuration: a default, and each dependency's own.
@@ -300,7 +301,12 @@ impl fmt::Display for ConfigChange {
             ("probe_timeout_ms", b.probe_timeout(), a.probe_timeout()),
         ] {
             if old != new {
-                write!(f, "{sep}{name} {} -> {}", old.as_millis(), new.as_millis())?;
+                write!(
+                    f,
+                    "{sep}{name} {} -> {}",
+                    millis_floor(old),
+                    millis_floor(new)
+                )?;
                 sep = ", ";
             }
         }

@@ -7,11 +7,9 @@ use std::path::Path;
 use toml::de::{DeInteger, DeTable, DeValue};
 
 use super::{Registry, RegistryConfig, Reload};
-use crate::config::{Config, DEFAULT_FAILURE_THRESHOLD, MAX_DURATION};
+use crate::config::{Config, DEFAULT_FAILURE_THRESHOLD, MAX_DURATION_MS};
 
 const FIELDS: &str = "`failure_threshold`, `cooldown_ms`, `probe_timeout_ms`";
-/// The longest duration accepted, in ms (2^40).
-const MAX_DURATION_MS: u64 = MAX_DURATION.as_millis() as u64;
 
 /// A configuration file that could not be read, parsed or validated. Nothing was changed.
 ///
