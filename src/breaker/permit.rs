@@ -56,8 +56,10 @@ impl CircuitBreaker {
 /// The permit carries the generation it was issued in, so an outcome that arrives after the
 /// breaker has moved on (tripped, probed, closed again) changes nothing.
 ///
-/// Dropping a permit without recording (the call was cancelled, or panicked) counts nothing; if
-/// the permit held the probe slot, the slot is released so the next caller becomes the probe.
+/// Dropping a permit without recording (the call was cancelled, or panicked) moves nothing and
+/// counts toward no threshold (with counting on it is counted as
+/// [`dropped`](crate::observe::Metrics::dropped)); if the permit held the probe slot, the slot is
+/// released so the next caller becomes the probe.
 ///
 /// Generations are 20 bits and wrap, but they move only as time passes (2^20 changes take at
 /// least 2^19 cooldowns), so a permit would have to be held for 2^19 cooldowns — 8.7 minutes at
@@ -75,7 +77,7 @@ impl CircuitBreaker {
 /// assert_eq!(permit.record(Outcome::Success), None, "a success while closed changes nothing");
 /// # Ok::<(), toolbreaker::ConfigError>(())
 /// ```
-#[must_use = "a permit must be used to make the call and then recorded; dropping it counts nothing"]
+#[must_use = "a permit must be used to make the call and then recorded; dropping it records no outcome"]
 #[derive(Debug)]
 pub struct Permit<'a> {
     ticket: Ticket<&'a CircuitBreaker>,
@@ -189,7 +191,7 @@ impl<'a> Permit<'a> {
 /// assert_eq!(answer, None);
 /// # Ok::<(), toolbreaker::ConfigError>(())
 /// ```
-#[must_use = "a permit must be used to make the call and then recorded; dropping it counts nothing"]
+#[must_use = "a permit must be used to make the call and then recorded; dropping it records no outcome"]
 #[derive(Debug)]
 pub struct OwnedPermit {
     ticket: Ticket<Arc<CircuitBreaker>>,
