@@ -71,8 +71,9 @@ pub mod observability {
     //! Listeners hear a breaker's transitions one at a time and in its order
     //! ([`Transition::is_after`](crate::Transition::is_after)): the caller that landed a transition
     //! tells it, unless another thread is telling this breaker's transitions, which then tells it
-    //! after its own. A transition overtaken by a later one before it could be told is superseded:
-    //! counted, not heard, so the last one heard is always the newest. Counting counts a call once,
+    //! after its own. A transition overtaken by a later one before it could be told, or waiting
+    //! beyond 16 behind a slow listener, is superseded: counted, not heard, so the last one heard is
+    //! the newest. Counting counts a call once,
     //! when its permit is used up (recorded, or dropped unrecorded).
 }
 

@@ -9,6 +9,22 @@ use toolbreaker::{
 
 fn send_sync<T: Send + Sync>() {}
 fn unpin<T: Unpin>() {}
+fn unwind_safe<T: std::panic::UnwindSafe + std::panic::RefUnwindSafe>() {}
+
+/// A breaker may be used inside `catch_unwind` without `AssertUnwindSafe`, whatever its listener
+/// captures: a listener's panic never leaves the breaker's state half-written.
+#[test]
+fn a_breaker_and_its_permits_are_unwind_safe() {
+    unwind_safe::<CircuitBreaker>();
+    unwind_safe::<&CircuitBreaker>();
+    let breaker = CircuitBreaker::builder()
+        .on_transition(|_| {})
+        .build()
+        .unwrap();
+    let caught =
+        std::panic::catch_unwind(|| breaker.call(|| Ok::<_, ()>(1), |_: &_| Outcome::Success));
+    assert_eq!(caught.unwrap(), Ok(1));
+}
 
 #[test]
 fn shared_types_are_send_and_sync() {

@@ -160,3 +160,63 @@ fn racing_transitions_are_heard_in_order_and_the_last_heard_is_the_state() {
         }
     }
 }
+
+/// A listener slower than its breaker's transitions: while it is held inside its first telling,
+/// another thread makes a hundred changes by hand. They do not wait for it; when it is released
+/// the queue it is told is bounded (the oldest waiting transitions are superseded), in order, and
+/// ends on the newest, so the thread telling is held by a bounded backlog and a gauge ends on the
+/// breaker's state.
+#[test]
+fn a_slow_listener_hears_a_bounded_backlog_in_order_ending_on_the_newest() {
+    let heard: Heard = Arc::default();
+    let (entered_tx, entered) = mpsc::channel::<()>();
+    let (release, release_rx) = mpsc::channel::<()>();
+    let gate = Mutex::new(Some((entered_tx, release_rx)));
+    let log = Arc::clone(&heard);
+    let breaker = Arc::new(
+        CircuitBreaker::builder()
+            .on_transition(move |event| {
+                // Only the first telling is held.
+                if let Some((entered, release)) = gate.lock().unwrap().take() {
+                    entered.send(()).unwrap();
+                    release.recv().unwrap();
+                }
+                log.lock().unwrap().push(*event.transition());
+            })
+            .build()
+            .unwrap(),
+    );
+    let first = Arc::clone(&breaker);
+    let a = thread::spawn(move || first.force_open());
+    entered.recv().unwrap();
+
+    let mut landed = Vec::new();
+    for _ in 0..50 {
+        landed.extend(breaker.force_closed());
+        landed.extend(breaker.force_open());
+    }
+    landed.extend(breaker.force_closed());
+    assert_eq!(
+        landed.len(),
+        101,
+        "every change landed, none waited on the listener"
+    );
+    assert!(heard.lock().unwrap().is_empty());
+
+    release.send(()).unwrap();
+    let opened = a.join().unwrap().expect("A isolated the breaker");
+    let heard = heard.lock().unwrap();
+    assert_in_order(&heard);
+    assert_eq!(heard[0], opened);
+    assert!(
+        heard.len() <= 1 + 16,
+        "a bounded backlog: {} heard",
+        heard.len()
+    );
+    assert_eq!(
+        heard.last(),
+        landed.last(),
+        "it ends on the newest transition"
+    );
+    assert_eq!(heard.last().unwrap().to(), breaker.state());
+}

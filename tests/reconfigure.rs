@@ -624,7 +624,8 @@ fn force_closed_when_closed_is_nothing_and_keeps_the_count() {
 }
 
 #[test]
-fn reset_clears_a_closed_count_without_a_transition_and_closes_an_open_breaker() {
+fn reset_clears_a_closed_count_in_a_new_generation_without_a_transition_and_closes_an_open_breaker()
+{
     let (breaker, mock) = breaker(cfg(3, 10 * S, S));
     assert_eq!(breaker.reset(), None, "nothing to clear");
     let held = breaker.try_acquire().unwrap();
@@ -634,8 +635,16 @@ fn reset_clears_a_closed_count_without_a_transition_and_closes_an_open_breaker()
         None,
         "closed: the count is cleared, no transition"
     );
-    assert!(held.is_current(), "clearing keeps the generation");
-    assert_eq!(fail_n(&breaker, 2), None, "2 since the reset, below 3");
+    assert!(
+        !held.is_current(),
+        "a reset starts a new generation: a call admitted before it no longer counts"
+    );
+    assert_eq!(held.record(FAIL), None);
+    assert_eq!(
+        fail_n(&breaker, 2),
+        None,
+        "2 since the reset (the held one not among them)"
+    );
     assert_eq!(breaker.reset(), None);
 
     // Open → closed.
@@ -646,8 +655,6 @@ fn reset_clears_a_closed_count_without_a_transition_and_closes_an_open_breaker()
         (State::Open, State::Closed, TransitionReason::Manual, 0)
     );
     assert_eq!(reset.generation(), trip.generation() + 1);
-    assert!(!held.is_current());
-    assert_eq!(held.record(FAIL), None, "from two generations back");
     assert_eq!(fail_n(&breaker, 2), None);
 
     // Isolated → closed, and half-open with a probe → closed.

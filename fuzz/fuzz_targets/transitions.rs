@@ -227,7 +227,9 @@ impl Model {
             }
             (Op::ForceClosed, ModelState::Closed { .. }) => return None,
             (Op::Reset, ModelState::Closed { .. }) => {
+                // No change of state, but no permit from before it counts after it.
                 self.state = ModelState::Closed { failures: 0 };
+                self.period += 1;
                 return None;
             }
             (Op::ForceClosed | Op::Reset, _) => {

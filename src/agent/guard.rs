@@ -203,7 +203,13 @@ impl<X> ToolGuard<X> {
     /// dependency's classification, any [`Classify`]: a type passed as it is, a named function,
     /// or a closure whose argument is written as a reference (`|r: &Result<_, _>|`; see
     /// [Closures](Classify#closures)). A failed call tells the model the failure's kind and HTTP
-    /// status only, unless the guard shows errors' text ([`error_text`](Self::error_text)).
+    /// status only, unless the guard shows errors' text ([`error_text`](Self::error_text)). An
+    /// answer (`Ok`) is passed on as [`ToolResult::Ok`] unless it counts against the dependency:
+    /// one classified `Ignored`, such as a 4xx response through `HttpClassifier`, is the
+    /// dependency's own word on what the call got wrong, for the caller to render for the model.
+    ///
+    /// The breaker reads its own clock, not tokio's: in a test on tokio's paused clock, give the
+    /// breaker a `quanta` mock (`toolbreaker::quanta::Clock::mock()`) and move both.
     pub async fn call<T, E, Fut>(
         &self,
         run: &AgentRun,
@@ -325,6 +331,9 @@ impl<X> ToolGuard<X> {
             attempt_span.ended(&outcome, elapsed);
             // What the model is told if this attempt is the last: a value, or the failure's kind
             // and status (an error's text only if this guard shows it).
+            // An answer is passed on unless it counts against the dependency: one classified
+            // `Ignored` (a 4xx response) is the dependency's own word on the call's fault, which
+            // the caller renders for the model (it says what to correct).
             let last = |result: Option<Result<T, E>>| match result {
                 Some(Ok(value)) if !outcome.is_counted_failure() => {
                     ToolResult::Ok { value, call: None }

@@ -95,11 +95,16 @@ impl Builder {
     /// after the write that landed them and outside any retry loop or lock, so the listener may
     /// take its time and may use the breaker. The caller whose write landed a transition tells
     /// it, unless another thread is telling this breaker's transitions at that moment: then that
-    /// thread tells it after its own, and the caller returns at once. A transition overtaken by
-    /// a later one before it could be told is *superseded* and not heard (it is counted in the
-    /// [metrics](Self::metrics)), so the last transition heard is always the newest: a gauge that
-    /// keeps the last state heard never shows a state the breaker has left. Each one heard chains
-    /// on the one before (`from` is the previous `to`) unless one between was superseded.
+    /// thread tells it after its own, and the caller returns at once. A transition is
+    /// *superseded*, and not heard, when a later one was told before it could be, or when more
+    /// than 16 wait behind a listener slower than the breaker's transitions (the oldest goes); it
+    /// is still counted in the [metrics](Self::metrics). So the transitions heard never go back,
+    /// the last one heard is the newest, and a gauge that keeps the last state heard ends on the
+    /// breaker's state. Each one heard chains on the one before (`from` is the previous `to`)
+    /// unless one between was superseded. The thread telling may be held by up to 16 tellings of
+    /// others' transitions after its own; and if the listener panics, the panic is resumed on that
+    /// thread, from whatever call it was making (a `call` whose probe closed the breaker then
+    /// unwinds and its value is lost), once every waiting transition has been told.
     ///
     /// [`Transition::is_after`]: crate::Transition::is_after
     ///

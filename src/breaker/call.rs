@@ -84,7 +84,7 @@ impl CircuitBreaker {
     /// Run `op` if the breaker admits it, classify its result and record the outcome.
     ///
     /// The operation is not run when the call is blocked. If it panics, the panic propagates, the
-    /// permit is dropped unrecorded (a probe's slot is released) and nothing is counted.
+    /// permit is dropped unrecorded: a probe's slot is released and no outcome is recorded.
     ///
     /// `classify` is any [`Classify`]: a type passed as it is, a named function, or a closure
     /// whose argument is written as a reference (`|r: &_|`; see [Closures](Classify#closures)).
@@ -129,7 +129,7 @@ impl CircuitBreaker {
     ///
     /// `fut` is not polled when the call is blocked. Dropping the returned future mid-call (a
     /// cancelled request, a `select!` that went the other way) drops the permit unrecorded: a
-    /// probe's slot is released and nothing is counted.
+    /// probe's slot is released and no outcome is recorded.
     ///
     /// # Errors
     ///

@@ -382,9 +382,8 @@ pub(crate) enum Manual {
 
 /// Apply a change made by hand to `word`. `None` means nothing changes and nothing is written.
 ///
-/// Every change of state takes a new generation, so no permit issued before it counts after it;
-/// clearing the failure count of a closed word (`Reset`) keeps the generation and reports no
-/// transition. The transition's `from` is the state as last announced, read from the stored kind:
+/// Every change by hand takes a new generation, so no permit issued before it counts after it;
+/// resetting a closed word (clearing its count) is no change of state and reports no transition. The transition's `from` is the state as last announced, read from the stored kind:
 /// an open word past its cooldown is still `open` (its `open → half-open` is announced only when
 /// a probe claims the slot), so the transitions a listener hears always chain. A probing word past
 /// its lease must be written down first ([`expired_probe`]).
@@ -395,10 +394,11 @@ pub(crate) fn manual(word: Word, action: Manual, limits: &Limits) -> Option<Step
         (Manual::ForceOpen, Some(_)) => (word.payload(), State::Open, Word::isolated(generation)),
         (Manual::ForceOpen, None) => (0, State::Open, Word::isolated(generation)),
         (Manual::ForceClosed, Some(_)) => return None,
-        (Manual::Reset, Some(_)) if word.payload() == 0 => return None,
-        (Manual::Reset, Some(kept)) => {
+        // Closed stays closed, with no failures, in a new generation: no call admitted before
+        // the reset counts after it. The state does not change, so it is no transition.
+        (Manual::Reset, Some(_)) => {
             return Some(Step {
-                next: Word::closed(kept, 0),
+                next: Word::closed(generation, 0),
                 transition: None,
             });
         }
@@ -1047,14 +1047,13 @@ mod tests {
                 let step = manual(word, action, &LIMITS);
                 match (word.kind(), action) {
                     (Kind::Closed, Manual::ForceClosed) => assert_eq!(step, None, "kept as is"),
-                    (Kind::Closed, Manual::Reset) if word.payload() == 0 => assert_eq!(step, None),
                     (Kind::Closed, Manual::Reset) => assert_eq!(
                         step,
                         Some(Step {
-                            next: Word::closed(MAX_GENERATION, 0),
+                            next: Word::closed(0, 0),
                             transition: None
                         }),
-                        "the count is cleared in the same generation"
+                        "the count is cleared in a new generation (wrapping), with no transition"
                     ),
                     _ => {
                         let step = step.unwrap();

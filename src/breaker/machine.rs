@@ -158,7 +158,7 @@ impl CircuitBreaker {
     /// ```
     /// use toolbreaker::{CircuitBreaker, Config, State};
     ///
-    /// let breaker = CircuitBreaker::new(Config::default(), quanta::Clock::new());
+    /// let breaker = CircuitBreaker::new(Config::default(), toolbreaker::quanta::Clock::new());
     /// assert_eq!(breaker.state(), State::Closed);
     /// ```
     pub fn new(config: Config, clock: quanta::Clock) -> Self {
@@ -495,8 +495,9 @@ impl CircuitBreaker {
         self.manual(Manual::ForceClosed)
     }
 
-    /// Back to as built: closed with no counted failures. Returns the transition (reason
-    /// `manual`) if the breaker was not closed; clearing a closed breaker's failure count is not a
+    /// Back to as built: closed with no counted failures, in a new generation, so outcomes of
+    /// calls admitted before it no longer count. Returns the transition (reason `manual`) if the
+    /// breaker was not closed; resetting a closed breaker changes no state, so it is no
     /// transition and returns `None`. Metrics counters are not reset: they only grow.
     ///
     /// # Examples
@@ -505,8 +506,11 @@ impl CircuitBreaker {
     /// use toolbreaker::{CircuitBreaker, FailureKind, Outcome, State};
     ///
     /// let breaker = CircuitBreaker::builder().failure_threshold(2).build()?;
+    /// let in_flight = breaker.try_acquire().unwrap();
     /// breaker.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Timeout));
     /// assert_eq!(breaker.reset(), None, "closed stays closed; its one failure is cleared");
+    /// assert!(!in_flight.is_current(), "a call admitted before the reset no longer counts");
+    /// in_flight.record(Outcome::Failure(FailureKind::Timeout));
     /// breaker.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Timeout));
     /// assert_eq!(breaker.state(), State::Closed, "one failure since the reset, below 2");
     /// # Ok::<(), toolbreaker::ConfigError>(())

@@ -9,6 +9,8 @@
 
 use core::fmt;
 use core::time::Duration;
+use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 mod counters;
@@ -43,12 +45,21 @@ impl<'a> TransitionEvent<'a> {
 type ListenerFn = dyn Fn(&TransitionEvent<'_>) + Send + Sync;
 
 /// A registered transition listener.
-#[derive(Clone)]
-pub(crate) struct Listener(Arc<ListenerFn>);
+///
+/// Held as unwind-safe, so a breaker is `RefUnwindSafe` whatever its listener captures: a
+/// listener's panic is caught and resumed by the herald after every waiting transition is told,
+/// and the breaker's state (its word and counters, all atomics) is never left half-written by it.
+pub(crate) struct Listener(AssertUnwindSafe<Arc<ListenerFn>>);
+
+impl Clone for Listener {
+    fn clone(&self) -> Self {
+        Listener(AssertUnwindSafe(Arc::clone(&self.0)))
+    }
+}
 
 impl Listener {
     pub(crate) fn new(f: impl Fn(&TransitionEvent<'_>) + Send + Sync + 'static) -> Self {
-        Listener(Arc::new(f))
+        Listener(AssertUnwindSafe(Arc::new(f)))
     }
 }
 
@@ -65,25 +76,54 @@ impl fmt::Debug for Listener {
 /// them afterwards, and a caller can be overtaken between its write and its telling (or by a slow
 /// listener). So each landed transition is put in a queue, and one thread at a time, the
 /// *deliverer*, tells the queue in order; a caller that finds a deliverer at work leaves its
-/// transitions to it and returns. A transition older than the last one told (its caller was
-/// overtaken by a later transition's telling) is *superseded*: it is not told, so the last
-/// transition heard is always the breaker's newest and a listener that keeps the last state it
-/// heard never goes back. (It was counted when it landed.) A listener may use the breaker and
-/// the registry: nothing is locked while it runs, and what it makes is queued behind it.
+/// transitions to it and returns. A transition is *superseded*, and not told, when one after it
+/// was told already (its caller was overtaken between its write and its telling), or when more
+/// than [`MAX_WAITING`] wait behind a slow listener (the oldest goes). So the transitions heard
+/// never go back, and the last one heard, once the queue is told, is the breaker's newest: a
+/// listener that keeps the last state it heard ends on the state. (Every transition was counted
+/// when it landed.) A listener may use the breaker and the registry: nothing is locked while it
+/// runs, and what it makes is queued behind it.
 #[derive(Debug)]
 pub(crate) struct Herald {
     listener: Option<Listener>,
     queue: Mutex<Queue>,
 }
 
+/// The most transitions that wait to be told while a listener is busy; beyond it the oldest
+/// waiting one is superseded. A listener slower than its breaker's transitions then hears the
+/// newest of them, late by at most this many tellings, and the thread telling is held by at
+/// most this many after its own; and the waiting ones always lie within a few generations of
+/// each other, where [`Transition::is_after`] is an order.
+const MAX_WAITING: usize = 16;
+
 #[derive(Debug, Default)]
 struct Queue {
-    /// Landed and not yet told, in no particular order.
-    pending: Vec<Transition>,
+    /// Landed and not yet told, oldest first; at most [`MAX_WAITING`].
+    waiting: VecDeque<Transition>,
     /// Whether a thread is telling the queue.
     delivering: bool,
     /// The last transition told.
     last: Option<Transition>,
+}
+
+impl Queue {
+    /// Put `landed` in its place, unless a transition after it was told already; make room by
+    /// superseding the oldest waiting one.
+    fn push(&mut self, landed: Transition) {
+        if self.last.is_some_and(|last| !landed.is_after(&last)) {
+            return; // superseded: a later transition was told already
+        }
+        // Transitions mostly land in order, so the place is found from the back.
+        let at = self
+            .waiting
+            .iter()
+            .rposition(|waiting| landed.is_after(waiting))
+            .map_or(0, |before| before + 1);
+        self.waiting.insert(at, landed);
+        if self.waiting.len() > MAX_WAITING {
+            self.waiting.pop_front();
+        }
+    }
 }
 
 impl Herald {
@@ -100,20 +140,15 @@ impl Herald {
     #[cold]
     pub(crate) fn tell(&self, dependency: &str, landed: impl IntoIterator<Item = Transition>) {
         let mut queue = sync::lock(&self.queue);
-        queue.pending.extend(landed);
+        for transition in landed {
+            queue.push(transition);
+        }
         if queue.delivering {
             return; // the deliverer tells them, after what it is telling now
         }
         queue.delivering = true;
         let mut panicked = None;
-        // The oldest pending transition first.
-        while let Some(oldest) =
-            (0..queue.pending.len()).min_by(|&a, &b| order(&queue.pending[a], &queue.pending[b]))
-        {
-            let next = queue.pending.swap_remove(oldest);
-            if queue.last.is_some_and(|last| !next.is_after(&last)) {
-                continue; // superseded: a later transition was told already
-            }
+        while let Some(next) = queue.waiting.pop_front() {
             queue.last = Some(next);
             drop(queue);
             let told = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -129,16 +164,6 @@ impl Herald {
         if let Some(panic) = panicked {
             std::panic::resume_unwind(panic);
         }
-    }
-}
-
-fn order(a: &Transition, b: &Transition) -> core::cmp::Ordering {
-    if a.is_after(b) {
-        core::cmp::Ordering::Greater
-    } else if b.is_after(a) {
-        core::cmp::Ordering::Less
-    } else {
-        core::cmp::Ordering::Equal
     }
 }
 

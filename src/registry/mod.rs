@@ -333,7 +333,9 @@ impl RegistryBuilder {
     }
 
     /// Call `listener` after every transition of every breaker, with the dependency's name (see
-    /// [`Builder::on_transition`](crate::breaker::Builder::on_transition)).
+    /// [`Builder::on_transition`](crate::breaker::Builder::on_transition)). Each breaker's
+    /// transitions are told one at a time and in order; different breakers' may be told at the
+    /// same time, on different threads, so the listener must be `Sync` in earnest.
     pub fn on_transition(
         mut self,
         listener: impl Fn(&TransitionEvent<'_>) + Send + Sync + 'static,

@@ -22,7 +22,7 @@ pin_project! {
     /// never called.
     ///
     /// Dropping it before it completes (a cancelled request, a timeout layer above giving up)
-    /// drops the permit unrecorded: nothing is counted, and a probe's slot is released so the
+    /// drops the permit unrecorded: no outcome is recorded, and a probe's slot is released so the
     /// next request becomes the probe.
     #[must_use = "futures do nothing unless polled"]
     pub struct ResponseFuture<F, C> {

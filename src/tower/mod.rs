@@ -45,7 +45,7 @@
 //! `ServiceExt::ready` followed by `call` does: a probe's permit held past the probe timeout
 //! counts as a failed probe. A clone of a service never carries the permit its original holds: it
 //! starts unpolled. Dropping a ready service, or a response future before it completes, drops the
-//! permit unrecorded: nothing is counted, and a probe's slot is released for the next request.
+//! permit unrecorded: no outcome is recorded, and a probe's slot is released for the next request.
 //!
 //! # Examples
 //!
