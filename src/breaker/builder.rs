@@ -101,8 +101,9 @@ impl Builder {
     /// is still counted in the [metrics](Self::metrics). So the transitions heard never go back,
     /// the last one heard is the newest, and a gauge that keeps the last state heard ends on the
     /// breaker's state. Each one heard chains on the one before (`from` is the previous `to`)
-    /// unless one between was superseded. The thread telling may be held by up to 16 tellings of
-    /// others' transitions after its own; and if the listener panics, the panic is resumed on that
+    /// unless one between was superseded. The thread telling tells until none wait: it is held
+    /// while other threads land transitions faster than the listener hears them, and for at most
+    /// 16 tellings after they stop. If the listener panics, the panic is resumed on that
     /// thread, from whatever call it was making (a `call` whose probe closed the breaker then
     /// unwinds and its value is lost), once every waiting transition has been told.
     ///

@@ -91,9 +91,10 @@ pub(crate) struct Herald {
 
 /// The most transitions that wait to be told while a listener is busy; beyond it the oldest
 /// waiting one is superseded. A listener slower than its breaker's transitions then hears the
-/// newest of them, late by at most this many tellings, and the thread telling is held by at
-/// most this many after its own; and the waiting ones always lie within a few generations of
-/// each other, where [`Transition::is_after`] is an order.
+/// newest of them, late by at most this many tellings; the thread telling tells until the queue
+/// is empty, so it is held while others land transitions faster than the listener hears them
+/// and for at most this many tellings after they stop; and the waiting ones always lie within a
+/// few generations of each other, where [`Transition::is_after`] is an order.
 const MAX_WAITING: usize = 16;
 
 #[derive(Debug, Default)]
