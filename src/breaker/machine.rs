@@ -97,6 +97,22 @@ struct Inner {
     reconfigure: Mutex<()>,
 }
 
+/// Gives a probe's slot back if dropped, that is, if the code between taking the permit's flags
+/// and its report unwinds; forgotten once the report is made.
+struct SlotOnUnwind<'a> {
+    breaker: &'a CircuitBreaker,
+    generation: u32,
+    probe: bool,
+}
+
+impl Drop for SlotOnUnwind<'_> {
+    fn drop(&mut self) {
+        if self.probe {
+            self.breaker.report(self.generation, true, Report::Dropped);
+        }
+    }
+}
+
 /// What a [`CircuitBreaker`] is built with besides its configuration and clock.
 #[derive(Debug)]
 pub(crate) struct Extras {
@@ -360,7 +376,16 @@ impl CircuitBreaker {
             self.count(counter);
         }
         if let Some(kind) = counter.failure_kind() {
+            // The event is the subscriber's code and runs before the report lands: if it panics,
+            // a probe's slot is given back as if its permit were dropped (the permit no longer
+            // holds it), rather than held until the lease ends.
+            let slot = SlotOnUnwind {
+                breaker: self,
+                generation,
+                probe,
+            };
             observe::failure(self.name(), kind, elapsed);
+            core::mem::forget(slot);
         }
         let report = match counter {
             Counter::Success => Report::Success,
