@@ -226,10 +226,13 @@ impl Model {
                 State::Open
             }
             (Op::ForceClosed, ModelState::Closed { .. }) => return None,
-            (Op::Reset, ModelState::Closed { .. }) => {
-                // No change of state, but no permit from before it counts after it.
-                self.state = ModelState::Closed { failures: 0 };
-                self.period += 1;
+            (Op::Reset, ModelState::Closed { failures }) => {
+                // No change of state; with failures to clear, no permit from before it counts
+                // after it.
+                if failures > 0 {
+                    self.state = ModelState::Closed { failures: 0 };
+                    self.period += 1;
+                }
                 return None;
             }
             (Op::ForceClosed | Op::Reset, _) => {

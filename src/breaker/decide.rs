@@ -383,7 +383,8 @@ pub(crate) enum Manual {
 /// Apply a change made by hand to `word`. `None` means nothing changes and nothing is written.
 ///
 /// Every change by hand takes a new generation, so no permit issued before it counts after it;
-/// resetting a closed word (clearing its count) is no change of state and reports no transition. The transition's `from` is the state as last announced, read from the stored kind:
+/// resetting a closed word with failures to clear is no change of state and reports no
+/// transition, and resetting one with none changes nothing. The transition's `from` is the state as last announced, read from the stored kind:
 /// an open word past its cooldown is still `open` (its `open → half-open` is announced only when
 /// a probe claims the slot), so the transitions a listener hears always chain. A probing word past
 /// its lease must be written down first ([`expired_probe`]).
@@ -394,6 +395,9 @@ pub(crate) fn manual(word: Word, action: Manual, limits: &Limits) -> Option<Step
         (Manual::ForceOpen, Some(_)) => (word.payload(), State::Open, Word::isolated(generation)),
         (Manual::ForceOpen, None) => (0, State::Open, Word::isolated(generation)),
         (Manual::ForceClosed, Some(_)) => return None,
+        // Nothing to clear: nothing changes, and the generation stays (it moves without a
+        // transition only when there is a count to clear, so listeners' order keeps up with it).
+        (Manual::Reset, Some(_)) if word.payload() == 0 => return None,
         // Closed stays closed, with no failures, in a new generation: no call admitted before
         // the reset counts after it. The state does not change, so it is no transition.
         (Manual::Reset, Some(_)) => {
@@ -1047,6 +1051,9 @@ mod tests {
                 let step = manual(word, action, &LIMITS);
                 match (word.kind(), action) {
                     (Kind::Closed, Manual::ForceClosed) => assert_eq!(step, None, "kept as is"),
+                    (Kind::Closed, Manual::Reset) if word.payload() == 0 => {
+                        assert_eq!(step, None, "nothing to clear, nothing changes")
+                    }
                     (Kind::Closed, Manual::Reset) => assert_eq!(
                         step,
                         Some(Step {

@@ -523,7 +523,8 @@ impl CircuitBreaker {
     /// Back to as built: closed with no counted failures, in a new generation, so outcomes of
     /// calls admitted before it no longer count. Returns the transition (reason `manual`) if the
     /// breaker was not closed; resetting a closed breaker changes no state, so it is no
-    /// transition and returns `None`. Metrics counters are not reset: they only grow.
+    /// transition and returns `None` (and one with no failures to clear is left as it is).
+    /// Metrics counters are not reset: they only grow.
     ///
     /// # Examples
     ///

@@ -42,10 +42,12 @@
 //! days at 1 s, half a year at 30 s.
 //!
 //! Changes by hand (`force_open`, `force_closed`, `reset`) are the exception: they take a new
-//! generation whenever they change the state, and take no time. A permit held while 2^20 of them
-//! are made (half a million `force_open`/`force_closed` pairs) could be mistaken for a current
-//! one; an operator's changes come nowhere near that, but a controller that toggles a breaker in a
-//! loop should not.
+//! generation whenever they change the state or clear a closed count, and take no time. A permit
+//! held while 2^20 of them are made (half a million `force_open`/`force_closed` pairs) could be
+//! mistaken for a current one; an operator's changes come nowhere near that, but a controller
+//! that toggles a breaker in a loop should not. A reset that clears a count is the one change
+//! that moves the generation without a transition; half a million of them with no transition
+//! between would also put a listener's order (`Transition::is_after`) past its half cycle.
 //!
 //! Half-open is usually not stored: it is an open word whose cooldown has elapsed, or a probing
 //! word whose lease has run out plus a cooldown. It is stored only after a probe gives its slot back
