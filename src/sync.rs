@@ -31,12 +31,9 @@ pub(crate) use std::sync::{RwLockReadGuard, RwLockWriteGuard};
 /// The guard of `lock`, recovering it if a thread panicked while holding it: every lock in the
 /// crate guards only plain stores, so the data behind a poisoned lock is whole.
 pub(crate) fn lock<T>(lock: &Mutex<T>) -> MutexGuard<'_, T> {
-    #[cfg(not(loom))]
-    return lock
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    #[cfg(loom)]
-    return lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    // loom's `lock` returns the standard library's `LockResult` too.
+    lock.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A read guard of `lock`, recovering it if a writer panicked while holding it, as [`lock`] does.

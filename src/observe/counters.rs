@@ -61,11 +61,11 @@ impl Counter {
     #[inline(always)]
     pub(crate) const fn failure_kind(self) -> Option<&'static str> {
         match self {
-            Counter::Timeout => Some("timeout"),
-            Counter::Connect => Some("connect"),
-            Counter::RateLimited => Some("rate_limited"),
-            Counter::Unavailable => Some("unavailable"),
-            Counter::OtherFailure => Some("other"),
+            Counter::Timeout => Some(FailureKind::Timeout.as_str()),
+            Counter::Connect => Some(FailureKind::Connect.as_str()),
+            Counter::RateLimited => Some(FailureKind::RateLimited { retry_after: None }.as_str()),
+            Counter::Unavailable => Some(FailureKind::Unavailable.as_str()),
+            Counter::OtherFailure => Some(FailureKind::Other.as_str()),
             Counter::Dropped | Counter::Blocked | Counter::Success | Counter::Ignored => None,
         }
     }
