@@ -128,7 +128,7 @@ pub(crate) struct Limits {
     pub(crate) probe_timeout_ms: u64,
 }
 
-fn duration_field(field: &'static str, value: Duration) -> Result<u64, ConfigError> {
+pub(crate) fn duration_field(field: &'static str, value: Duration) -> Result<u64, ConfigError> {
     if value.is_zero() {
         return Err(ConfigError::new(field, Problem::Zero));
     }
@@ -145,6 +145,9 @@ pub enum Problem {
     Zero,
     /// The duration is longer than [`MAX_DURATION`].
     TooLong,
+    /// The text is empty, or holds a character it may not (fleet `prefix` and `instance`:
+    /// whitespace or a control character).
+    Empty,
 }
 
 /// An invalid configuration, naming the field.
@@ -170,7 +173,9 @@ impl ConfigError {
         ConfigError { field, problem }
     }
 
-    /// The offending field: `failure_threshold`, `cooldown` or `probe_timeout`.
+    /// The offending field: `failure_threshold`, `cooldown` or `probe_timeout`; for a fleet
+    /// (feature `redis`), `prefix`, `instance`, `fleet_failure_threshold`, `min_instances`, `window`,
+    /// `sync_interval`, `command_timeout` or `probe_window`.
     pub fn field(&self) -> &'static str {
         self.field
     }
@@ -186,7 +191,13 @@ impl fmt::Display for ConfigError {
         f.write_str("invalid breaker configuration: ")?;
         let field = self.field;
         match (self.problem, field) {
-            (Problem::Zero, "failure_threshold") => write!(f, "`{field}` must be at least 1"),
+            (Problem::Zero, "failure_threshold" | "fleet_failure_threshold" | "min_instances") => {
+                write!(f, "`{field}` must be at least 1")
+            }
+            (Problem::Empty, _) => write!(
+                f,
+                "`{field}` must be non-empty text with no whitespace or control characters"
+            ),
             (Problem::Zero, _) => write!(f, "`{field}` must be at least 1 ms"),
             (Problem::TooLong, _) => write!(
                 f,

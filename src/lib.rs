@@ -56,6 +56,7 @@
 //! | [`observe`] | listeners, counters ([`Metrics`](observe::Metrics)), tracing and metrics export |
 //! | [`config`] | [`Config`], [`ConfigError`] and the defaults |
 //! | `tower` | the tower middleware (feature `tower`) |
+//! | `fleet` | fleet mode: breaker transitions shared through Redis (feature `redis`) |
 //! | [`docs`] | the behaviour contract, the layers, observability, features and time, at length |
 //!
 //! The values every caller meets ([`State`], [`Blocked`], [`Transition`] and their reasons) are
@@ -70,6 +71,8 @@ pub mod breaker;
 pub mod classify;
 pub mod config;
 pub mod docs;
+#[cfg(feature = "redis")]
+pub mod fleet;
 pub mod observe;
 pub mod registry;
 mod sync;
@@ -86,6 +89,8 @@ pub use agent::{StopReason, ToolResult};
 pub use breaker::{CallError, CircuitBreaker, Permit};
 pub use classify::{Classify, FailureKind, Outcome};
 pub use config::{Config, ConfigError};
+#[cfg(feature = "redis")]
+pub use fleet::{Fleet, FleetError};
 pub use registry::{Registry, RegistryConfig};
 pub use types::{Blocked, BlockedReason, State, Transition, TransitionReason};
 

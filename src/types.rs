@@ -98,11 +98,16 @@ pub enum TransitionReason {
     ProbeTimedOut,
     /// Any change made by hand: `force_open`, `force_closed`, `reset`.
     Manual,
+    /// A change adopted from the fleet (feature `redis`): another gateway instance tripped the
+    /// dependency, its probe's verdict closed or reopened it, it was changed by hand there, or this
+    /// instance was given the fleet's probe. Heard only on the instances that adopt it; the
+    /// instance that made the change hears its own reason.
+    Fleet,
 }
 
 impl TransitionReason {
     /// The reason as used in logs, metrics and JSON: `failure_threshold`, `cooldown_elapsed`,
-    /// `probe_succeeded`, `probe_failed`, `probe_timed_out` or `manual`.
+    /// `probe_succeeded`, `probe_failed`, `probe_timed_out`, `manual` or `fleet`.
     ///
     /// # Examples
     ///
@@ -117,6 +122,7 @@ impl TransitionReason {
             TransitionReason::ProbeFailed => "probe_failed",
             TransitionReason::ProbeTimedOut => "probe_timed_out",
             TransitionReason::Manual => "manual",
+            TransitionReason::Fleet => "fleet",
         }
     }
 }

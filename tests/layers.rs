@@ -13,8 +13,8 @@ use std::path::Path;
 
 /// The top-level modules, bottom up.
 const LAYERS: &[&str] = &[
-    "sync", "time", "config", "classify", "types", "observe", "breaker", "registry", "agent",
-    "tower", "docs",
+    "sync", "time", "config", "classify", "types", "observe", "breaker", "fleet", "registry",
+    "agent", "tower", "docs",
 ];
 
 /// Each folder's files, bottom up (`mod` is the folder's `mod.rs`).
@@ -22,10 +22,11 @@ const FILES: &[(&str, &[&str])] = &[
     (
         "breaker",
         &[
-            "word", "decide", "store", "machine", "permit", "call", "builder", "mod",
+            "word", "decide", "store", "tap", "machine", "permit", "call", "builder", "mod",
         ],
     ),
     ("classify", &["mod", "http", "reqwest"]),
+    ("fleet", &["status", "script", "agent", "mod"]),
     ("observe", &["counters", "export", "mod"]),
     ("registry", &["config", "mod", "toml", "export"]),
     (

@@ -57,9 +57,10 @@ fn bytes_per_breaker_and_per_registry_entry() {
     );
     assert_eq!(
         per_arc,
-        256 + 88,
-        "the Arc's counts take a padded block of their own; the herald (the listener and the \
-         queue that tells transitions in order) is a box of 88 B beside it"
+        256 + 96,
+        "the Arc's counts take a padded block of their own; the cold part (the herald: the \
+         listener and the queue that tells transitions in order; the fleet's tap) is a box of \
+         96 B beside it"
     );
     assert!(per_entry <= 512, "{per_entry} B per registry entry");
     drop(registry);

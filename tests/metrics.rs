@@ -351,7 +351,7 @@ fn the_registry_snapshot_holds_every_dependency_by_name() {
                 "dropped": 0,
                 "transitions": {
                     "failure_threshold": 1, "cooldown_elapsed": 0, "probe_succeeded": 0,
-                    "probe_failed": 0, "probe_timed_out": 0, "manual": 0
+                    "probe_failed": 0, "probe_timed_out": 0, "manual": 0, "fleet": 0
                 }
             },
             "search": {
@@ -364,7 +364,7 @@ fn the_registry_snapshot_holds_every_dependency_by_name() {
                 "dropped": 0,
                 "transitions": {
                     "failure_threshold": 1, "cooldown_elapsed": 0, "probe_succeeded": 0,
-                    "probe_failed": 0, "probe_timed_out": 0, "manual": 0
+                    "probe_failed": 0, "probe_timed_out": 0, "manual": 0, "fleet": 0
                 }
             },
             "weather": {
@@ -377,7 +377,7 @@ fn the_registry_snapshot_holds_every_dependency_by_name() {
                 "dropped": 0,
                 "transitions": {
                     "failure_threshold": 0, "cooldown_elapsed": 0, "probe_succeeded": 0,
-                    "probe_failed": 0, "probe_timed_out": 0, "manual": 0
+                    "probe_failed": 0, "probe_timed_out": 0, "manual": 0, "fleet": 0
                 }
             }
         })

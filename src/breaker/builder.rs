@@ -196,6 +196,7 @@ impl Builder {
                 name: self.name,
                 listener: self.listener,
                 metrics: self.metrics,
+                tap: None,
             },
         ))
     }

@@ -458,6 +458,81 @@ pub(crate) fn check_threshold(
     Some(trip(generation, failures, now(), limits))
 }
 
+/// A state learned from the fleet (feature `redis`), in this breaker's time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(any(feature = "redis", test)), allow(dead_code))]
+pub(crate) enum Remote {
+    /// Open since `opened_at_ms` (ms since this breaker's origin).
+    Open { opened_at_ms: u64 },
+    /// Closed.
+    Closed,
+    /// Forced open by hand on some instance.
+    Isolated,
+    /// This instance holds the fleet's probe: the slot is to be free for a local caller.
+    ProbeHere,
+}
+
+/// Adopt `remote` into `word`. `None` means the word already agrees and nothing is written.
+///
+/// Every adoption that changes the state takes a new generation, so no permit issued before it
+/// counts after it (a local probe or a failure racing the adoption is stale, as after a trip). The
+/// rules, which keep the local word at least as cautious as the fleet's:
+/// - open: a closed, half-open, probing or isolated word opens from `opened_at_ms`; an open word
+///   keeps the later of its own opened-at and the fleet's (an open period is never shortened,
+///   and the time shift keeps the generation, since an open word issues no permits);
+/// - closed: any word not closed closes with no failures; a closed word keeps its count;
+/// - isolated: any word not isolated is isolated;
+/// - probe here: an open word (not isolated) frees its probe slot in a new generation; a
+///   half-open or probing word already has a local probe or a free slot and is left as it is.
+///
+/// The transition, if the announced state changes, has reason `fleet`.
+#[cfg_attr(not(any(feature = "redis", test)), allow(dead_code))]
+pub(crate) fn adopt(word: Word, remote: Remote, limits: &Limits) -> Option<Step> {
+    let generation = next_generation(word.generation());
+    let failures = if word.kind() == Kind::Closed {
+        word.payload()
+    } else {
+        0
+    };
+    let (next, to) = match remote {
+        Remote::Open { opened_at_ms } => {
+            let opened_at_ms = opened_at_ms.min(super::word::MAX_TIME_MS);
+            if word.kind() == Kind::Open && !word.is_isolated() {
+                if word.payload() >= opened_at_ms {
+                    return None;
+                }
+                return Some(Step {
+                    next: Word::open(word.generation(), opened_at_ms),
+                    transition: None,
+                });
+            }
+            (Word::open(generation, opened_at_ms), State::Open)
+        }
+        Remote::Closed if word.kind() == Kind::Closed => return None,
+        Remote::Closed => (Word::closed(generation, 0), State::Closed),
+        Remote::Isolated if word.is_isolated() => return None,
+        Remote::Isolated => (Word::isolated(generation), State::Open),
+        Remote::ProbeHere if word.kind() == Kind::Open && !word.is_isolated() => {
+            (Word::half_open(generation), State::HalfOpen)
+        }
+        Remote::ProbeHere => return None,
+    };
+    let from = word.announced_state();
+    Some(Step {
+        next,
+        transition: (from != to).then(|| {
+            Transition::new(
+                from,
+                to,
+                generation,
+                TransitionReason::Fleet,
+                failures,
+                limits,
+            )
+        }),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::word::*;

@@ -7,8 +7,9 @@ use core::time::Duration;
 use crossbeam_utils::CachePadded;
 use smol_str::SmolStr;
 
-use super::decide::{self, Admission, Manual, Report, Step, View};
+use super::decide::{self, Admission, Manual, Remote, Report, Step, View};
 use super::store::Store;
+use super::tap::{Gate, Tap};
 use super::word::{MAX_TIME_MS, Word};
 use crate::config::{Config, Limits};
 use crate::observe::{self, Counter, Counters, Herald, Listener, Metrics};
@@ -92,9 +93,17 @@ struct Inner {
     name: SmolStr,
     /// Tells transitions to the trace and the listener, in order; boxed, since only transitions
     /// reach it.
-    herald: Box<Herald>,
+    herald: Box<Cold>,
     /// Serialises reconfigurations, so two never interleave their fields.
     reconfigure: Mutex<()>,
+}
+
+/// What only the slow paths read, boxed so the hot block stays one cache line's pair: the herald
+/// (only transitions reach it) and the fleet's tap (feature `redis`).
+#[derive(Debug)]
+struct Cold {
+    herald: Herald,
+    tap: Option<std::sync::Arc<Tap>>,
 }
 
 /// Gives a probe's slot back if dropped, that is, if the code between taking the permit's flags
@@ -119,6 +128,7 @@ pub(crate) struct Extras {
     pub(crate) name: SmolStr,
     pub(crate) listener: Option<Listener>,
     pub(crate) metrics: bool,
+    pub(crate) tap: Option<std::sync::Arc<Tap>>,
 }
 
 /// The settings in force, one atomic per field, changed by [`CircuitBreaker::reconfigure`].
@@ -182,6 +192,7 @@ impl CircuitBreaker {
             name: SmolStr::default(),
             listener: None,
             metrics: false,
+            tap: None,
         };
         Self::with_extras(config, clock, extras)
     }
@@ -194,7 +205,10 @@ impl CircuitBreaker {
                 origin: Origin::new(clock),
                 metrics: extras.metrics.then(|| Box::new(Counters::new())),
                 name: extras.name,
-                herald: Box::new(Herald::new(extras.listener)),
+                herald: Box::new(Cold {
+                    herald: Herald::new(extras.listener),
+                    tap: extras.tap,
+                }),
                 reconfigure: Mutex::new(()),
             }),
         }
@@ -271,6 +285,25 @@ impl CircuitBreaker {
         let updated = self.inner.store.update(word, |word| {
             let (admission, next) =
                 decide::acquire(word, &limits, || *now.get_or_insert_with(|| self.now_ms()));
+            // In fleet mode the fleet says which instance takes the probe slot.
+            if let (
+                Admission::Admit {
+                    generation,
+                    probe: true,
+                },
+                Some(tap),
+            ) = (admission, self.inner.herald.tap.as_deref())
+            {
+                let now_ms = *now.get_or_insert_with(|| self.now_ms());
+                if let Gate::Closed { retry_after_ms } = tap.gate(generation, now_ms) {
+                    let blocked = Admission::Reject {
+                        state: State::HalfOpen,
+                        reason: BlockedReason::ProbeInFlight,
+                        retry_after_ms,
+                    };
+                    return (None, blocked);
+                }
+            }
             (next, admission)
         });
         let answer = match updated.answer {
@@ -427,6 +460,13 @@ impl CircuitBreaker {
                 || *now.get_or_insert_with(|| self.now_ms()),
             ))
         });
+        if let Some(tap) = self.inner.herald.tap.as_deref()
+            && updated.after.is_some()
+            && updated.before.closed_generation().is_some()
+            && matches!(report, Report::Failure | Report::Success)
+        {
+            tap.count_changed();
+        }
         if let Some(transition) = updated.answer {
             self.announce(transition);
             return Some(transition);
@@ -476,6 +516,12 @@ impl CircuitBreaker {
                 None => (expired.map(|step| step.next), [timed_out, None]),
             }
         });
+        if action == Manual::Reset
+            && updated.after.is_some()
+            && let Some(tap) = self.inner.herald.tap.as_deref()
+        {
+            tap.reset();
+        }
         // Announced once the change has landed, so a listener's panic cannot stop it.
         if updated.answer.iter().any(Option::is_some) {
             self.announce_all(&updated.answer);
@@ -613,6 +659,73 @@ impl CircuitBreaker {
         updated.answer
     }
 
+    /// Adopt a state learned from the fleet (see `decide::adopt`); returns the word after it and
+    /// the transition it made, if any, announced with reason `fleet`.
+    #[cfg_attr(not(any(feature = "redis", test)), allow(dead_code))]
+    pub(crate) fn adopt(&self, remote: Remote) -> (Word, Option<Transition>) {
+        let limits = self.limits();
+        let updated = self.inner.store.update(self.inner.store.load(), |word| {
+            split(decide::adopt(word, remote, &limits))
+        });
+        if let Some(transition) = updated.answer {
+            self.announce(transition);
+        }
+        (updated.after.unwrap_or(updated.before), updated.answer)
+    }
+
+    /// Take the fleet's probe: free the probe slot of an open word in a new generation (see
+    /// `decide::adopt`) and let local callers claim it for `window_ms`. Returns the generation
+    /// granted, or `None` if the word is not open (closed or isolated meanwhile).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn take_fleet_probe(&self, window_ms: u64) -> Option<u32> {
+        let tap = self.inner.herald.tap.as_deref()?;
+        let (word, _) = self.adopt(Remote::ProbeHere);
+        match word.kind() {
+            super::word::Kind::HalfOpen | super::word::Kind::Probing => {
+                let generation = word.generation();
+                tap.grant(generation, self.now_ms().saturating_add(window_ms));
+                Some(generation)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the probe slot the fleet granted in `generation` is still free: no local caller
+    /// took it.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn fleet_probe_unused(&self, generation: u32) -> bool {
+        let word = self.word();
+        word.kind() == super::word::Kind::HalfOpen && word.generation() == generation
+    }
+
+    /// What the fleet is told of this breaker when its record is missing: the state, whether it
+    /// is isolated, and how long ago (ms) an open state began.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn local_record(&self) -> (State, bool, u64) {
+        let word = self.word();
+        let state = self.state();
+        let elapsed = match word.kind() {
+            super::word::Kind::Open if !word.is_isolated() => {
+                self.now_ms().saturating_sub(word.payload())
+            }
+            _ => 0,
+        };
+        (state, word.is_isolated(), elapsed)
+    }
+
+    /// The consecutive counted failures of a closed word; `None` when not closed.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn closed_failures(&self) -> Option<u64> {
+        let word = self.word();
+        word.closed_generation().map(|_| word.payload())
+    }
+
+    /// The fleet's tap, if this breaker has one.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn tap(&self) -> Option<&Tap> {
+        self.inner.herald.tap.as_deref()
+    }
+
     /// Tell the counters, the trace and the listener about a transition that just landed.
     /// Called after the write, never inside a retry loop or under a lock.
     #[cold]
@@ -631,7 +744,15 @@ impl CircuitBreaker {
                 counters.transition(transition.reason());
             }
         }
+        if let Some(tap) = self.inner.herald.tap.as_deref() {
+            for transition in transitions.iter().flatten() {
+                if transition.reason() != crate::types::TransitionReason::Fleet {
+                    tap.transition(*transition);
+                }
+            }
+        }
         self.inner
+            .herald
             .herald
             .tell(self.name(), transitions.iter().flatten().copied());
     }

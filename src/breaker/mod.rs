@@ -5,7 +5,8 @@
 //! layout and its constants), `decide` (the pure transitions), `store` (the type that owns the
 //! word and its one read-modify-write), `machine` (the breaker: it reads the clock and the live
 //! settings, applies the decisions through the store and tells the observers), `permit` (the
-//! permits, and the methods that issue them), `call` (guarded calls) and `builder`.
+//! permits, and the methods that issue them), `call` (guarded calls) and `builder`. `tap` (what
+//! the slow paths tell the fleet agent, feature `redis`) sits between `store` and `machine`.
 
 mod builder;
 mod call;
@@ -13,13 +14,18 @@ mod decide;
 mod machine;
 mod permit;
 mod store;
+mod tap;
 mod word;
 
 pub use self::builder::Builder;
 pub use self::call::{CallError, RunFuture};
+#[cfg_attr(not(feature = "redis"), allow(unused_imports))]
+pub(crate) use self::decide::Remote;
 pub use self::machine::CircuitBreaker;
 pub(crate) use self::machine::Extras;
 pub use self::permit::{OwnedPermit, Permit};
+#[cfg_attr(not(feature = "redis"), allow(unused_imports))]
+pub(crate) use self::tap::{Outbox, Tap};
 
 /// Word-layout internals for the fuzz targets (`fuzz/`), built only under `--cfg fuzzing`.
 #[cfg(fuzzing)]

@@ -30,7 +30,7 @@ pub(crate) enum Counter {
 }
 
 const COUNTERS: usize = 9;
-const REASONS: usize = 6;
+const REASONS: usize = 7;
 
 impl Counter {
     /// The counter of a recorded outcome.
@@ -79,6 +79,7 @@ fn reason_index(reason: TransitionReason) -> usize {
         TransitionReason::ProbeFailed => 3,
         TransitionReason::ProbeTimedOut => 4,
         TransitionReason::Manual => 5,
+        TransitionReason::Fleet => 6,
     }
 }
 
@@ -198,6 +199,7 @@ impl Counters {
                 probe_failed: t(TransitionReason::ProbeFailed),
                 probe_timed_out: t(TransitionReason::ProbeTimedOut),
                 manual: t(TransitionReason::Manual),
+                fleet: t(TransitionReason::Fleet),
             },
         }
     }
@@ -277,6 +279,8 @@ pub struct TransitionCounts {
     pub probe_timed_out: u64,
     /// Changes made by hand.
     pub manual: u64,
+    /// Changes adopted from the fleet (feature `redis`).
+    pub fleet: u64,
 }
 
 impl TransitionCounts {
@@ -288,5 +292,6 @@ impl TransitionCounts {
             + self.probe_failed
             + self.probe_timed_out
             + self.manual
+            + self.fleet
     }
 }

@@ -56,6 +56,7 @@ impl Metrics {
             ("probe_failed", t.probe_failed),
             ("probe_timed_out", t.probe_timed_out),
             ("manual", t.manual),
+            ("fleet", t.fleet),
         ] {
             counter!("toolbreaker_transitions_total", "dependency" => d.clone(), "reason" => reason)
                 .absolute(count);

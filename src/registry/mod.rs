@@ -65,6 +65,9 @@ pub struct Registry {
     clock: quanta::Clock,
     listener: Option<Listener>,
     metrics: bool,
+    /// The fleet agent's link (feature `redis`); dropping the registry stops the agent.
+    #[cfg(feature = "redis")]
+    fleet: Option<crate::fleet::FleetLink>,
 }
 
 impl Default for Registry {
@@ -136,7 +139,7 @@ impl Registry {
         // Held across the insertion, so a reload either sees this breaker or is seen by it.
         let configs = sync::read(&self.configs);
         let name: Arc<str> = Arc::from(dependency);
-        self.breakers.get_or_insert_with(
+        let breaker = self.breakers.get_or_insert_with(
             Arc::clone(&name),
             || {
                 Arc::new(CircuitBreaker::with_extras(
@@ -146,11 +149,28 @@ impl Registry {
                         name: SmolStr::new(&name),
                         listener: self.listener.clone(),
                         metrics: self.metrics,
+                        #[cfg(feature = "redis")]
+                        tap: self.fleet.as_ref().map(|fleet| fleet.tap(dependency)),
+                        #[cfg(not(feature = "redis"))]
+                        tap: None,
                     },
                 ))
             },
             guard,
-        )
+        );
+        // Racing first uses may both tell the agent; it keeps the first.
+        #[cfg(feature = "redis")]
+        if let Some(fleet) = &self.fleet {
+            fleet.register(Arc::clone(breaker));
+        }
+        breaker
+    }
+
+    /// The fleet agent of a registry built with [`RegistryBuilder::fleet`] (feature `redis`):
+    /// whether it reaches Redis, its counters.
+    #[cfg(feature = "redis")]
+    pub fn fleet(&self) -> Option<&crate::fleet::FleetHandle> {
+        self.fleet.as_ref().map(|fleet| fleet.handle())
     }
 
     /// The configuration `dependency`'s breaker has or will have.
@@ -304,9 +324,21 @@ pub struct RegistryBuilder {
     clock: Option<quanta::Clock>,
     listener: Option<Listener>,
     metrics: bool,
+    #[cfg(feature = "redis")]
+    fleet: Option<crate::fleet::Fleet>,
 }
 
 impl RegistryBuilder {
+    /// Fleet mode (feature `redis`): share every breaker's transitions with the other instances
+    /// of the gateway through Redis (see [`fleet`](crate::fleet)). `build` starts the fleet's
+    /// agent on the Tokio runtime the fleet was built in; dropping the registry stops it.
+    /// Admission stays local: a call never waits on Redis.
+    #[cfg(feature = "redis")]
+    pub fn fleet(mut self, fleet: crate::fleet::Fleet) -> Self {
+        self.fleet = Some(fleet);
+        self
+    }
+
     /// The configuration of every dependency without one of its own.
     pub fn default_config(mut self, config: Config) -> Self {
         self.config = self.config.with_default(config);
@@ -363,6 +395,8 @@ impl RegistryBuilder {
             clock: self.clock.unwrap_or_default(),
             listener: self.listener,
             metrics: self.metrics,
+            #[cfg(feature = "redis")]
+            fleet: self.fleet.map(crate::fleet::Fleet::start),
         }
     }
 }

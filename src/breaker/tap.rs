@@ -1,0 +1,210 @@
+//! The fleet's tap on a breaker: what the slow paths tell the fleet agent (feature `redis`), and
+//! the one thing the agent tells the slow paths back (who may take the probe slot).
+//!
+//! A breaker built without a fleet has no tap, and the healthy path never looks at it: it is read
+//! only where a failure is counted, a count is cleared, a transition lands, a call is blocked, or
+//! the probe slot is about to be claimed. Everything here is a relaxed flag or counter and a wake
+//! of the agent; nothing waits, nothing allocates except a transition (at most [`MAX_PENDING`]
+//! kept), and nothing talks to the network.
+
+// Without feature `redis` nothing builds a tap; the hooks in `machine` see `None`.
+#![cfg_attr(not(feature = "redis"), allow(dead_code))]
+
+use smol_str::SmolStr;
+
+use super::word::PAYLOAD_BITS;
+use crate::sync::{self, AtomicU64, Mutex, Ordering};
+use crate::types::Transition;
+
+/// Transitions kept for the agent between two of its turns; older ones are dropped (the agent
+/// reads the word itself, so it only loses their order).
+pub(crate) const MAX_PENDING: usize = 16;
+
+/// The agent's inbox, shared by every tap of one registry: the names of breakers with something
+/// to tell, each at most once until the agent takes it, and the agent's wake.
+pub(crate) struct Outbox {
+    queue: Mutex<Vec<SmolStr>>,
+    /// Unwind-safe by assertion, as a breaker's listener is: the wake (a `Notify`'s
+    /// `notify_one`) leaves nothing half-changed that a caught panic could observe.
+    wake: std::panic::AssertUnwindSafe<Box<dyn Fn() + Send + Sync>>,
+}
+
+impl core::fmt::Debug for Outbox {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Outbox").finish_non_exhaustive()
+    }
+}
+
+impl Outbox {
+    pub(crate) fn new(wake: impl Fn() + Send + Sync + 'static) -> Self {
+        Outbox {
+            queue: Mutex::new(Vec::new()),
+            wake: std::panic::AssertUnwindSafe(Box::new(wake)),
+        }
+    }
+
+    /// The names queued since the last take.
+    pub(crate) fn take(&self) -> Vec<SmolStr> {
+        core::mem::take(&mut *sync::lock(&self.queue))
+    }
+}
+
+// Bits of `Tap::flags`.
+const QUEUED: u64 = 1;
+/// A closed count changed since the agent's last turn.
+const COUNTED: u64 = 1 << 1;
+/// A call was blocked because the fleet has not given this instance the probe.
+const WANTED: u64 = 1 << 2;
+/// `reset` was called (it clears a closed count without a transition).
+const RESET: u64 = 1 << 3;
+
+/// What one breaker tells the fleet agent, and the agent's answer on the probe slot.
+#[derive(Debug)]
+pub(crate) struct Tap {
+    name: SmolStr,
+    outbox: std::sync::Arc<Outbox>,
+    flags: AtomicU64,
+    transitions: Mutex<Vec<Transition>>,
+    /// Whether the fleet decides who takes the probe slot (connected, record read and valid).
+    governed: AtomicU64,
+    /// The probe slot the fleet gave this instance: `generation << PAYLOAD_BITS | until_ms`, the
+    /// local generation of the free slot and the local time (ms since the breaker's origin) until
+    /// which a caller may claim it; 0 for none.
+    grant: AtomicU64,
+    /// While another instance holds the fleet's probe: the local time its lease ends (0: unknown).
+    elsewhere_until_ms: AtomicU64,
+    /// The retry-after given to a caller blocked while the fleet chooses the probe, in ms.
+    choosing_ms: u64,
+}
+
+/// What the gate answers a caller about to claim the probe slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Gate {
+    /// Claim it.
+    Open,
+    /// Another instance probes (or the fleet is choosing): blocked for this long, in ms (≥ 1).
+    Closed { retry_after_ms: u64 },
+}
+
+impl Tap {
+    pub(crate) fn new(name: SmolStr, outbox: std::sync::Arc<Outbox>, choosing_ms: u64) -> Self {
+        Tap {
+            name,
+            outbox,
+            flags: AtomicU64::new(0),
+            transitions: Mutex::new(Vec::new()),
+            governed: AtomicU64::new(0),
+            grant: AtomicU64::new(0),
+            elsewhere_until_ms: AtomicU64::new(0),
+            choosing_ms: choosing_ms.max(1),
+        }
+    }
+
+    /// Set `bits` and queue this breaker for the agent if it was not queued.
+    fn signal(&self, bits: u64) {
+        let before = self.flags.fetch_or(bits | QUEUED, Ordering::AcqRel);
+        if before & QUEUED == 0 {
+            sync::lock(&self.outbox.queue).push(self.name.clone());
+            (*self.outbox.wake)();
+        }
+    }
+
+    /// A closed count changed: a failure was counted, or a success cleared the count. The agent
+    /// reads the count from the word, so any number of changes between its turns cost one report.
+    pub(crate) fn count_changed(&self) {
+        self.signal(COUNTED);
+    }
+
+    /// `reset` was called.
+    pub(crate) fn reset(&self) {
+        self.signal(RESET);
+    }
+
+    /// A transition landed (not one adopted from the fleet).
+    pub(crate) fn transition(&self, transition: Transition) {
+        {
+            let mut pending = sync::lock(&self.transitions);
+            if pending.len() == MAX_PENDING {
+                pending.remove(0);
+            }
+            pending.push(transition);
+        }
+        self.signal(0);
+    }
+
+    /// Whether a caller may claim the probe slot of local `generation` at `now_ms`; if not, the
+    /// agent is told that this instance wants the probe.
+    #[inline]
+    pub(crate) fn gate(&self, generation: u32, now_ms: u64) -> Gate {
+        if self.governed.load(Ordering::Acquire) == 0 {
+            return Gate::Open;
+        }
+        let grant = self.grant.load(Ordering::Acquire);
+        if grant != 0 && grant >> PAYLOAD_BITS == u64::from(generation) {
+            let until = grant & super::word::PAYLOAD_MASK;
+            if now_ms < until {
+                return Gate::Open;
+            }
+        }
+        if self.flags.load(Ordering::Relaxed) & WANTED == 0 {
+            self.signal(WANTED);
+        }
+        let elsewhere = self.elsewhere_until_ms.load(Ordering::Relaxed);
+        let retry_after_ms = if elsewhere > now_ms {
+            elsewhere - now_ms
+        } else {
+            self.choosing_ms
+        };
+        Gate::Closed { retry_after_ms }
+    }
+
+    // The agent's side.
+
+    /// Take what was told since the last take.
+    pub(crate) fn drain(&self) -> Drained {
+        // Unqueue first: anything told from here on queues the breaker again.
+        let flags = self.flags.swap(0, Ordering::AcqRel);
+        let transitions = core::mem::take(&mut *sync::lock(&self.transitions));
+        Drained {
+            counted: flags & COUNTED != 0,
+            wanted: flags & WANTED != 0,
+            reset: flags & RESET != 0,
+            transitions,
+        }
+    }
+
+    /// Let the fleet decide who takes the probe slot, or (`false`) let local callers take it.
+    pub(crate) fn set_governed(&self, governed: bool) {
+        self.governed.store(u64::from(governed), Ordering::Release);
+    }
+
+    /// Give local callers the probe slot of `generation` until local time `until_ms`.
+    pub(crate) fn grant(&self, generation: u32, until_ms: u64) {
+        let packed =
+            (u64::from(generation) << PAYLOAD_BITS) | until_ms.min(super::word::MAX_TIME_MS);
+        self.grant.store(packed.max(1), Ordering::Release);
+    }
+
+    /// Take the grant back.
+    pub(crate) fn revoke(&self) {
+        self.grant.store(0, Ordering::Release);
+    }
+
+    /// Another instance holds the fleet's probe until local time `until_ms` (0: nobody known).
+    pub(crate) fn set_elsewhere_until(&self, until_ms: u64) {
+        self.elsewhere_until_ms.store(until_ms, Ordering::Relaxed);
+    }
+}
+
+/// What [`Tap::drain`] took.
+#[derive(Debug, Default)]
+pub(crate) struct Drained {
+    /// The closed count changed.
+    pub(crate) counted: bool,
+    /// A call was blocked waiting for the fleet's probe.
+    pub(crate) wanted: bool,
+    /// `reset` was called.
+    pub(crate) reset: bool,
+    /// Transitions made here (not adopted), oldest first.
+    pub(crate) transitions: Vec<Transition>,
+}

@@ -1,0 +1,861 @@
+//! The agent: one task per fleet-mode registry that carries local transitions to Redis and the
+//! fleet's record back into the local words. Nothing here is on a call's path: callers only set
+//! flags on their breaker's tap (see `breaker::tap`), and the agent's commands wait on Redis, never
+//! a caller.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use smol_str::SmolStr;
+use tokio::sync::Notify;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::time::Instant;
+
+use super::script::{self, Keys, Record, Reply, Scripts, Shared};
+use super::status::{EventHook, FleetEvent, Settings, Status, tell};
+use crate::breaker::{CircuitBreaker, Outbox, Remote};
+use crate::types::{State, TransitionReason};
+
+/// What [`Agent::spawn`] needs.
+pub(crate) struct Start {
+    pub(crate) settings: Arc<Settings>,
+    pub(crate) client: redis::Client,
+    pub(crate) runtime: tokio::runtime::Handle,
+    pub(crate) on_event: Option<EventHook>,
+    pub(crate) status: Arc<Status>,
+    pub(crate) notify: Arc<Notify>,
+    pub(crate) outbox: Arc<Outbox>,
+    pub(crate) registered: UnboundedReceiver<Arc<CircuitBreaker>>,
+}
+
+/// This instance's probe lease.
+#[derive(Clone, Copy, Debug)]
+struct Mine {
+    /// The fleet generation of the lease.
+    generation: u64,
+    /// The local generation of the slot granted, if one was.
+    granted: Option<u32>,
+    /// When an unused grant is given back.
+    window_end: Instant,
+    /// When the lease in Redis ends.
+    lease_end: Instant,
+}
+
+/// What a dependency has to tell the fleet.
+#[derive(Debug, Default)]
+struct Pending {
+    /// Its closed count changed, or its local trip began or ended: report the count.
+    report: bool,
+    /// A verdict of this instance's fleet probe: closed (`true`) or open.
+    verdict: Option<(u64, bool)>,
+    /// A change by hand.
+    manual: Option<Shared>,
+}
+
+/// One dependency as the agent sees it.
+struct Dep {
+    breaker: Arc<CircuitBreaker>,
+    name: SmolStr,
+    keys: Keys,
+    /// Whether a record has been read since the agent (re)connected.
+    synced: bool,
+    /// The last record applied.
+    known: Option<Record>,
+    /// The problem of a bad record, while it lasts.
+    bad: Option<String>,
+    /// The breaker is open because of its own trip (not adopted): it votes.
+    local_trip: bool,
+    mine: Option<Mine>,
+    /// When another instance's lease ends, and that end in server ms.
+    elsewhere: Option<(Instant, u64)>,
+    /// A local call is waiting for the fleet's probe.
+    want: bool,
+    /// Not before: the next claim.
+    claim_at: Option<Instant>,
+    pending: Pending,
+}
+
+pub(crate) struct Agent {
+    settings: Arc<Settings>,
+    manager: ConnectionManager,
+    scripts: Arc<Scripts>,
+    deps: HashMap<SmolStr, Dep>,
+    on_event: Option<EventHook>,
+    status: Arc<Status>,
+    notify: Arc<Notify>,
+    outbox: Arc<Outbox>,
+    registered: UnboundedReceiver<Arc<CircuitBreaker>>,
+    pushes: UnboundedReceiver<redis::PushInfo>,
+    connected: bool,
+    /// An outage was announced and not yet ended.
+    outage: bool,
+    /// The newest epoch seen in any reply or message.
+    epoch: u64,
+    /// Message problems already told.
+    told_messages: Vec<String>,
+}
+
+/// A command's failure that means Redis is unreachable (as opposed to a bad record).
+struct Unreachable;
+
+impl Agent {
+    pub(crate) fn spawn(start: Start) -> tokio::task::AbortHandle {
+        let runtime = start.runtime.clone();
+        runtime.spawn(Agent::run(start)).abort_handle()
+    }
+
+    async fn run(start: Start) {
+        let timeout = Duration::from_millis(start.settings.command_timeout_ms);
+        let (push_tx, pushes) = tokio::sync::mpsc::unbounded_channel();
+        let config = ConnectionManagerConfig::new()
+            .set_response_timeout(Some(timeout))
+            .set_connection_timeout(Some(timeout))
+            .set_number_of_retries(1)
+            .set_max_delay(timeout)
+            .set_push_sender(push_tx)
+            .set_automatic_resubscription();
+        let manager = match ConnectionManager::new_lazy_with_config(start.client, config) {
+            Ok(manager) => manager,
+            Err(error) => {
+                // Only a configuration the URL check let through: every breaker stays local.
+                tell(
+                    start.on_event.as_ref(),
+                    &FleetEvent::Unreachable {
+                        error: error.to_string(),
+                    },
+                );
+                return;
+            }
+        };
+        let mut agent = Agent {
+            settings: start.settings,
+            manager,
+            scripts: Arc::new(Scripts::new()),
+            deps: HashMap::new(),
+            on_event: start.on_event,
+            status: start.status,
+            notify: start.notify,
+            outbox: start.outbox,
+            registered: start.registered,
+            pushes,
+            connected: false,
+            outage: false,
+            epoch: 0,
+            told_messages: Vec::new(),
+        };
+        agent.reconnect().await;
+        agent.main_loop().await;
+    }
+
+    async fn main_loop(&mut self) {
+        let interval = Duration::from_millis(self.settings.sync_interval_ms);
+        let mut tick = tokio::time::interval(interval);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let deadline = self.next_deadline();
+            tokio::select! {
+                biased;
+                breaker = self.registered.recv() => match breaker {
+                    Some(breaker) => self.add(breaker).await,
+                    None => return,
+                },
+                Some(push) = self.pushes.recv() => self.push(push).await,
+                () = self.notify.notified() => {
+                    for name in self.outbox.take() {
+                        self.local(&name);
+                        self.flush(&name).await;
+                    }
+                }
+                () = sleep_until(deadline) => self.timers().await,
+                _ = tick.tick() => self.tick().await,
+            }
+        }
+    }
+
+    fn event(&self, event: FleetEvent) {
+        tell(self.on_event.as_ref(), &event);
+    }
+
+    // Connection.
+
+    /// Mark Redis unreachable: every breaker works locally; told once per outage.
+    fn lost(&mut self, error: &str) {
+        if self.connected || !self.outage {
+            self.status.outages.fetch_add(1, Ordering::Relaxed);
+            self.event(FleetEvent::Unreachable {
+                error: error.to_owned(),
+            });
+            self.outage = true;
+        }
+        self.connected = false;
+        self.status.connected.store(false, Ordering::Release);
+        for dep in self.deps.values_mut() {
+            dep.synced = false;
+            if let Some(tap) = dep.breaker.tap() {
+                tap.set_governed(false);
+                tap.set_elsewhere_until(0);
+            }
+            dep.elsewhere = None;
+        }
+    }
+
+    /// Try to reach Redis; on success sync every dependency and send what is pending.
+    async fn reconnect(&mut self) {
+        let channel = script::channel(&self.settings.prefix);
+        self.status.commands.fetch_add(1, Ordering::Relaxed);
+        let subscribed = self.manager.subscribe(&channel).await;
+        if let Err(error) = subscribed {
+            self.lost(&error.to_string());
+            return;
+        }
+        self.connected = true;
+        self.status.connected.store(true, Ordering::Release);
+        let names: Vec<SmolStr> = self.deps.keys().cloned().collect();
+        for name in &names {
+            if self.sync(name, true).await.is_err() {
+                return;
+            }
+        }
+        if !self.connected {
+            return;
+        }
+        if self.outage {
+            self.outage = false;
+            self.event(FleetEvent::Reconnected);
+        }
+        for name in &names {
+            self.flush(name).await;
+        }
+    }
+
+    async fn tick(&mut self) {
+        if !self.connected {
+            self.reconnect().await;
+            return;
+        }
+        // The backstop: a changed epoch means a message was missed; a missing one, a wipe.
+        let key = script::epoch_key(&self.settings.prefix);
+        self.status.commands.fetch_add(1, Ordering::Relaxed);
+        let epoch: Result<Option<u64>, _> = redis::cmd("GET")
+            .arg(&key)
+            .query_async(&mut self.manager)
+            .await;
+        match epoch {
+            Err(error) if is_unreachable(&error) => self.lost(&error.to_string()),
+            Err(_) | Ok(None) => {
+                // Wiped (or not ours): rebuild every record from the instances.
+                let names: Vec<SmolStr> = self.deps.keys().cloned().collect();
+                for name in &names {
+                    if self.sync(name, true).await.is_err() {
+                        return;
+                    }
+                }
+                for name in &names {
+                    self.flush(name).await;
+                }
+            }
+            Ok(Some(epoch)) if epoch != self.epoch => {
+                let names: Vec<SmolStr> = self.deps.keys().cloned().collect();
+                for name in &names {
+                    if self.sync(name, false).await.is_err() {
+                        return;
+                    }
+                }
+                self.epoch = self.epoch.max(epoch);
+            }
+            Ok(Some(_)) => {
+                // Bad records are read again each tick, quietly, until they are readable.
+                let bad: Vec<SmolStr> = self
+                    .deps
+                    .iter()
+                    .filter(|(_, dep)| dep.bad.is_some() || !dep.synced)
+                    .map(|(name, _)| name.clone())
+                    .collect();
+                for name in &bad {
+                    if self.sync(name, false).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    // Breakers.
+
+    async fn add(&mut self, breaker: Arc<CircuitBreaker>) {
+        let name = SmolStr::new(breaker.name());
+        if self.deps.contains_key(&name) {
+            return;
+        }
+        let dep = Dep {
+            keys: Keys::new(&self.settings.prefix, &name),
+            name: name.clone(),
+            breaker,
+            synced: false,
+            known: None,
+            bad: None,
+            local_trip: false,
+            mine: None,
+            elsewhere: None,
+            want: false,
+            claim_at: None,
+            pending: Pending::default(),
+        };
+        self.deps.insert(name.clone(), dep);
+        if self.connected {
+            let _ = self.sync(&name, true).await;
+        }
+        self.local(&name);
+        self.flush(&name).await;
+    }
+
+    /// Take what a breaker's tap told since the last turn.
+    fn local(&mut self, name: &str) {
+        let Some(dep) = self.deps.get_mut(name) else {
+            return;
+        };
+        let Some(tap) = dep.breaker.tap() else {
+            return;
+        };
+        let drained = tap.drain();
+        if drained.counted {
+            dep.pending.report = true;
+        }
+        if drained.wanted {
+            dep.want = true;
+        }
+        for transition in &drained.transitions {
+            match transition.reason() {
+                TransitionReason::FailureThreshold => {
+                    dep.local_trip = true;
+                    dep.pending.report = true;
+                }
+                TransitionReason::ProbeSucceeded | TransitionReason::ProbeFailed => {
+                    let closed = transition.reason() == TransitionReason::ProbeSucceeded;
+                    match dep.mine {
+                        Some(mine) if mine.granted.is_some() => {
+                            dep.pending.verdict = Some((mine.generation, closed));
+                        }
+                        // A probe of this instance's own (its local trip, or Redis unreachable).
+                        _ => {
+                            dep.local_trip = !closed;
+                            dep.pending.report = true;
+                        }
+                    }
+                }
+                TransitionReason::Manual => {
+                    dep.pending.manual = Some(if transition.to() == State::Closed {
+                        Shared::Closed
+                    } else {
+                        Shared::Isolated
+                    });
+                    dep.local_trip = false;
+                }
+                TransitionReason::CooldownElapsed
+                | TransitionReason::ProbeTimedOut
+                | TransitionReason::Fleet => {}
+            }
+        }
+        if drained.reset {
+            dep.pending.manual = Some(Shared::Closed);
+            dep.local_trip = false;
+        }
+    }
+
+    /// Send what a dependency has pending, if Redis is reachable.
+    async fn flush(&mut self, name: &str) {
+        let scripts = Arc::clone(&self.scripts);
+        if !self.connected {
+            return;
+        }
+        let Some(dep) = self.deps.get(name) else {
+            return;
+        };
+        if dep.bad.is_some() {
+            return;
+        }
+        if !dep.synced && self.sync(name, true).await.is_err() {
+            return;
+        }
+        let settings = Arc::clone(&self.settings);
+        let Some(dep) = self.deps.get(name) else {
+            return;
+        };
+        let known_generation = dep.known.as_ref().map_or(0, |r| r.generation);
+        if let Some(state) = dep.pending.manual {
+            let mut invocation = script::invocation(&scripts.manual, &dep.keys, &dep.name);
+            invocation.arg(state.as_str()).arg(known_generation);
+            let Ok(reply) = self.invoke(invocation).await else {
+                return;
+            };
+            let dep = self.deps.get_mut(name).expect("present");
+            dep.pending = Pending::default();
+            self.applied(name, reply, true);
+        }
+        let Some(dep) = self.deps.get(name) else {
+            return;
+        };
+        if let Some((generation, closed)) = dep.pending.verdict {
+            let mut invocation = script::invocation(&scripts.verdict, &dep.keys, &dep.name);
+            invocation
+                .arg(&settings.instance)
+                .arg(generation)
+                .arg(if closed { "closed" } else { "open" });
+            let Ok(reply) = self.invoke(invocation).await else {
+                return;
+            };
+            let dep = self.deps.get_mut(name).expect("present");
+            dep.pending.verdict = None;
+            dep.mine = None;
+            if let Some(tap) = dep.breaker.tap() {
+                tap.revoke();
+            }
+            self.applied(name, reply, true);
+        }
+        let Some(dep) = self.deps.get(name) else {
+            return;
+        };
+        if dep.pending.report {
+            let count = dep.breaker.closed_failures();
+            let fleet_closed = dep
+                .known
+                .as_ref()
+                .is_some_and(|r| r.state == Shared::Closed);
+            if fleet_closed && (count.is_some() || dep.local_trip) {
+                let config = dep.breaker.config();
+                let threshold = settings
+                    .failure_threshold
+                    .unwrap_or(config.failure_threshold());
+                let count = count.unwrap_or(u64::from(config.failure_threshold()));
+                let mut invocation = script::invocation(&scripts.report, &dep.keys, &dep.name);
+                invocation
+                    .arg(&settings.instance)
+                    .arg(known_generation)
+                    .arg(count)
+                    .arg(0)
+                    .arg(u8::from(dep.local_trip))
+                    .arg(threshold)
+                    .arg(settings.min_instances)
+                    .arg(settings.window_ms);
+                let Ok(reply) = self.invoke(invocation).await else {
+                    return;
+                };
+                self.deps.get_mut(name).expect("present").pending.report = false;
+                self.applied(name, reply, false);
+            } else {
+                self.deps.get_mut(name).expect("present").pending.report = false;
+            }
+        }
+        self.maybe_claim(name).await;
+    }
+
+    /// Claim the fleet's probe if a local call wants it and it may be claimed now.
+    async fn maybe_claim(&mut self, name: &str) {
+        let scripts = Arc::clone(&self.scripts);
+        let Some(dep) = self.deps.get(name) else {
+            return;
+        };
+        let open = dep.known.as_ref().is_some_and(|r| r.state == Shared::Open);
+        let now = Instant::now();
+        if !self.connected
+            || !dep.want
+            || !open
+            || dep.mine.is_some()
+            || dep.bad.is_some()
+            || dep.claim_at.is_some_and(|at| at > now)
+            || dep.elsewhere.is_some_and(|(until, _)| until > now)
+        {
+            return;
+        }
+        let config = dep.breaker.config();
+        let cooldown_ms = u64::try_from(config.cooldown().as_millis()).unwrap_or(u64::MAX);
+        let probe_ms = u64::try_from(config.probe_timeout().as_millis()).unwrap_or(u64::MAX);
+        let lease_ms = probe_ms.saturating_add(self.settings.probe_window_ms);
+        let mut invocation = script::invocation(&scripts.claim, &dep.keys, &dep.name);
+        invocation
+            .arg(&self.settings.instance)
+            .arg(cooldown_ms)
+            .arg(lease_ms);
+        let Ok(reply) = self.invoke(invocation).await else {
+            return;
+        };
+        let window = Duration::from_millis(self.settings.probe_window_ms);
+        let dep = self.deps.get_mut(name).expect("present");
+        dep.want = false;
+        match &reply {
+            Reply::Won(record) => {
+                let already = dep.mine.is_some_and(|m| m.generation == record.generation);
+                if !already {
+                    let sent = Instant::now();
+                    let granted = dep.breaker.take_fleet_probe(self.settings.probe_window_ms);
+                    dep.mine = Some(Mine {
+                        generation: record.generation,
+                        granted,
+                        window_end: sent + window,
+                        lease_end: sent + Duration::from_millis(lease_ms),
+                    });
+                    self.status.claims_won.fetch_add(1, Ordering::Relaxed);
+                }
+                dep.claim_at = None;
+            }
+            Reply::Held(_) => {}
+            Reply::Wait(_, ms) => {
+                dep.claim_at = Some(Instant::now() + Duration::from_millis(*ms));
+                // The call that wanted it will ask again; keep wanting so the timer claims.
+                dep.want = true;
+            }
+            _ => {}
+        }
+        self.applied(name, reply, false);
+    }
+
+    /// Read a dependency's record, creating it from the local state if it is missing.
+    async fn sync(&mut self, name: &str, force: bool) -> Result<(), ()> {
+        let scripts = Arc::clone(&self.scripts);
+        let Some(dep) = self.deps.get(name) else {
+            return Ok(());
+        };
+        let (word_state, isolated, elapsed) = dep.breaker.local_record();
+        let (state, elapsed) = match word_state {
+            State::Closed => (Shared::Closed, 0),
+            _ if isolated => (Shared::Isolated, 0),
+            _ => (Shared::Open, elapsed),
+        };
+        let known_generation = dep.known.as_ref().map_or(0, |r| r.generation);
+        let mut invocation = script::invocation(&scripts.sync, &dep.keys, &dep.name);
+        invocation
+            .arg(state.as_str())
+            .arg(elapsed)
+            .arg(known_generation);
+        let reply = self.invoke(invocation).await.map_err(|_| ())?;
+        self.applied(name, reply, force);
+        Ok(())
+    }
+
+    /// Run a script. `Err` when Redis is unreachable (the agent is then local).
+    async fn invoke(
+        &mut self,
+        invocation: redis::ScriptInvocation<'_>,
+    ) -> Result<Reply, Unreachable> {
+        self.status.commands.fetch_add(1, Ordering::Relaxed);
+        let answer: Result<redis::Value, redis::RedisError> =
+            invocation.invoke_async(&mut self.manager).await;
+        match answer {
+            Ok(value) => Ok(script::parse_reply(&value)),
+            Err(error) if is_unreachable(&error) => {
+                self.lost(&error.to_string());
+                Err(Unreachable)
+            }
+            // The server ran the script and it failed (a foreign value under one of our keys).
+            Err(error) => Ok(Reply::Bad(error.to_string())),
+        }
+    }
+
+    /// Apply a script's reply to its dependency.
+    fn applied(&mut self, name: &str, reply: Reply, force: bool) {
+        match reply {
+            Reply::Bad(problem) => self.bad(name, problem),
+            Reply::Missing => {
+                if let Some(dep) = self.deps.get_mut(name) {
+                    dep.synced = false;
+                }
+            }
+            Reply::Wrote(record)
+            | Reply::Same(record)
+            | Reply::Stale(record)
+            | Reply::Won(record)
+            | Reply::Held(record)
+            | Reply::Wait(record, _) => self.apply(name, record, force),
+        }
+    }
+
+    fn bad(&mut self, name: &str, problem: String) {
+        let Some(dep) = self.deps.get_mut(name) else {
+            return;
+        };
+        if let Some(tap) = dep.breaker.tap() {
+            tap.set_governed(false);
+            tap.revoke();
+        }
+        dep.mine = None;
+        dep.elsewhere = None;
+        if dep.bad.as_deref() != Some(problem.as_str()) {
+            let first = dep.bad.is_none();
+            dep.bad = Some(problem.clone());
+            if first {
+                self.status.bad_records.fetch_add(1, Ordering::Relaxed);
+                let event = FleetEvent::BadRecord {
+                    dependency: name.to_owned(),
+                    problem,
+                };
+                self.event(event);
+            }
+        }
+    }
+
+    /// Apply a record to its dependency's breaker. `force`: apply the state even if the
+    /// generation is the one already known (after a reconnection or a wipe).
+    fn apply(&mut self, name: &str, record: Record, force: bool) {
+        let instance = self.settings.instance.clone();
+        let connected = self.connected;
+        self.epoch = self.epoch.max(record.epoch);
+        let Some(dep) = self.deps.get_mut(name) else {
+            return;
+        };
+        if let Some(known) = &dep.known
+            && record.epoch < known.epoch
+            && record.generation <= known.generation
+            && !force
+        {
+            return; // an older message than what is applied
+        }
+        let new = force
+            || !dep.synced
+            || dep
+                .known
+                .as_ref()
+                .is_none_or(|k| k.generation != record.generation);
+        dep.synced = true;
+        dep.bad = None;
+        let breaker = Arc::clone(&dep.breaker);
+        let local_now = breaker.now_ms();
+        let to_local = |server_ms: u64| -> u64 {
+            if server_ms <= record.now_ms {
+                local_now.saturating_sub(record.now_ms - server_ms)
+            } else {
+                local_now.saturating_add(server_ms - record.now_ms)
+            }
+        };
+        let mut adopted = false;
+        let tap = breaker.tap();
+        match record.state {
+            Shared::Closed | Shared::Isolated => {
+                dep.mine = None;
+                dep.elsewhere = None;
+                dep.want = false;
+                dep.claim_at = None;
+                if let Some(tap) = tap {
+                    tap.revoke();
+                    tap.set_elsewhere_until(0);
+                }
+                if new && !(record.state == Shared::Closed && dep.local_trip && force) {
+                    dep.local_trip = false;
+                    let remote = if record.state == Shared::Closed {
+                        Remote::Closed
+                    } else {
+                        Remote::Isolated
+                    };
+                    adopted = breaker.adopt(remote).1.is_some();
+                }
+            }
+            Shared::Open => {
+                let ours = record.holder.as_deref() == Some(instance.as_str())
+                    && dep.mine.is_some_and(|m| m.generation == record.generation);
+                if new && !ours {
+                    dep.local_trip = false;
+                    let remote = Remote::Open {
+                        opened_at_ms: to_local(record.at_ms),
+                    };
+                    adopted = breaker.adopt(remote).1.is_some();
+                }
+                match &record.holder {
+                    _ if ours => {}
+                    Some(_) if record.lease_until_ms > record.now_ms => {
+                        let remaining = record.lease_until_ms - record.now_ms;
+                        dep.elsewhere = Some((
+                            Instant::now() + Duration::from_millis(remaining),
+                            record.lease_until_ms,
+                        ));
+                        dep.mine = None;
+                        if let Some(tap) = tap {
+                            tap.revoke();
+                            tap.set_elsewhere_until(to_local(record.lease_until_ms));
+                        }
+                    }
+                    _ => {
+                        dep.elsewhere = None;
+                        if let Some(tap) = tap {
+                            tap.set_elsewhere_until(0);
+                        }
+                        if dep.mine.is_some_and(|m| m.generation != record.generation) {
+                            dep.mine = None;
+                            if let Some(tap) = tap {
+                                tap.revoke();
+                            }
+                        }
+                        if record.lease_until_ms > 0 && record.holder.is_none() {
+                            // A lease ran out with no verdict: open from its end.
+                            let remote = Remote::Open {
+                                opened_at_ms: to_local(record.lease_until_ms),
+                            };
+                            adopted |= breaker.adopt(remote).1.is_some();
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(tap) = tap {
+            tap.set_governed(connected && record.state == Shared::Open);
+        }
+        if adopted {
+            self.status.adopted.fetch_add(1, Ordering::Relaxed);
+        }
+        dep.known = Some(record);
+    }
+
+    // Messages and timers.
+
+    async fn push(&mut self, push: redis::PushInfo) {
+        match push.kind {
+            redis::PushKind::Disconnection => {
+                self.lost("the connection to Redis closed");
+            }
+            redis::PushKind::Message => {
+                let payload = push.data.get(1).and_then(|value| match value {
+                    redis::Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
+                    redis::Value::SimpleString(text) => Some(text.clone()),
+                    _ => None,
+                });
+                self.status.messages.fetch_add(1, Ordering::Relaxed);
+                match payload.as_deref().map(script::parse_message) {
+                    Some(Ok((dependency, record))) => {
+                        if self.deps.contains_key(dependency.as_str()) {
+                            self.apply(&dependency, record, false);
+                            self.maybe_claim(&dependency).await;
+                        } else {
+                            self.epoch = self.epoch.max(record.epoch);
+                        }
+                    }
+                    Some(Err(problem)) => self.bad_message(problem),
+                    None => self.bad_message("a message that is not text".to_owned()),
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn bad_message(&mut self, problem: String) {
+        // Told once per kind of problem (the text up to its first digit or quote).
+        let kind: String = problem
+            .chars()
+            .take_while(|c| !c.is_ascii_digit() && *c != '"')
+            .collect();
+        if !self.told_messages.contains(&kind) && self.told_messages.len() < 64 {
+            self.told_messages.push(kind);
+            self.event(FleetEvent::BadMessage { problem });
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        self.deps
+            .values()
+            .flat_map(|dep| {
+                let mine = dep.mine.map(|m| {
+                    if m.granted.is_some_and(|g| dep.breaker.fleet_probe_unused(g)) {
+                        m.window_end
+                    } else {
+                        m.lease_end
+                    }
+                });
+                [
+                    mine,
+                    dep.elsewhere.map(|(until, _)| until),
+                    dep.claim_at.filter(|_| dep.want),
+                ]
+            })
+            .flatten()
+            .min()
+    }
+
+    async fn timers(&mut self) {
+        let now = Instant::now();
+        let mut due = Vec::new();
+        for (name, dep) in &mut self.deps {
+            if let Some(mine) = dep.mine {
+                let unused = mine
+                    .granted
+                    .is_some_and(|g| dep.breaker.fleet_probe_unused(g));
+                if unused && mine.window_end <= now {
+                    // No local caller took the probe: give the lease back.
+                    if let Some(tap) = dep.breaker.tap() {
+                        tap.revoke();
+                    }
+                    due.push((name.clone(), Some(mine.generation)));
+                    dep.mine = None;
+                } else if mine.lease_end <= now {
+                    if let Some(tap) = dep.breaker.tap() {
+                        tap.revoke();
+                    }
+                    dep.mine = None;
+                }
+            }
+            if let Some((until, lease_until_ms)) = dep.elsewhere
+                && until <= now
+            {
+                // The other instance's lease ran out with no verdict heard: open from its end.
+                dep.elsewhere = None;
+                if let Some(tap) = dep.breaker.tap() {
+                    tap.set_elsewhere_until(0);
+                }
+                let local_end = dep.breaker.now_ms();
+                let _ = lease_until_ms;
+                if dep
+                    .breaker
+                    .adopt(Remote::Open {
+                        opened_at_ms: local_end,
+                    })
+                    .1
+                    .is_some()
+                {
+                    self.status.adopted.fetch_add(1, Ordering::Relaxed);
+                }
+                let cooldown = dep.breaker.config().cooldown();
+                dep.claim_at = Some(now + cooldown);
+            }
+            if dep.want && dep.claim_at.is_some_and(|at| at <= now) {
+                dep.claim_at = None;
+                due.push((name.clone(), None));
+            }
+        }
+        for (name, release) in due {
+            match release {
+                Some(generation) => self.release(&name, generation).await,
+                None => self.maybe_claim(&name).await,
+            }
+        }
+    }
+
+    async fn release(&mut self, name: &str, generation: u64) {
+        let scripts = Arc::clone(&self.scripts);
+        if !self.connected {
+            return;
+        }
+        let Some(dep) = self.deps.get(name) else {
+            return;
+        };
+        let mut invocation = script::invocation(&scripts.release, &dep.keys, &dep.name);
+        invocation.arg(&self.settings.instance).arg(generation);
+        if let Ok(reply) = self.invoke(invocation).await {
+            self.applied(name, reply, false);
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => core::future::pending().await,
+    }
+}
+
+fn is_unreachable(error: &redis::RedisError) -> bool {
+    error.is_io_error()
+        || error.is_timeout()
+        || error.is_connection_dropped()
+        || error.is_connection_refusal()
+        || error.is_unrecoverable_error()
+        || matches!(error.kind(), redis::ErrorKind::Client)
+}

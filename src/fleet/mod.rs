@@ -1,0 +1,422 @@
+//! Fleet mode (feature `redis`): one breaker state per dependency shared by every gateway
+//! instance through Redis, while every call is still admitted by one local atomic load.
+//!
+//! The fleet shares *transitions*, not calls. A healthy call never leaves the process: no Redis
+//! command is sent per call. What crosses the network is what changes a breaker's state, sent by
+//! one background task per [`Registry`](crate::Registry) (the agent):
+//!
+//! - a trip, a probe's verdict, a change by hand (`force_open`, `force_closed`, `reset`) on any
+//!   instance, each one Lua script that checks the fleet generation, published to the others;
+//! - counted failures, batched: the agent reports an instance's consecutive count when it changes,
+//!   one report however many failures came since the last (never a round trip per failure);
+//! - the claim of the fleet's one probe lease when a call is blocked after the cooldown.
+//!
+//! Other instances learn of a change by pub/sub, with a periodic read of one epoch counter (every
+//! [`sync_interval`](FleetBuilder::sync_interval)) as the backstop for a lost message. The rules
+//! (window, votes, who wins after an outage) are in the behaviour contract,
+//! [`docs::contract`](crate::docs::contract), section *Fleet mode*; the keys and scripts in
+//! [`docs::fleet`](crate::docs::fleet).
+//!
+//! # Examples
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use toolbreaker::{Fleet, Registry};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let fleet = Fleet::builder("redis://127.0.0.1:6379/")
+//!     .prefix("gateway")
+//!     .instance("gw-1")
+//!     .min_instances(2)
+//!     .build()?; // inside a Tokio runtime: the agent is spawned on it
+//! let registry = Registry::builder().fleet(fleet).build();
+//! let search = registry.get("search"); // still one atomic load per call
+//! assert!(search.try_acquire().is_ok());
+//! # Ok(()) }
+//! ```
+
+use core::fmt;
+use core::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use smol_str::SmolStr;
+
+use crate::breaker::{CircuitBreaker, Outbox, Tap};
+use crate::config::{ConfigError, Problem, duration_field};
+
+mod agent;
+mod script;
+mod status;
+
+pub use self::status::FleetEvent;
+use self::status::{EventHook, Settings, Status};
+
+/// The default key prefix.
+pub const DEFAULT_PREFIX: &str = "toolbreaker";
+/// The default window in which an instance's reported failures count: 30 s.
+pub const DEFAULT_WINDOW: Duration = Duration::from_secs(30);
+/// The default interval of the backstop read: 1 s.
+pub const DEFAULT_SYNC_INTERVAL: Duration = Duration::from_secs(1);
+/// The default limit on one Redis command: 250 ms.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_millis(250);
+/// The default time a local caller has to take the fleet's probe once it is granted: 1 s.
+pub const DEFAULT_PROBE_WINDOW: Duration = Duration::from_secs(1);
+
+/// Builds a [`Fleet`]; start from [`Fleet::builder`].
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct FleetBuilder {
+    url: String,
+    prefix: String,
+    instance: Option<String>,
+    failure_threshold: Option<u32>,
+    min_instances: u32,
+    window: Duration,
+    sync_interval: Duration,
+    command_timeout: Duration,
+    probe_window: Duration,
+    on_event: Option<EventHook>,
+}
+
+impl fmt::Debug for FleetBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FleetBuilder")
+            .field("prefix", &self.prefix)
+            .field("instance", &self.instance)
+            .field("failure_threshold", &self.failure_threshold)
+            .field("min_instances", &self.min_instances)
+            .field("window", &self.window)
+            .field("sync_interval", &self.sync_interval)
+            .field("command_timeout", &self.command_timeout)
+            .field("probe_window", &self.probe_window)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FleetBuilder {
+    /// The prefix of every key and of the channel (default [`DEFAULT_PREFIX`]): fleets that share a
+    /// Redis server keep apart by prefix. Non-empty, no whitespace or control characters.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// This instance's name in votes and probe leases (default: the process id and a random
+    /// suffix). Two live instances must not share one. Non-empty, no whitespace or control
+    /// characters.
+    pub fn instance(mut self, instance: impl Into<String>) -> Self {
+        self.instance = Some(instance.into());
+        self
+    }
+
+    /// The fleet threshold: the sum of the instances' consecutive counted failures that trips the
+    /// fleet (default: each dependency's own `failure_threshold`). At least 1.
+    pub fn failure_threshold(mut self, failures: u32) -> Self {
+        self.failure_threshold = Some(failures);
+        self
+    }
+
+    /// How many distinct instances must have counted failures (or tripped) before the fleet
+    /// opens (default 1). With more than 1, one instance whose own network is broken opens only
+    /// its own breaker. At least 1.
+    pub fn min_instances(mut self, instances: u32) -> Self {
+        self.min_instances = instances;
+        self
+    }
+
+    /// How long an instance's last report of failures counts toward the fleet's sum (default
+    /// [`DEFAULT_WINDOW`]). Whole ms, at least 1 ms.
+    pub fn window(mut self, window: Duration) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// The interval of the backstop read of the fleet's epoch, and of reconnection attempts while
+    /// Redis is unreachable (default [`DEFAULT_SYNC_INTERVAL`]). At least 1 ms.
+    pub fn sync_interval(mut self, interval: Duration) -> Self {
+        self.sync_interval = interval;
+        self
+    }
+
+    /// The limit on one Redis command and on connecting (default [`DEFAULT_COMMAND_TIMEOUT`]); a
+    /// command that takes longer counts as Redis unreachable. At least 1 ms.
+    pub fn command_timeout(mut self, timeout: Duration) -> Self {
+        self.command_timeout = timeout;
+        self
+    }
+
+    /// How long a local caller has to take the fleet's probe once this instance holds the lease
+    /// (default [`DEFAULT_PROBE_WINDOW`]); an unused lease is given back after it. The lease in
+    /// Redis lasts this plus the dependency's probe timeout. At least 1 ms.
+    pub fn probe_window(mut self, window: Duration) -> Self {
+        self.probe_window = window;
+        self
+    }
+
+    /// Called with each [`FleetEvent`] (Redis unreachable, reachable again, a bad record), on the
+    /// agent's task: keep it short. With feature `tracing` each event is also a `tracing` event.
+    pub fn on_event(mut self, hook: impl Fn(&FleetEvent) + Send + Sync + 'static) -> Self {
+        self.on_event = Some(Arc::new(hook));
+        self
+    }
+
+    /// Validate the settings and open the Redis client (no connection is made yet: the agent
+    /// connects once the registry is built, and keeps trying while Redis is unreachable).
+    ///
+    /// # Errors
+    ///
+    /// - [`FleetError::Config`] naming the first invalid field;
+    /// - [`FleetError::Url`] if the URL is not a Redis URL;
+    /// - [`FleetError::NoRuntime`] if called outside a Tokio runtime (the agent runs on it).
+    pub fn build(self) -> Result<Fleet, FleetError> {
+        let text_field = |field: &'static str, text: &str| {
+            if text.is_empty() || text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                Err(ConfigError::new(field, Problem::Empty))
+            } else {
+                Ok(())
+            }
+        };
+        text_field("prefix", &self.prefix)?;
+        let instance = match self.instance {
+            Some(instance) => instance,
+            None => default_instance(),
+        };
+        text_field("instance", &instance)?;
+        if self.failure_threshold == Some(0) {
+            return Err(ConfigError::new("fleet_failure_threshold", Problem::Zero).into());
+        }
+        if self.min_instances == 0 {
+            return Err(ConfigError::new("min_instances", Problem::Zero).into());
+        }
+        let settings = Settings {
+            prefix: self.prefix,
+            instance,
+            failure_threshold: self.failure_threshold,
+            min_instances: self.min_instances,
+            window_ms: duration_field("window", self.window)?,
+            sync_interval_ms: duration_field("sync_interval", self.sync_interval)?,
+            command_timeout_ms: duration_field("command_timeout", self.command_timeout)?,
+            probe_window_ms: duration_field("probe_window", self.probe_window)?,
+        };
+        // Pub/sub rides on the command connection: RESP3 pushes.
+        let mut info: redis::ConnectionInfo =
+            redis::IntoConnectionInfo::into_connection_info(self.url.as_str())
+                .map_err(|e| FleetError::Url(e.to_string()))?;
+        let redis_settings = info
+            .redis_settings()
+            .clone()
+            .set_protocol(redis::ProtocolVersion::RESP3);
+        info = info.set_redis_settings(redis_settings);
+        let client = redis::Client::open(info).map_err(|e| FleetError::Url(e.to_string()))?;
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| FleetError::NoRuntime)?;
+        Ok(Fleet {
+            settings: Arc::new(settings),
+            client,
+            runtime,
+            on_event: self.on_event,
+        })
+    }
+}
+
+fn default_instance() -> String {
+    use core::hash::BuildHasher;
+    let random = foldhash::fast::RandomState::default().hash_one(std::process::id());
+    format!("{}-{:08x}", std::process::id(), random as u32)
+}
+
+/// A fleet's settings and Redis client, ready to be given to
+/// [`RegistryBuilder::fleet`](crate::registry::RegistryBuilder::fleet); start from
+/// [`Fleet::builder`]. A clone shares the instance name: give each registry a fleet of its own.
+#[derive(Clone)]
+pub struct Fleet {
+    settings: Arc<Settings>,
+    client: redis::Client,
+    runtime: tokio::runtime::Handle,
+    on_event: Option<EventHook>,
+}
+
+impl fmt::Debug for Fleet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Fleet")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Fleet {
+    /// A builder for a fleet reached at `url` (`redis://host:port/db`, `rediss://…` is not
+    /// built in). Defaults: prefix [`DEFAULT_PREFIX`], a generated instance name, each
+    /// dependency's own threshold as the fleet threshold, 1 instance, window
+    /// [`DEFAULT_WINDOW`], sync interval [`DEFAULT_SYNC_INTERVAL`], command timeout
+    /// [`DEFAULT_COMMAND_TIMEOUT`], probe window [`DEFAULT_PROBE_WINDOW`].
+    pub fn builder(url: impl Into<String>) -> FleetBuilder {
+        FleetBuilder {
+            url: url.into(),
+            prefix: DEFAULT_PREFIX.to_owned(),
+            instance: None,
+            failure_threshold: None,
+            min_instances: 1,
+            window: DEFAULT_WINDOW,
+            sync_interval: DEFAULT_SYNC_INTERVAL,
+            command_timeout: DEFAULT_COMMAND_TIMEOUT,
+            probe_window: DEFAULT_PROBE_WINDOW,
+            on_event: None,
+        }
+    }
+
+    /// Start the agent: what a registry built with this fleet holds.
+    pub(crate) fn start(self) -> FleetLink {
+        let status = Arc::new(Status::default());
+        let notify = Arc::new(tokio::sync::Notify::new());
+        let wake = Arc::clone(&notify);
+        let outbox = Arc::new(Outbox::new(move || wake.notify_one()));
+        let (register, registered) = tokio::sync::mpsc::unbounded_channel();
+        let handle = FleetHandle {
+            settings: Arc::clone(&self.settings),
+            status: Arc::clone(&status),
+        };
+        let task = agent::Agent::spawn(agent::Start {
+            settings: self.settings,
+            client: self.client,
+            runtime: self.runtime,
+            on_event: self.on_event,
+            status,
+            notify,
+            outbox: Arc::clone(&outbox),
+            registered,
+        });
+        FleetLink {
+            handle,
+            outbox,
+            register,
+            task,
+        }
+    }
+}
+
+/// What a registry in fleet mode holds: the agent's inbox and its handle. Dropping it stops the
+/// agent.
+#[derive(Debug)]
+pub(crate) struct FleetLink {
+    handle: FleetHandle,
+    outbox: Arc<Outbox>,
+    register: tokio::sync::mpsc::UnboundedSender<Arc<CircuitBreaker>>,
+    task: tokio::task::AbortHandle,
+}
+
+impl FleetLink {
+    /// A tap for a new breaker of dependency `name`.
+    pub(crate) fn tap(&self, name: &str) -> Arc<Tap> {
+        Arc::new(Tap::new(
+            SmolStr::new(name),
+            Arc::clone(&self.outbox),
+            self.handle.settings.command_timeout_ms,
+        ))
+    }
+
+    /// Tell the agent of a new breaker.
+    pub(crate) fn register(&self, breaker: Arc<CircuitBreaker>) {
+        // The agent ends only when this link is dropped, so the send cannot fail before.
+        let _ = self.register.send(breaker);
+    }
+
+    pub(crate) fn handle(&self) -> &FleetHandle {
+        &self.handle
+    }
+}
+
+impl Drop for FleetLink {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// A view of a registry's fleet agent: [`Registry::fleet`](crate::Registry::fleet).
+#[derive(Clone, Debug)]
+pub struct FleetHandle {
+    settings: Arc<Settings>,
+    status: Arc<Status>,
+}
+
+impl FleetHandle {
+    /// This instance's name in the fleet.
+    pub fn instance(&self) -> &str {
+        &self.settings.instance
+    }
+
+    /// Whether the agent reached Redis on its last command. While it is `false` every breaker
+    /// of the registry works as a local breaker.
+    pub fn is_connected(&self) -> bool {
+        self.status.connected.load(Ordering::Acquire)
+    }
+
+    /// The agent's counters since it started.
+    pub fn stats(&self) -> FleetStats {
+        let s = &self.status;
+        FleetStats {
+            commands: s.commands.load(Ordering::Relaxed),
+            messages: s.messages.load(Ordering::Relaxed),
+            adopted: s.adopted.load(Ordering::Relaxed),
+            outages: s.outages.load(Ordering::Relaxed),
+            bad_records: s.bad_records.load(Ordering::Relaxed),
+            probes_claimed: s.claims_won.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A fleet agent's counters ([`FleetHandle::stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FleetStats {
+    /// Redis commands sent (scripts, the backstop read, reconnection pings).
+    pub commands: u64,
+    /// Messages received from other instances (and this one's own, echoed).
+    pub messages: u64,
+    /// Local breaker changes made from the fleet's record.
+    pub adopted: u64,
+    /// Times Redis became unreachable.
+    pub outages: u64,
+    /// Bad records met (each dependency counted once per bad spell).
+    pub bad_records: u64,
+    /// Probe leases this instance won.
+    pub probes_claimed: u64,
+}
+
+/// Why a [`Fleet`] could not be built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FleetError {
+    /// A setting is invalid; the error names the field.
+    Config(ConfigError),
+    /// The URL is not a Redis URL; the parser's message.
+    Url(String),
+    /// [`FleetBuilder::build`] was called outside a Tokio runtime.
+    NoRuntime,
+}
+
+impl From<ConfigError> for FleetError {
+    fn from(error: ConfigError) -> Self {
+        FleetError::Config(error)
+    }
+}
+
+impl fmt::Display for FleetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FleetError::Config(error) => error.fmt(f),
+            FleetError::Url(error) => write!(f, "invalid Redis URL: {error}"),
+            FleetError::NoRuntime => f.write_str(
+                "a fleet must be built inside a Tokio runtime: its agent is spawned on it",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FleetError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FleetError::Config(error) => Some(error),
+            _ => None,
+        }
+    }
+}

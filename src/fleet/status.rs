@@ -1,0 +1,97 @@
+//! What the fleet's files share: its settings, its counters, its events.
+
+use core::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+
+/// The operator's event hook.
+pub(crate) type EventHook = Arc<dyn Fn(&FleetEvent) + Send + Sync>;
+
+/// The fleet's settings, validated.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    pub(crate) prefix: String,
+    pub(crate) instance: String,
+    pub(crate) failure_threshold: Option<u32>,
+    pub(crate) min_instances: u32,
+    pub(crate) window_ms: u64,
+    pub(crate) sync_interval_ms: u64,
+    pub(crate) command_timeout_ms: u64,
+    pub(crate) probe_window_ms: u64,
+}
+
+/// The agent's counters, shared with its handle.
+#[derive(Debug, Default)]
+pub(crate) struct Status {
+    pub(crate) connected: AtomicBool,
+    pub(crate) commands: AtomicU64,
+    pub(crate) messages: AtomicU64,
+    pub(crate) adopted: AtomicU64,
+    pub(crate) outages: AtomicU64,
+    pub(crate) bad_records: AtomicU64,
+    pub(crate) claims_won: AtomicU64,
+}
+
+/// Something the fleet agent tells the operator ([`FleetBuilder::on_event`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FleetEvent {
+    /// Redis could not be reached (the first failure of an outage; told once): every breaker
+    /// works as a local breaker until [`Reconnected`](Self::Reconnected).
+    Unreachable {
+        /// The error of the command that failed.
+        error: String,
+    },
+    /// Redis is reachable again: the agent has synced every dependency with the fleet.
+    Reconnected,
+    /// A dependency's record (or its probe lease) holds something this build does not read: a
+    /// foreign value, a truncated record, another format version. That dependency works as a
+    /// local breaker until the record is readable again. Told once per bad spell.
+    BadRecord {
+        /// The dependency.
+        dependency: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A message on the fleet's channel this build does not read (told once per kind of problem).
+    BadMessage {
+        /// What is wrong with it.
+        problem: String,
+    },
+}
+
+impl fmt::Display for FleetEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FleetEvent::Unreachable { error } => {
+                write!(
+                    f,
+                    "fleet: Redis unreachable, breakers work locally: {error}"
+                )
+            }
+            FleetEvent::Reconnected => f.write_str("fleet: Redis reachable again, breakers synced"),
+            FleetEvent::BadRecord {
+                dependency,
+                problem,
+            } => write!(
+                f,
+                "fleet: the record of dependency {dependency:?} is unreadable, it works locally: {problem}"
+            ),
+            FleetEvent::BadMessage { problem } => {
+                write!(f, "fleet: a message was ignored: {problem}")
+            }
+        }
+    }
+}
+
+/// Tell `event` to the hook and (feature `tracing`) to the trace.
+pub(crate) fn tell(hook: Option<&EventHook>, event: &FleetEvent) {
+    #[cfg(feature = "tracing")]
+    match event {
+        FleetEvent::Reconnected => tracing::info!(target: "toolbreaker::fleet", "{event}"),
+        _ => tracing::warn!(target: "toolbreaker::fleet", "{event}"),
+    }
+    if let Some(hook) = hook {
+        hook(event);
+    }
+}
