@@ -391,8 +391,11 @@ impl Agent {
             let Ok(reply) = self.invoke(invocation).await else {
                 return;
             };
+            // The count is read afresh when reported, so a report still pending stays pending:
+            // a failure counted after the change (or before: the count says which) is sent next.
             let dep = self.deps.get_mut(name).expect("present");
-            dep.pending = Pending::default();
+            dep.pending.manual = None;
+            dep.pending.verdict = None;
             self.applied(name, reply, true);
         }
         let Some(dep) = self.deps.get(name) else {
@@ -435,7 +438,6 @@ impl Agent {
                     .arg(&settings.instance)
                     .arg(known_generation)
                     .arg(count)
-                    .arg(0)
                     .arg(u8::from(dep.local_trip))
                     .arg(threshold)
                     .arg(settings.min_instances)

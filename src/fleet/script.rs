@@ -189,23 +189,17 @@ end
 return reply('same', rec, ls, now, epoch())
 "#;
 
-/// Report counted failures, a cleared count or a local trip, and trip the fleet if the votes reach
-/// the rule. ARGV: channel, dependency, instance, expected generation, new failures, cleared
-/// (0/1), tripped (0/1), fleet threshold, minimum instances, window ms.
+/// Report an instance's consecutive counted failures (its whole run, not the new ones: a lost or
+/// repeated report counts nothing twice) and whether it tripped on its own, and trip the fleet if
+/// the votes reach the rule. ARGV: channel, dependency, instance, expected generation, the
+/// count, tripped (0/1), fleet threshold, minimum instances, window ms.
 const REPORT: &str = r#"
 if not rec then return {'missing'} end
 if rec.state ~= 'closed' then return reply('same', rec, ls, now, epoch()) end
-local tripped = ARGV[7] == '1'
+local tripped = ARGV[6] == '1'
 if rec.gen ~= tonumber(ARGV[4]) and not tripped then return reply('stale', rec, ls, now, epoch()) end
-local window = tonumber(ARGV[10])
-local old = redis.call('HGET', KEYS[2], ARGV[3])
-local count, was_tripped = 0, 0
-if old then
-  local c, a, t = string.match(old, '^(%d+) (%d+) (%d)$')
-  if c and tonumber(a) >= now - window then count, was_tripped = tonumber(c), tonumber(t) end
-end
-if ARGV[6] == '1' then count, was_tripped = 0, 0 end
-count = count + tonumber(ARGV[5])
+local window = tonumber(ARGV[9])
+local count, was_tripped = tonumber(ARGV[5]), 0
 if tripped then was_tripped = 1 end
 if count == 0 and was_tripped == 0 then
   redis.call('HDEL', KEYS[2], ARGV[3])
@@ -227,7 +221,7 @@ for i = 1, #all, 2 do
     redis.call('HDEL', KEYS[2], all[i])
   end
 end
-if voters >= tonumber(ARGV[9]) and (any_trip or sum >= tonumber(ARGV[8])) then
+if voters >= tonumber(ARGV[8]) and (any_trip or sum >= tonumber(ARGV[7])) then
   rec.gen, rec.state, rec.at, rec.lu = rec.gen + 1, 'open', now, 0
   redis.call('DEL', KEYS[2], KEYS[3])
   ls = {holder = '', gen = -1}
@@ -282,10 +276,15 @@ local e = write(rec, ls, now)
 return reply('wrote', rec, ls, now, e)
 "#;
 
-/// A change by hand. ARGV: channel, dependency, `isolated` or `closed`, last fleet generation
-/// known (used if the record is missing).
+/// A change by hand. ARGV: channel, dependency, `isolated` or `closed`, the fleet generation
+/// this instance knew. A close (`force_closed`, `reset`) is judged against that generation: if the
+/// fleet has moved on (a trip elsewhere the instance had not heard of), it is stale and changes
+/// nothing. An isolation always applies: an operator's stop wins over any state.
 const MANUAL: &str = r#"
 if not rec then rec = {gen = tonumber(ARGV[4]), state = 'closed', at = now, lu = 0} end
+if ARGV[3] ~= 'isolated' and rec.gen ~= tonumber(ARGV[4]) then
+  return reply('stale', rec, ls, now, epoch())
+end
 rec.gen, rec.state, rec.at, rec.lu = rec.gen + 1, ARGV[3], now, 0
 redis.call('DEL', KEYS[2], KEYS[3])
 ls = {holder = '', gen = -1}
