@@ -1,5 +1,5 @@
 //! Long-form documentation, kept out of the item docs (the shape of arc-swap's `docs` module):
-//! the behaviour contract, the layers of the crate, observability, features and time.
+//! the behaviour contract, the layers of the crate, observability, features, time, and fleet mode.
 
 pub mod contract {
     //! The behaviour contract: what every breaker guarantees.
@@ -24,6 +24,74 @@ pub mod contract {
     //! 11. Changes by hand ([`force_open`](crate::CircuitBreaker::force_open), which isolates,
     //!     [`force_closed`](crate::CircuitBreaker::force_closed), [`reset`](crate::CircuitBreaker::reset)) are
     //!     transitions with reason [`manual`](crate::TransitionReason::Manual).
+    //!
+    //! # Fleet mode
+    //!
+    //! With `RegistryBuilder::fleet` (feature `redis`)
+    //! every instance of a gateway shares each dependency's breaker state through Redis; the
+    //! rules 1 to 11 still hold on each instance, and these are added (how, in
+    //! [`docs::fleet`](crate::docs::fleet)):
+    //!
+    //! 12. **Admission stays local.** A call is admitted or blocked by the local word alone; no
+    //!     Redis command is sent per call, and no call waits on Redis.
+    //! 13. **A trip anywhere opens the dependency everywhere.** With the default `min_instances(1)`
+    //!     an instance's own trip opens the fleet's record; every other instance adopts it (a
+    //!     transition with reason [`fleet`](crate::TransitionReason::Fleet)) and blocks its next
+    //!     call, having seen no failure itself. The cooldown counts from the time the fleet
+    //!     opened, read from the Redis server's clock, so instances whose clocks disagree still
+    //!     agree on when it ends.
+    //! 14. **Fleet-wide counting.** Each instance reports its *consecutive counted failures* (its
+    //!     whole run since its last success, not per failure: one report however many failures
+    //!     came since the last) with the server's time. The fleet trips when, counting only the
+    //!     instances whose last report is within the window (default 30 s), the sum of their runs
+    //!     reaches the fleet threshold (default: the dependency's own `failure_threshold`) or one
+    //!     of them tripped on its own, *and* at least `min_instances` (default 1) instances are
+    //!     counted. A success on an instance clears that instance's run only. A trip, a verdict or a
+    //!     change by hand clears every run.
+    //! 15. **One bad instance does not open the fleet.** With `min_instances(k)`, `k > 1`, an
+    //!     instance that trips on its own opens its own breaker at once and votes; the fleet opens
+    //!     only when `k` instances have failures or trips in the window. While the fleet's record
+    //!     is closed, such an instance probes for itself after its own cooldown.
+    //! 16. **One probe for the whole fleet.** Once the fleet is open and its cooldown has ended, a
+    //!     local call that would take the probe slot asks the fleet first: it is blocked
+    //!     (`probe_in_flight`, retry-after the command timeout) while the instance's agent claims
+    //!     the one lease in Redis (`SET NX PX`, carrying the generation; it lasts the probe window
+    //!     plus the probe timeout). The instance that wins frees its local slot for one caller within
+    //!     the probe window (unused, the lease is given back); every other instance stays blocked
+    //!     with `probe_in_flight` and a retry-after of the lease's remaining time. The probe's
+    //!     verdict reaches every instance: a success closes everywhere, a counted failure reopens
+    //!     everywhere with a fresh cooldown. A lease that runs out with no verdict (its holder
+    //!     killed) counts as a failed probe: open from the lease's end, and after a cooldown
+    //!     another instance probes.
+    //! 17. **Fenced.** Each shared transition is one script that checks the fleet generation: two
+    //!     instances tripping at once make one generation, and a verdict of an older generation
+    //!     changes nothing. A local permit issued before an adopted change is stale (rule 7).
+    //! 18. **Changes by hand reach the fleet.** `force_open` isolates the dependency on every
+    //!     instance, always. `force_closed` and `reset` close it (and clear every run) on every
+    //!     instance if the fleet is still in the generation the instance knew; one made while a trip
+    //!     elsewhere had not yet been heard is stale, changes nothing, and the instance adopts the
+    //!     newer state. [`Registry::reload`](crate::Registry::reload) is per instance: settings are
+    //!     each instance's own (give every instance the same file); the fleet settings are the
+    //!     `FleetBuilder`'s.
+    //! 19. **Redis down, slow, restarted or wiped.** A command that fails or takes longer than the
+    //!     command timeout (default 250 ms) makes every breaker of the registry a local breaker
+    //!     (its own threshold, cooldown and probe) and tells one
+    //!     `FleetEvent::Unreachable`, once per outage.
+    //!     The agent retries every sync interval; on reconnect it tells
+    //!     `Reconnected` and reconciles each dependency:
+    //!     a record missing (Redis restarted empty, or `FLUSHALL`) is rebuilt from the first
+    //!     instance to sync; the fleet's record wins over the local state, except that a trip
+    //!     made on its own while apart is sent as a vote at the fleet's current generation (with
+    //!     `min_instances(1)` it opens the fleet), and changes by hand made while apart are sent
+    //!     as rule 18 says. A local close (a local probe's success while apart) never closes an
+    //!     open fleet: the fleet's own probe does.
+    //! 20. **Bad data.** A record under the crate's key that this build cannot read (a foreign
+    //!     value, a truncated record, another format version) is never overwritten: that
+    //!     dependency works as a local breaker, one
+    //!     `FleetEvent::BadRecord` names it and the
+    //!     problem, and it joins the fleet again once the key is readable (or deleted). A
+    //!     malformed message on the channel is ignored with a
+    //!     `FleetEvent::BadMessage`. Nothing panics.
 }
 
 pub mod layers {
@@ -40,7 +108,8 @@ pub mod layers {
     //! | [`classify`](crate::classify) | outcomes, failure kinds, the `Classify` trait, HTTP and `reqwest` |
     //! | `types` | the values a breaker reports: [`State`](crate::State), [`Blocked`](crate::Blocked), [`Transition`](crate::Transition) |
     //! | [`observe`](crate::observe) | listeners and the order they hear in, counters, tracing events, metrics export |
-    //! | [`breaker`](crate::breaker) | `word` (layout), `decide` (pure transitions), `store` (the seam), `machine`, `permit`, `call`, `builder` |
+    //! | [`breaker`](crate::breaker) | `word` (layout), `decide` (pure transitions), `store` (the seam), `tap` (what the slow paths tell the fleet), `machine`, `permit`, `call`, `builder` |
+    //! | `fleet` | fleet mode (feature `redis`): `status` (settings, counters, events), `script` (the shared record and its Lua scripts), `agent` (the task), the API |
     //! | [`registry`](crate::registry) | breakers by dependency, their configuration, TOML, reload |
     //! | [`agent`](crate::agent) | the result the model sees and the guard pipeline |
     //! | `tower` | the middleware (feature `tower`) |
@@ -55,7 +124,70 @@ pub mod layers {
     //! read no atomics and no clock, and are tested exhaustively; the seam carries the one
     //! ordering comment (acquire loads, acq-rel writes). The seam is a concrete type with no
     //! generics and no dynamic dispatch, so the healthy path stays a plain load; a later store
-    //! (state shared by a fleet, or a word in shared memory) hooks in there.
+    //! (a word in shared memory) hooks in there.
+    //!
+    //! Fleet mode does not replace the seam: the fleet shares transitions, not words. Its
+    //! agent changes a word only through the same seam, with one more pure decision (`adopt`: a
+    //! state learned from the fleet), and the slow paths tell it what happened through the
+    //! breaker's tap. The healthy path reads neither.
+}
+
+pub mod fleet {
+    //! How fleet mode works: the record in Redis, its scripts, the agent (feature `redis`). The
+    //! rules it keeps are in [`contract`](super::contract), 12 to 20.
+    //!
+    //! # Shape
+    //!
+    //! ```text
+    //!  calls ──► local word (one atomic load) ──► dependency
+    //!               │ slow paths only: a counted failure, a cleared count, a transition,
+    //!               │ a call blocked waiting for the fleet's probe
+    //!               ▼
+    //!            tap (flags; wakes the agent) ──► agent task ──EVALSHA──► Redis record
+    //!                                                 ▲                       │ PUBLISH
+    //!               adopt (through the store seam) ◄──┴──── pub/sub ◄─────────┘
+    //!                                                 + MGET epoch every sync interval
+    //! ```
+    //!
+    //! One agent per registry runs on the Tokio runtime the `Fleet` was built in.
+    //! Its one connection (redis-rs's `ConnectionManager`, RESP3) carries the scripts and the
+    //! subscription, and reconnects with backoff.
+    //!
+    //! # Keys (prefix `P`, dependency `D`)
+    //!
+    //! | key | type | contents |
+    //! |---|---|---|
+    //! | `P:breaker:D` | hash | `v` (format version, `1`), `gen` (the fleet generation), `state` (`closed`, `open`, `isolated`), `at` (server ms when the state began), `lu` (server ms when the last probe lease of this open period ends; `0` if none or given back) |
+    //! | `P:votes:D` | hash, expiring after the window | one field per instance: `count at tripped` |
+    //! | `P:probe:D` | string with a TTL | `gen instance`: the probe lease |
+    //! | `P:epoch` | integer | bumped by every write of any record |
+    //! | `P:incarnation` | string | the server's time when the keys were first written after a wipe (`FLUSHALL`, a restart with no persistence) |
+    //!
+    //! Every write publishes the record on channel `P:transitions`, one line of tab-separated
+    //! fields: `1 epoch gen state at now holder lease_until dependency`.
+    //!
+    //! # Scripts
+    //!
+    //! Each is one Lua script run with `EVALSHA` (loaded on a `NOSCRIPT` answer), so it is
+    //! atomic on the server; each reads `TIME`, checks the record's shape, and answers with the
+    //! record as it stands:
+    //!
+    //! | script | when | what |
+    //! |---|---|---|
+    //! | sync | a dependency's first use, each reconnect, a changed or missing epoch | reads; creates the record from the instance's state if missing |
+    //! | report | a closed count changed, a trip on its own | writes the instance's run; trips if the rule holds (contract 14) |
+    //! | claim | a call wants the probe after the cooldown | takes the lease if the record is open, the cooldown (from `at` or the last lease's end) is over and no lease is held |
+    //! | verdict | the fleet's probe reported | closes or reopens, if the generation and the lease are the caller's |
+    //! | release | a granted probe slot was not used within the probe window | gives the lease back |
+    //! | manual | `force_open`, `force_closed`, `reset` | isolates, or closes if the generation is the one known |
+    //!
+    //! # Commands
+    //!
+    //! In the background, one `MGET` of the epoch and the incarnation per sync interval per
+    //! registry. Per shared trip
+    //! cycle between instances: one report (the trip), one or two claims (the first answer may be
+    //! *wait*), one verdict, and each instance's agent reacts to the messages without a command.
+    //! The benchmark `fleet` (package `toolbreaker-benches`) counts them with `INFO commandstats`.
 }
 
 pub mod observability {
@@ -89,6 +221,7 @@ pub mod features {
     //! | `tower` | the `tower` module: `CircuitBreakerLayer`, middleware that rejects before the inner service is called or polled (with `http`: `CircuitBreakerLayer::http`) |
     //! | `metrics` | `Registry::export_metrics`, `Metrics::export`: counters through the `metrics` facade, named `toolbreaker_*` and labelled by dependency |
     //! | `toml` | `RegistryConfig::from_toml`/`from_file`, `Registry::reload_toml`/`reload_file`: per-dependency configuration from TOML, reloaded live; errors name the dependency and field |
+    //! | `redis` | fleet mode: the `fleet` module, `Fleet`, `RegistryBuilder::fleet`, `Registry::fleet`: transitions shared by every gateway instance through Redis (redis-rs, Tokio), admission still local (implies `tokio`) |
     //! | `tracing` | events (target `toolbreaker`) for transitions (`info`, `warn` when opening), blocked calls and counted failures (`debug`); with `tokio`, a span per `ToolGuard` call and per attempt, with the fields `tracing-opentelemetry` maps; never a request, response or error message |
 }
 

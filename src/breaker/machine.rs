@@ -673,6 +673,39 @@ impl CircuitBreaker {
         (updated.after.unwrap_or(updated.before), updated.answer)
     }
 
+    /// [`adopt`](Self::adopt), but only while the word is still in local `generation` (read by
+    /// the caller before it took the tap's news): a local change made since (a change by hand, a
+    /// trip, a probe's verdict) is not overwritten, and `Err` says so; the caller hears of the
+    /// change from the tap and decides again. `Ok` gives the word's generation after the
+    /// adoption and its transition.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn adopt_in(
+        &self,
+        remote: Remote,
+        generation: u32,
+    ) -> Result<(u32, Option<Transition>), ()> {
+        let limits = self.limits();
+        let updated = self.inner.store.update(self.inner.store.load(), |word| {
+            if word.generation() != generation {
+                return (None, Err(()));
+            }
+            let (next, transition) = split(decide::adopt(word, remote, &limits));
+            (next, Ok(transition))
+        });
+        let transition = updated.answer?;
+        if let Some(transition) = transition {
+            self.announce(transition);
+        }
+        let word = updated.after.unwrap_or(updated.before);
+        Ok((word.generation(), transition))
+    }
+
+    /// The generation of the word now.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn generation(&self) -> u32 {
+        self.word().generation()
+    }
+
     /// Take the fleet's probe: free the probe slot of an open word in a new generation (see
     /// `decide::adopt`) and let local callers claim it for `window_ms`. Returns the generation
     /// granted, or `None` if the word is not open (closed or isolated meanwhile).

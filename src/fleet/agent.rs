@@ -38,6 +38,8 @@ struct Mine {
     generation: u64,
     /// The local generation of the slot granted, if one was.
     granted: Option<u32>,
+    /// When the lease was claimed.
+    sent: Instant,
     /// When an unused grant is given back.
     window_end: Instant,
     /// When the lease in Redis ends.
@@ -51,8 +53,11 @@ struct Pending {
     report: bool,
     /// A verdict of this instance's fleet probe: closed (`true`) or open.
     verdict: Option<(u64, bool)>,
-    /// A change by hand.
-    manual: Option<Shared>,
+    /// A change by hand, and its id (unique per agent, so a resend is recognised).
+    manual: Option<(Shared, u64)>,
+    /// Read the record and apply it whatever its generation: a local probe reported outside the
+    /// fleet's lease, so the local state may have left the fleet's.
+    resync: bool,
 }
 
 /// One dependency as the agent sees it.
@@ -96,6 +101,10 @@ pub(crate) struct Agent {
     epoch: u64,
     /// Message problems already told.
     told_messages: Vec<String>,
+    /// The last id given to a change by hand.
+    manual_seq: u64,
+    /// The incarnation read by the last backstop read.
+    incarnation: Option<String>,
 }
 
 /// A command's failure that means Redis is unreachable (as opposed to a bad record).
@@ -145,6 +154,8 @@ impl Agent {
             outage: false,
             epoch: 0,
             told_messages: Vec::new(),
+            manual_seq: 0,
+            incarnation: None,
         };
         agent.reconnect().await;
         agent.main_loop().await;
@@ -163,15 +174,18 @@ impl Agent {
                     None => return,
                 },
                 Some(push) = self.pushes.recv() => self.push(push).await,
-                () = self.notify.notified() => {
-                    for name in self.outbox.take() {
-                        self.local(&name);
-                        self.flush(&name).await;
-                    }
-                }
+                () = self.notify.notified() => self.drain_outbox().await,
                 () = sleep_until(deadline) => self.timers().await,
                 _ = tick.tick() => self.tick().await,
             }
+        }
+    }
+
+    /// Take and send what every breaker's tap told.
+    async fn drain_outbox(&mut self) {
+        for name in self.outbox.take() {
+            self.local(&name);
+            self.flush(&name).await;
         }
     }
 
@@ -236,13 +250,26 @@ impl Agent {
             self.reconnect().await;
             return;
         }
-        // The backstop: a changed epoch means a message was missed; a missing one, a wipe.
-        let key = script::epoch_key(&self.settings.prefix);
+        // The backstop: a changed epoch means a message was missed; a missing or changed
+        // incarnation, a wipe.
         self.status.commands.fetch_add(1, Ordering::Relaxed);
-        let epoch: Result<Option<u64>, _> = redis::cmd("GET")
-            .arg(&key)
+        let read: Result<(Option<u64>, Option<String>), _> = redis::cmd("MGET")
+            .arg(script::epoch_key(&self.settings.prefix))
+            .arg(script::incarnation_key(&self.settings.prefix))
             .query_async(&mut self.manager)
             .await;
+        let epoch = match read {
+            Err(error) => Err(error),
+            Ok((_, None)) => Ok(None),
+            Ok((epoch, Some(incarnation))) => {
+                let known = self.incarnation.replace(incarnation.clone());
+                if known.is_some_and(|known| known != incarnation) {
+                    Ok(None) // rebuilt by another instance since the wipe: still a wipe
+                } else {
+                    Ok(Some(epoch.unwrap_or(0)))
+                }
+            }
+        };
         match epoch {
             Err(error) if is_unreachable(&error) => self.lost(&error.to_string()),
             Err(_) | Ok(None) => {
@@ -339,19 +366,23 @@ impl Agent {
                         Some(mine) if mine.granted.is_some() => {
                             dep.pending.verdict = Some((mine.generation, closed));
                         }
-                        // A probe of this instance's own (its local trip, or Redis unreachable).
+                        // A probe of this instance's own (its local trip, Redis unreachable, or a
+                        // lease that ran out before the verdict): the fleet's record decides.
                         _ => {
                             dep.local_trip = !closed;
                             dep.pending.report = true;
+                            dep.pending.resync = true;
                         }
                     }
                 }
                 TransitionReason::Manual => {
-                    dep.pending.manual = Some(if transition.to() == State::Closed {
+                    let state = if transition.to() == State::Closed {
                         Shared::Closed
                     } else {
                         Shared::Isolated
-                    });
+                    };
+                    self.manual_seq += 1;
+                    dep.pending.manual = Some((state, self.manual_seq));
                     dep.local_trip = false;
                 }
                 TransitionReason::CooldownElapsed
@@ -360,7 +391,8 @@ impl Agent {
             }
         }
         if drained.reset {
-            dep.pending.manual = Some(Shared::Closed);
+            self.manual_seq += 1;
+            dep.pending.manual = Some((Shared::Closed, self.manual_seq));
             dep.local_trip = false;
         }
     }
@@ -380,14 +412,25 @@ impl Agent {
         if !dep.synced && self.sync(name, true).await.is_err() {
             return;
         }
+        if self.deps.get(name).is_some_and(|d| d.pending.resync) {
+            if self.sync(name, true).await.is_err() {
+                return;
+            }
+            if let Some(dep) = self.deps.get_mut(name) {
+                dep.pending.resync = false;
+            }
+        }
         let settings = Arc::clone(&self.settings);
         let Some(dep) = self.deps.get(name) else {
             return;
         };
         let known_generation = dep.known.as_ref().map_or(0, |r| r.generation);
-        if let Some(state) = dep.pending.manual {
+        if let Some((state, id)) = dep.pending.manual {
             let mut invocation = script::invocation(&scripts.manual, &dep.keys, &dep.name);
-            invocation.arg(state.as_str()).arg(known_generation);
+            invocation
+                .arg(state.as_str())
+                .arg(known_generation)
+                .arg(format!("{}:{id}", settings.instance));
             let Ok(reply) = self.invoke(invocation).await else {
                 return;
             };
@@ -493,9 +536,12 @@ impl Agent {
                 if !already {
                     let sent = Instant::now();
                     let granted = dep.breaker.take_fleet_probe(self.settings.probe_window_ms);
+                    // The word left the open state meanwhile (closed or isolated by hand): the
+                    // lease is given back at once, by the timer.
                     dep.mine = Some(Mine {
                         generation: record.generation,
                         granted,
+                        sent,
                         window_end: sent + window,
                         lease_end: sent + Duration::from_millis(lease_ms),
                     });
@@ -607,19 +653,34 @@ impl Agent {
         let Some(dep) = self.deps.get_mut(name) else {
             return;
         };
+        // Older than the record applied (a message or a reply overtaken by a newer one): never
+        // applied, forced or not. Epochs only grow (after a wipe they restart from the server's
+        // clock in ms, above any count of writes before it).
         if let Some(known) = &dep.known
             && record.epoch < known.epoch
-            && record.generation <= known.generation
-            && !force
         {
-            return; // an older message than what is applied
+            return;
         }
-        let new = force
-            || !dep.synced
-            || dep
-                .known
-                .as_ref()
-                .is_none_or(|k| k.generation != record.generation);
+        // The word's generation before the tap's news is taken: an adoption lands only if no
+        // local change came after it (see `CircuitBreaker::adopt_in`).
+        let mut generation = dep.breaker.generation();
+        self.local(name);
+        let Some(dep) = self.deps.get_mut(name) else {
+            return;
+        };
+        // A change by hand not yet sent decides the state once it is: the record is not adopted
+        // over it (that would undo the change locally until the change lands).
+        let new = dep.pending.manual.is_none()
+            && (force
+                || !dep.synced
+                || dep
+                    .known
+                    .as_ref()
+                    .is_none_or(|k| k.generation != record.generation));
+        let newer_generation = dep
+            .known
+            .as_ref()
+            .is_some_and(|k| k.generation != record.generation);
         dep.synced = true;
         dep.bad = None;
         let breaker = Arc::clone(&dep.breaker);
@@ -632,6 +693,20 @@ impl Agent {
             }
         };
         let mut adopted = false;
+        let mut refused = false;
+        let mut adopt = |remote: Remote| -> bool {
+            match breaker.adopt_in(remote, generation) {
+                Ok((after, transition)) => {
+                    generation = after;
+                    adopted |= transition.is_some();
+                    transition.is_some()
+                }
+                Err(()) => {
+                    refused = true;
+                    false
+                }
+            }
+        };
         let tap = breaker.tap();
         match record.state {
             Shared::Closed | Shared::Isolated => {
@@ -643,14 +718,20 @@ impl Agent {
                     tap.revoke();
                     tap.set_elsewhere_until(0);
                 }
-                if new && !(record.state == Shared::Closed && dep.local_trip && force) {
+                // An instance's own trip is not undone by a closed record it already knew (or
+                // one rebuilt after a wipe): it is sent as a vote. A close the fleet made after
+                // (a new generation heard in order) does undo it.
+                let own_trip_stands = record.state == Shared::Closed
+                    && dep.local_trip
+                    && (force || !newer_generation);
+                if new && !own_trip_stands {
                     dep.local_trip = false;
                     let remote = if record.state == Shared::Closed {
                         Remote::Closed
                     } else {
                         Remote::Isolated
                     };
-                    adopted = breaker.adopt(remote).1.is_some();
+                    adopt(remote);
                 }
             }
             Shared::Open => {
@@ -661,7 +742,7 @@ impl Agent {
                     let remote = Remote::Open {
                         opened_at_ms: to_local(record.at_ms),
                     };
-                    adopted = breaker.adopt(remote).1.is_some();
+                    adopt(remote);
                 }
                 match &record.holder {
                     _ if ours => {}
@@ -693,7 +774,7 @@ impl Agent {
                             let remote = Remote::Open {
                                 opened_at_ms: to_local(record.lease_until_ms),
                             };
-                            adopted |= breaker.adopt(remote).1.is_some();
+                            adopt(remote);
                         }
                     }
                 }
@@ -701,6 +782,10 @@ impl Agent {
         }
         if let Some(tap) = tap {
             tap.set_governed(connected && record.state == Shared::Open);
+        }
+        if refused {
+            // A local change raced the adoption: once the tap's news is sent, read again.
+            dep.pending.resync = true;
         }
         if adopted {
             self.status.adopted.fetch_add(1, Ordering::Relaxed);
@@ -722,6 +807,10 @@ impl Agent {
                     _ => None,
                 });
                 self.status.messages.fetch_add(1, Ordering::Relaxed);
+                // What this instance did before the message arrived goes first, judged against
+                // the fleet state it knew when it did it (a change by hand made before a trip
+                // elsewhere was heard is stale, not applied over the trip).
+                self.drain_outbox().await;
                 match payload.as_deref().map(script::parse_message) {
                     Some(Ok((dependency, record))) => {
                         if self.deps.contains_key(dependency.as_str()) {
@@ -756,7 +845,9 @@ impl Agent {
             .values()
             .flat_map(|dep| {
                 let mine = dep.mine.map(|m| {
-                    if m.granted.is_some_and(|g| dep.breaker.fleet_probe_unused(g)) {
+                    if m.granted.is_none() {
+                        m.sent
+                    } else if m.granted.is_some_and(|g| dep.breaker.fleet_probe_unused(g)) {
                         m.window_end
                     } else {
                         m.lease_end
@@ -779,8 +870,8 @@ impl Agent {
             if let Some(mine) = dep.mine {
                 let unused = mine
                     .granted
-                    .is_some_and(|g| dep.breaker.fleet_probe_unused(g));
-                if unused && mine.window_end <= now {
+                    .is_none_or(|g| dep.breaker.fleet_probe_unused(g));
+                if unused && (mine.window_end <= now || mine.granted.is_none()) {
                     // No local caller took the probe: give the lease back.
                     if let Some(tap) = dep.breaker.tap() {
                         tap.revoke();

@@ -10,10 +10,11 @@
 //!
 //! | key | type | contents |
 //! |---|---|---|
-//! | `P:breaker:D` | hash | `v` (format version, `1`), `gen` (fleet generation), `state` (`closed`, `open`, `isolated`), `at` (ms: when the state was entered), `lu` (ms: end of the last probe lease taken in this open period, `0` if none or released) |
+//! | `P:breaker:D` | hash | `v` (format version, `1`), `gen` (fleet generation), `state` (`closed`, `open`, `isolated`), `at` (ms: when the state was entered), `lu` (ms: end of the last probe lease taken in this open period, `0` if none or released), `m` (the id of the last change by hand) |
 //! | `P:votes:D` | hash | one field per instance: `count at tripped` (its consecutive counted failures, when it last reported, whether it tripped locally) |
 //! | `P:probe:D` | string, with a TTL | `gen instance`: the probe lease (`SET … NX PX`) |
 //! | `P:epoch` | integer | bumped by every write of any record; a changed epoch tells an instance it missed a message |
+//! | `P:incarnation` | string | the server's time when the keys were first written after a wipe; a changed one tells an instance every record was lost |
 //!
 //! Every write publishes the new record on channel `P:transitions` as one line of tab-separated
 //! fields: `1 epoch gen state at now holder lease_until dependency` (`holder` empty when no lease).
@@ -30,6 +31,7 @@ pub(crate) struct Keys {
     pub(crate) votes: String,
     pub(crate) lease: String,
     pub(crate) epoch: String,
+    pub(crate) incarnation: String,
     pub(crate) channel: String,
 }
 
@@ -40,6 +42,7 @@ impl Keys {
             votes: format!("{prefix}:votes:{dependency}"),
             lease: format!("{prefix}:probe:{dependency}"),
             epoch: epoch_key(prefix),
+            incarnation: incarnation_key(prefix),
             channel: channel(prefix),
         }
     }
@@ -47,6 +50,13 @@ impl Keys {
 
 pub(crate) fn epoch_key(prefix: &str) -> String {
     format!("{prefix}:epoch")
+}
+
+/// Set, with the server's time to the µs, when the first record is written after the keys were
+/// wiped: a changed value tells an instance that every record was lost, even if another instance
+/// has written the epoch again since.
+pub(crate) fn incarnation_key(prefix: &str) -> String {
+    format!("{prefix}:incarnation")
 }
 
 pub(crate) fn channel(prefix: &str) -> String {
@@ -156,6 +166,10 @@ local function epoch()
 end
 local function bump(now)
   if redis.call('EXISTS', KEYS[4]) == 0 then redis.call('SET', KEYS[4], s(now)) end
+  if redis.call('EXISTS', KEYS[5]) == 0 then
+    local t = redis.call('TIME')
+    redis.call('SET', KEYS[5], t[1] .. '.' .. t[2])
+  end
   return redis.call('INCR', KEYS[4])
 end
 local function reply(status, rec, ls, now, e, extra)
@@ -277,16 +291,19 @@ return reply('wrote', rec, ls, now, e)
 "#;
 
 /// A change by hand. ARGV: channel, dependency, `isolated` or `closed`, the fleet generation
-/// this instance knew. A close (`force_closed`, `reset`) is judged against that generation: if the
+/// this instance knew, the change's id (`instance:n`): a change sent again after a timeout whose
+/// first sending landed is recognised by its id and changes nothing. A close (`force_closed`, `reset`) is judged against that generation: if the
 /// fleet has moved on (a trip elsewhere the instance had not heard of), it is stale and changes
 /// nothing. An isolation always applies: an operator's stop wins over any state.
 const MANUAL: &str = r#"
+if rec and redis.call('HGET', KEYS[1], 'm') == ARGV[5] then return reply('same', rec, ls, now, epoch()) end
 if not rec then rec = {gen = tonumber(ARGV[4]), state = 'closed', at = now, lu = 0} end
 if ARGV[3] ~= 'isolated' and rec.gen ~= tonumber(ARGV[4]) then
   return reply('stale', rec, ls, now, epoch())
 end
 rec.gen, rec.state, rec.at, rec.lu = rec.gen + 1, ARGV[3], now, 0
 redis.call('DEL', KEYS[2], KEYS[3])
+redis.call('HSET', KEYS[1], 'm', ARGV[5])
 ls = {holder = '', gen = -1}
 local e = write(rec, ls, now)
 return reply('wrote', rec, ls, now, e)
@@ -329,6 +346,7 @@ pub(crate) fn invocation<'a>(
         .key(&keys.votes)
         .key(&keys.lease)
         .key(&keys.epoch)
+        .key(&keys.incarnation)
         .arg(&keys.channel)
         .arg(dependency);
     invocation

@@ -32,7 +32,7 @@ pub(crate) struct Status {
     pub(crate) claims_won: AtomicU64,
 }
 
-/// Something the fleet agent tells the operator ([`FleetBuilder::on_event`]).
+/// Something the fleet agent tells the operator ([`FleetBuilder::on_event`](crate::fleet::FleetBuilder::on_event)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FleetEvent {
