@@ -1121,3 +1121,34 @@ async fn a_change_by_hand_sent_again_after_a_timeout_applies_once() {
         a.heard.lock().unwrap()
     );
 }
+
+/// Nothing stays blocked on an agent that is gone: a breaker handle that outlives its registry
+/// (whose agent stops with it) works as a local breaker, and probes after its cooldown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_breaker_that_outlives_its_agent_works_locally() {
+    let server = RedisServer::start();
+    let a = instance(&server, "a", 2);
+    let b = instance(&server, "b", 2);
+    let (sa, sb) = (a.get("search"), b.get("search"));
+    a.connected().await;
+    b.connected().await;
+    until("synced", LIMIT, || {
+        record(&server, "search").contains_key("gen")
+    })
+    .await;
+    fail(&sa);
+    fail(&sa);
+    until("b opens", LIMIT, || sb.state() == State::Open).await;
+    until("b half-open", LIMIT, || sb.state() == State::HalfOpen).await;
+    let blocked = sb.try_acquire().unwrap_err();
+    assert_eq!(
+        blocked.reason(),
+        BlockedReason::ProbeInFlight,
+        "the fleet chooses the probe"
+    );
+    drop(b); // the registry and its agent
+    until("b probes on its own", LIMIT, || {
+        sb.try_acquire().is_ok_and(|permit| permit.is_probe())
+    })
+    .await;
+}

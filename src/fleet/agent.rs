@@ -937,6 +937,20 @@ impl Agent {
     }
 }
 
+/// However the agent ends (its registry dropped, or a panic in it), every breaker it governed is
+/// let go: the fleet no longer decides who probes, so no dependency waits on an agent that is gone.
+impl Drop for Agent {
+    fn drop(&mut self) {
+        self.status.connected.store(false, Ordering::Release);
+        for dep in self.deps.values() {
+            if let Some(tap) = dep.breaker.tap() {
+                tap.set_governed(false);
+                tap.set_elsewhere_until(0);
+            }
+        }
+    }
+}
+
 async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
