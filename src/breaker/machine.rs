@@ -664,8 +664,11 @@ impl CircuitBreaker {
     #[cfg_attr(not(any(feature = "redis", test)), allow(dead_code))]
     pub(crate) fn adopt(&self, remote: Remote) -> (Word, Option<Transition>) {
         let limits = self.limits();
+        let mut now = None;
         let updated = self.inner.store.update(self.inner.store.load(), |word| {
-            split(decide::adopt(word, remote, &limits))
+            split(decide::adopt(word, remote, &limits, || {
+                *now.get_or_insert_with(|| self.now_ms())
+            }))
         });
         if let Some(transition) = updated.answer {
             self.announce(transition);
