@@ -146,6 +146,36 @@ pub mod fuzzing {
     pub fn closed_generation(bits: u64) -> Option<u32> {
         Word(bits).closed_generation()
     }
+
+    /// A state learned from the fleet, as the fleet agent hands it to a breaker: times in ms since
+    /// the breaker's origin.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Remote {
+        /// Open since `opened_at_ms`: a trip or a failed probe elsewhere, or a lease that ran out.
+        Open {
+            /// When the open state began, in ms since the breaker's origin.
+            opened_at_ms: u64,
+        },
+        /// Closed: a probe succeeded elsewhere, or closed by hand.
+        Closed,
+        /// Forced open by hand on some instance.
+        Isolated,
+        /// This instance won the fleet's probe.
+        ProbeHere,
+    }
+
+    /// What the fleet agent does when another instance's transition arrives: the breaker adopts
+    /// it (`CircuitBreaker::adopt`). Returns the transition announced, if any.
+    pub fn adopt(breaker: &crate::CircuitBreaker, remote: Remote) -> Option<crate::Transition> {
+        use crate::breaker::Remote as R;
+        let remote = match remote {
+            Remote::Open { opened_at_ms } => R::Open { opened_at_ms },
+            Remote::Closed => R::Closed,
+            Remote::Isolated => R::Isolated,
+            Remote::ProbeHere => R::ProbeHere,
+        };
+        breaker.adopt(remote).1
+    }
 }
 
 // The README's example runs as a doctest, so the front door stays true.

@@ -391,3 +391,415 @@ fn transitions_racing_to_be_told_are_heard_in_order_ending_at_the_state() {
         assert_eq!(state == State::Closed, closed.is_some());
     });
 }
+
+// ---- Fleet mode: the local word adopting another instance's transition (`CircuitBreaker::adopt`,
+// reached through the `loom_*` hooks, which exist only under `--cfg loom`) while local callers
+// race it. Each model also checks that loom explored every outcome it names.
+
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use toolbreaker::breaker::LoomRemote;
+use toolbreaker::{Transition, TransitionReason};
+
+/// Transitions a listener heard, kept in a plain lock: nothing inside it is a loom operation, so
+/// it is never held across a preemption and adds nothing to the explored state.
+type Heard = Arc<std::sync::Mutex<Vec<Transition>>>;
+
+/// [`breaker`] with a listener that keeps what it hears.
+fn heard_breaker(threshold: u32) -> (&'static CircuitBreaker, Arc<Mock>, Heard) {
+    let heard = Heard::default();
+    let log = Arc::clone(&heard);
+    let (clock, mock) = Clock::mock();
+    let breaker = CircuitBreaker::builder()
+        .failure_threshold(threshold)
+        .cooldown(COOLDOWN)
+        .probe_timeout(Duration::from_secs(1))
+        .clock(clock)
+        .on_transition(move |event| log.lock().unwrap().push(*event.transition()))
+        .build()
+        .unwrap();
+    (Box::leak(Box::new(breaker)), mock, heard)
+}
+
+/// A breaker whose probe slot the fleet governs (`loom_fleet`): a local caller may claim it only
+/// in the generation the fleet granted (`loom_take_fleet_probe`).
+fn fleet_breaker() -> (&'static CircuitBreaker, Arc<Mock>) {
+    let (clock, mock) = Clock::mock();
+    let config = toolbreaker::Config::new(1, COOLDOWN, Duration::from_secs(1)).unwrap();
+    let breaker = CircuitBreaker::loom_fleet(config, clock);
+    (Box::leak(Box::new(breaker)), mock)
+}
+
+/// What was heard since the last take.
+fn take(heard: &Heard) -> Vec<Transition> {
+    std::mem::take(&mut *heard.lock().unwrap())
+}
+
+/// What the listener heard of the transitions that `landed` (oldest first; with a claim's, which
+/// `try_acquire` does not return): some of them, in the breaker's order, always the last one (a
+/// transition whose telling is overtaken by a newer one's is not heard: see model 11), and
+/// nothing else.
+fn assert_heard(heard: &[Transition], landed: &[Transition]) {
+    for pair in landed.windows(2) {
+        assert!(
+            pair[1].is_after(&pair[0]),
+            "landed out of order: {landed:?}"
+        );
+    }
+    let mut rest = landed.iter();
+    for t in heard {
+        assert!(
+            rest.any(|l| l == t),
+            "heard {heard:?}, landed {landed:?}: not a subsequence"
+        );
+    }
+    assert_eq!(heard.last(), landed.last(), "the newest is always heard");
+}
+
+/// Open since now in `generation`: blocked for exactly a cooldown, then the probe claims the slot
+/// in that same generation (a claim of an open word keeps it). Leaves the probe holding the slot.
+fn assert_open_since_now(breaker: &'static CircuitBreaker, mock: &Mock, generation: u32) {
+    let blocked = breaker.try_acquire().unwrap_err();
+    assert_eq!(
+        (blocked.state(), blocked.reason(), blocked.retry_after()),
+        (State::Open, BlockedReason::DependencyOpen, COOLDOWN)
+    );
+    mock.increment(COOLDOWN);
+    let probe = std::mem::ManuallyDrop::new(breaker.try_acquire().unwrap());
+    assert!(probe.is_probe());
+    assert_eq!(probe.generation(), generation, "open in another generation");
+}
+
+fn assert_all_seen(seen: &[AtomicBool], names: &[&str]) {
+    for (seen, name) in seen.iter().zip(names) {
+        assert!(seen.load(Relaxed), "loom never explored: {name}");
+    }
+}
+
+/// Model 12: another instance's trip adopted (`Remote::Open`, opened now) while a local failure
+/// trips the breaker. Exactly one of them opens it, into the next generation: the adoption
+/// (reason `fleet`), after which the local failure is stale; or the local trip, after which the
+/// adoption finds the word open no later than the fleet says and changes nothing. One transition
+/// is heard, and a permit issued before the race is not current after it and changes nothing.
+#[test]
+fn a_remote_trip_racing_a_local_trip_opens_once_in_the_next_generation() {
+    static SEEN: [AtomicBool; 2] = [const { AtomicBool::new(false) }; 2];
+    loom::model(|| {
+        let (breaker, mock, heard) = heard_breaker(2);
+        breaker.try_acquire().unwrap().record(FAIL); // one failure of two
+        let bystander = breaker.try_acquire().unwrap(); // admitted before the race, reports after
+        let start = bystander.generation();
+        let failing = breaker.try_acquire().unwrap();
+        let local = thread::spawn(move || failing.record(FAIL));
+        let remote = thread::spawn(move || breaker.loom_adopt(LoomRemote::Open { ago_ms: 0 }));
+        let tripped = local.join().unwrap();
+        let adopted = remote.join().unwrap();
+        let opened = match (tripped, adopted) {
+            (Some(t), None) => {
+                assert_eq!(t.reason(), TransitionReason::FailureThreshold);
+                SEEN[0].store(true, Relaxed);
+                t
+            }
+            (None, Some(t)) => {
+                assert_eq!(t.reason(), TransitionReason::Fleet);
+                SEEN[1].store(true, Relaxed);
+                t
+            }
+            other => panic!("not exactly one opening: {other:?}"),
+        };
+        assert_eq!((opened.from(), opened.to()), (State::Closed, State::Open));
+        assert_eq!(opened.generation(), start.wrapping_add(1));
+        assert_eq!(take(&heard), [opened], "only the opening is heard");
+        assert!(!bystander.is_current());
+        assert_eq!(
+            bystander.record(FAIL),
+            None,
+            "the stale report changes nothing"
+        );
+        assert_open_since_now(breaker, &mock, start + 1);
+        assert!(take(&heard).iter().all(|t| t.to() == State::HalfOpen));
+    });
+    assert_all_seen(&SEEN, &["the local trip first", "the adoption first"]);
+}
+
+/// Model 13: another instance's verdict `open` adopted while the local probe reports success.
+/// Adopted first: open (reason `fleet`) in the next generation, the probe's success stale and no
+/// transition. Success first: closed, then open again by the adoption, each in the next
+/// generation. Either way the breaker ends open from the adoption's time, and the listener hears
+/// only transitions that landed, in order, ending open.
+#[test]
+fn a_remote_open_racing_the_probes_success_ends_open_and_the_loser_is_stale() {
+    static SEEN: [AtomicBool; 2] = [const { AtomicBool::new(false) }; 2];
+    loom::model(|| {
+        let (breaker, mock, heard) = heard_breaker(1);
+        half_open(breaker, &mock, 1);
+        let probe = breaker.try_acquire().unwrap();
+        let start = probe.generation();
+        take(&heard);
+        let prober = thread::spawn(move || probe.record(Outcome::Success));
+        let remote = thread::spawn(move || breaker.loom_adopt(LoomRemote::Open { ago_ms: 0 }));
+        let verdict = prober.join().unwrap();
+        let adopted = remote.join().unwrap().expect("the adoption always opens");
+        assert_eq!(
+            (adopted.to(), adopted.reason()),
+            (State::Open, TransitionReason::Fleet)
+        );
+        let landed = match verdict {
+            None => {
+                SEEN[0].store(true, Relaxed);
+                assert_eq!(adopted.from(), State::HalfOpen);
+                assert_eq!(adopted.generation(), start.wrapping_add(1));
+                vec![adopted]
+            }
+            Some(closed) => {
+                SEEN[1].store(true, Relaxed);
+                assert_eq!(
+                    (closed.from(), closed.to(), closed.reason()),
+                    (
+                        State::HalfOpen,
+                        State::Closed,
+                        TransitionReason::ProbeSucceeded
+                    )
+                );
+                assert_eq!(closed.generation(), start.wrapping_add(1));
+                assert_eq!(adopted.from(), State::Closed);
+                assert_eq!(adopted.generation(), start.wrapping_add(2));
+                vec![closed, adopted]
+            }
+        };
+        assert_heard(&take(&heard), &landed);
+        assert_open_since_now(breaker, &mock, adopted.generation());
+    });
+    assert_all_seen(&SEEN, &["the adoption first", "the success first"]);
+}
+
+/// Model 14: another instance's verdict `closed` adopted while a local caller claims the probe
+/// slot (open past its cooldown) and reports a failure, a success, or nothing yet (the probe
+/// still holds the slot when the race ends). Whatever the interleaving the breaker ends closed
+/// and the listener hears only transitions that landed, in order, ending closed. A probe claimed
+/// before the adoption is stale after it: its report changes nothing. A caller that comes after
+/// the adoption gets an ordinary permit of the closed generation, whose failure counts.
+#[test]
+fn a_remote_close_racing_a_probe_claim_and_report_ends_closed() {
+    static SEEN: [[AtomicBool; 3]; 3] = [const { [const { AtomicBool::new(false) }; 3] }; 3];
+    for (v, verdict) in [Some(FAIL), Some(Outcome::Success), None]
+        .into_iter()
+        .enumerate()
+    {
+        loom::model(move || {
+            let (breaker, mock, heard) = heard_breaker(2);
+            half_open(breaker, &mock, 2);
+            let open = take(&heard);
+            let local = thread::spawn(move || {
+                let permit = breaker
+                    .try_acquire()
+                    .expect("open past its cooldown, or closed");
+                let (probe, generation) = (permit.is_probe(), permit.generation());
+                match verdict {
+                    Some(outcome) => (probe, generation, permit.record(outcome), None),
+                    None => (probe, generation, None, Some(permit)),
+                }
+            });
+            let remote = thread::spawn(move || breaker.loom_adopt(LoomRemote::Closed));
+            let (probe, generation, verdict_landed, held) = local.join().unwrap();
+            let adopted = remote.join().unwrap();
+            assert_eq!(breaker.state(), State::Closed);
+            if let Some(adopted) = adopted {
+                assert_eq!(
+                    (adopted.to(), adopted.reason()),
+                    (State::Closed, TransitionReason::Fleet)
+                );
+            }
+            let mut landed = Vec::new();
+            let branch = if !probe {
+                // Adopted before the claim: an ordinary permit of the closed generation.
+                let adopted = adopted.expect("open: the adoption closes");
+                assert_eq!(adopted.from(), State::Open);
+                assert_eq!(generation, adopted.generation());
+                assert_eq!(verdict_landed, None, "an ordinary report while closed");
+                if let Some(permit) = held {
+                    assert!(permit.is_current());
+                    drop(permit);
+                }
+                landed.push(adopted);
+                0
+            } else {
+                let claimed = open[0].generation();
+                assert_eq!(generation, claimed, "the claim keeps the open generation");
+                match verdict_landed {
+                    None => {
+                        // Claimed, then adopted before the report: the probe is stale.
+                        let adopted = adopted.expect("half-open: the adoption closes");
+                        assert_eq!(adopted.from(), State::HalfOpen);
+                        assert_eq!(adopted.generation(), claimed.wrapping_add(1));
+                        if let Some(permit) = held {
+                            assert!(!permit.is_current(), "the probe counts after the adoption");
+                            assert_eq!(permit.record(FAIL), None);
+                            assert_eq!(breaker.state(), State::Closed);
+                        }
+                        landed.push(adopted);
+                        1
+                    }
+                    Some(verdict) => {
+                        // Claimed and reported before the adoption.
+                        assert_eq!(verdict.generation(), claimed.wrapping_add(1));
+                        landed.push(verdict);
+                        match adopted {
+                            Some(adopted) => {
+                                assert_eq!(verdict.to(), State::Open);
+                                assert_eq!(adopted.from(), State::Open);
+                                landed.push(adopted);
+                            }
+                            None => assert_eq!(verdict.to(), State::Closed, "nothing to adopt"),
+                        }
+                        2
+                    }
+                }
+            };
+            SEEN[v][branch].store(true, Relaxed);
+            let mut heard = take(&heard);
+            // The claim's own `open → half-open` (cooldown elapsed), if heard, comes first.
+            if let Some(claim) = heard.first().copied()
+                && claim.reason() == TransitionReason::CooldownElapsed
+            {
+                assert!(probe, "{heard:?}");
+                assert_eq!((claim.from(), claim.to()), (State::Open, State::HalfOpen));
+                assert_eq!(claim.generation(), open[0].generation());
+                heard.remove(0);
+            }
+            assert_heard(&heard, &landed);
+            // Closed with no failures, unless the report was an ordinary failure after the close.
+            let counted = !probe && verdict == Some(FAIL);
+            let next = breaker.try_acquire().unwrap();
+            assert!(!next.is_probe());
+            assert_eq!(
+                next.record(FAIL).is_some(),
+                counted,
+                "the failure count after the race"
+            );
+        });
+    }
+    for (v, seen) in SEEN.iter().enumerate() {
+        // With no report in the race, "reported before the adoption" cannot happen.
+        let n = if v == 2 { 2 } else { 3 };
+        let names = [
+            "adopted before the claim",
+            "adopted between claim and report",
+            "reported before the adoption",
+        ];
+        assert_all_seen(&seen[..n], &names[..n]);
+    }
+}
+
+/// Model 15: the fleet grants this instance its probe (`ProbeHere`, then the grant: the agent's
+/// two steps) while a local caller asks for a permit. Before the grant the gate blocks the claim
+/// (probe in flight: the fleet is choosing); after it the caller takes the slot, in the granted
+/// generation. Either way exactly one probe is admitted here, by the caller or by the next one.
+/// Also from a word whose local probe outlived its lease unnoticed (no caller wrote it down):
+/// the granted slot must be the one a local claim takes.
+#[test]
+fn the_fleets_probe_granted_while_a_caller_asks_is_taken_exactly_once() {
+    static SEEN: [[AtomicBool; 2]; 2] = [const { [const { AtomicBool::new(false) }; 2] }; 2];
+    for (e, expired) in [false, true].into_iter().enumerate() {
+        loom::model(move || {
+            let (breaker, mock) = fleet_breaker();
+            breaker.try_acquire().unwrap().record(FAIL);
+            mock.increment(COOLDOWN);
+            if expired {
+                // A probe granted earlier hangs past its lease and a cooldown after it.
+                breaker.loom_take_fleet_probe(1_000).unwrap();
+                std::mem::forget(breaker.try_acquire().unwrap());
+                mock.increment(Duration::from_secs(1) + COOLDOWN);
+                breaker.loom_revoke();
+            }
+            let caller = thread::spawn(move || {
+                // Yields first, or loom never runs the agent ahead of it (see model 3).
+                thread::yield_now();
+                breaker
+                    .try_acquire()
+                    .map(|p| std::mem::ManuallyDrop::new(p).generation())
+            });
+            let agent = thread::spawn(move || breaker.loom_take_fleet_probe(1_000));
+            let raced = caller.join().unwrap();
+            let granted = agent.join().unwrap().expect("open: the slot is freed here");
+            let after = breaker
+                .try_acquire()
+                .map(|p| std::mem::ManuallyDrop::new(p).generation());
+            match (&raced, &after) {
+                (Ok(g), Err(blocked)) => {
+                    SEEN[e][0].store(true, Relaxed);
+                    assert_eq!(*g, granted, "claimed outside the granted generation");
+                    assert_eq!(blocked.reason(), BlockedReason::ProbeInFlight);
+                }
+                (Err(blocked), Ok(g)) => {
+                    SEEN[e][1].store(true, Relaxed);
+                    assert_eq!(*g, granted, "claimed outside the granted generation");
+                    assert_eq!(
+                        (blocked.state(), blocked.reason()),
+                        (State::HalfOpen, BlockedReason::ProbeInFlight)
+                    );
+                }
+                other => panic!("not exactly one probe (expired {expired}): {other:?}"),
+            }
+        });
+    }
+    for (seen, variant) in SEEN.iter().zip(["", " (expired)"]) {
+        assert_all_seen(
+            seen,
+            &[
+                &format!("the caller after the grant{variant}"),
+                &format!("the caller before it{variant}"),
+            ],
+        );
+    }
+}
+
+/// Model 16: the fleet's probe lost (another instance holds it now: the agent adopts the fleet's
+/// `open` and takes the grant back) while a local caller claims the granted slot. Either the
+/// caller is blocked, or its probe is stale once the adoption lands and its success changes
+/// nothing; the breaker ends open, and after the cooldown the gate keeps the slot for the fleet.
+#[test]
+fn a_lost_fleet_probe_racing_the_local_claim_leaves_no_current_probe() {
+    static SEEN: [AtomicBool; 2] = [const { AtomicBool::new(false) }; 2];
+    loom::model(|| {
+        let (breaker, mock) = fleet_breaker();
+        breaker.try_acquire().unwrap().record(FAIL);
+        mock.increment(COOLDOWN);
+        let granted = breaker.loom_take_fleet_probe(1_000).unwrap();
+        let caller = thread::spawn(move || breaker.try_acquire().ok());
+        let agent = thread::spawn(move || {
+            let adopted = breaker.loom_adopt(LoomRemote::Open { ago_ms: 0 });
+            breaker.loom_revoke();
+            adopted
+        });
+        let probe = caller.join().unwrap();
+        let adopted = agent.join().unwrap().expect("half-open or probing: opens");
+        assert_eq!(
+            (adopted.from(), adopted.to()),
+            (State::HalfOpen, State::Open)
+        );
+        assert_eq!(adopted.generation(), granted + 1);
+        match probe {
+            Some(probe) => {
+                SEEN[0].store(true, Relaxed);
+                assert!(probe.is_probe());
+                assert_eq!(probe.generation(), granted);
+                assert!(!probe.is_current(), "the lost probe still counts");
+                assert_eq!(probe.record(Outcome::Success), None);
+            }
+            None => SEEN[1].store(true, Relaxed),
+        }
+        let blocked = breaker.try_acquire().unwrap_err();
+        assert_eq!(
+            (blocked.state(), blocked.reason(), blocked.retry_after()),
+            (State::Open, BlockedReason::DependencyOpen, COOLDOWN)
+        );
+        mock.increment(COOLDOWN);
+        let blocked = breaker.try_acquire().unwrap_err();
+        assert_eq!(
+            blocked.reason(),
+            BlockedReason::ProbeInFlight,
+            "not granted"
+        );
+    });
+    assert_all_seen(&SEEN, &["claimed before the loss", "blocked"]);
+}

@@ -2,12 +2,15 @@
 //!
 //! An arbitrary configuration and sequence of operations — acquire (keeping every permit), record
 //! an outcome on any held permit, drop any held permit, move the mock clock forward or back by any
-//! amount, read the state, reconfigure (valid or not), force open, force closed, reset — runs
+//! amount, read the state, reconfigure (valid or not), force open, force closed, reset, and the
+//! fleet's events: another instance's transition adopted (open at any time, closed, isolated, or
+//! the fleet's probe won here), the fleet's probe lost while a local probe may hold the slot, and a
+//! stale verdict (a report from a permit that an adoption or a transition left behind) — runs
 //! against the real `CircuitBreaker` and against `Model`: the behaviour contract written as plain
 //! sequential code, with no bit packing and no generations (permits are told apart by ids). After
-//! every step the admitted/blocked decision, the blocked value, the transition a record or a
-//! change caused, every transition the listener heard (with its reason, in order), and the state
-//! must agree.
+//! every step the admitted/blocked decision, the blocked value, the transition a record, a change
+//! or an adoption caused, every transition the listener heard (with its reason, in the breaker's
+//! order), whether each held permit is still current, and the state must agree.
 #![no_main]
 
 use std::sync::{Arc, Mutex};
@@ -15,10 +18,11 @@ use std::time::Duration;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use toolbreaker::fuzzing::{CLOCK_HEADROOM_MS, MAX_TIME_MS};
+use toolbreaker::fuzzing::{self, CLOCK_HEADROOM_MS, MAX_TIME_MS};
 use toolbreaker::quanta::Clock;
 use toolbreaker::{
-    BlockedReason, CircuitBreaker, Config, FailureKind, Outcome, Permit, State, TransitionReason,
+    BlockedReason, CircuitBreaker, Config, FailureKind, Outcome, Permit, State, Transition,
+    TransitionReason,
 };
 
 const NS_PER_MS: u64 = 1_000_000;
@@ -81,6 +85,36 @@ enum Op {
     ForceOpen,
     ForceClosed,
     Reset,
+    // The fleet's events (appended, so the committed seeds keep their meaning).
+    /// Another instance's transition, adopted as the fleet agent adopts it.
+    Adopt(Remote),
+    /// The fleet's probe lost to another instance (or its lease ran out) while a local probe may
+    /// hold the slot: the agent adopts the fleet's `open`, opened now.
+    LeaseLost,
+    /// A report from a held permit that is no longer current (a stale verdict): it changes
+    /// nothing. Skipped when every held permit is current.
+    StaleVerdict {
+        index: u8,
+        verdict: Verdict,
+    },
+}
+
+/// What the fleet tells the breaker.
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Remote {
+    /// Open since `offset_ms` from now: a trip or a failed probe elsewhere (in the past), or a
+    /// time ahead of this clock.
+    Open {
+        offset_ms: i16,
+    },
+    /// Open since any time at all, in ms since the origin (past the word's range too).
+    OpenAt {
+        ms: u64,
+    },
+    Closed,
+    Isolated,
+    /// This instance won the fleet's probe.
+    ProbeHere,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -247,6 +281,80 @@ impl Model {
         Some((from, to))
     }
 
+    /// The state as last announced: an open breaker past its cooldown whose slot no caller has
+    /// claimed is still `open` to a listener, a probe past its lease still `half-open`.
+    fn announced(&self) -> State {
+        match self.state {
+            ModelState::Closed { .. } => State::Closed,
+            ModelState::Open { .. } | ModelState::Isolated => State::Open,
+            ModelState::Free | ModelState::Probing { .. } => State::HalfOpen,
+        }
+    }
+
+    /// Adopt a state learned from the fleet (the rules of `decide::adopt`): the (from, to,
+    /// failures) of the transition announced, `None` when the announced state does not change.
+    /// Every change of state leaves no permit from before it current; a local probe's slot or a
+    /// closed period that ends is gone.
+    fn adopt(&mut self, remote: fuzzing::Remote, now: u64) -> Option<(State, State, u64)> {
+        let from = self.announced();
+        let failures = match self.state {
+            ModelState::Closed { failures } => failures,
+            _ => 0,
+        };
+        let next = match (remote, self.state) {
+            // An open period is never shortened; moving its start changes no state.
+            (fuzzing::Remote::Open { opened_at_ms }, ModelState::Open { since }) => {
+                let at = opened_at_ms.min(MAX_TIME_MS);
+                if at > since {
+                    self.state = ModelState::Open { since: at };
+                }
+                return None;
+            }
+            (fuzzing::Remote::Open { opened_at_ms }, _) => ModelState::Open {
+                since: opened_at_ms.min(MAX_TIME_MS),
+            },
+            (fuzzing::Remote::Closed, ModelState::Closed { .. }) => return None,
+            (fuzzing::Remote::Closed, _) => ModelState::Closed { failures: 0 },
+            (fuzzing::Remote::Isolated, ModelState::Isolated) => return None,
+            (fuzzing::Remote::Isolated, _) => ModelState::Isolated,
+            // The fleet's probe is here: the slot is freed for a local caller, from open, or
+            // from a local probe past its lease (which counts as failed).
+            (fuzzing::Remote::ProbeHere, ModelState::Open { .. }) => ModelState::Free,
+            (fuzzing::Remote::ProbeHere, ModelState::Probing { since, .. })
+                if now >= since + self.probe_timeout =>
+            {
+                ModelState::Free
+            }
+            (fuzzing::Remote::ProbeHere, _) => return None,
+        };
+        if matches!(self.state, ModelState::Closed { .. }) {
+            self.period += 1;
+        }
+        self.state = next;
+        let to = match next {
+            ModelState::Closed { .. } => State::Closed,
+            ModelState::Open { .. } | ModelState::Isolated => State::Open,
+            ModelState::Free | ModelState::Probing { .. } => State::HalfOpen,
+        };
+        if from == to {
+            return None;
+        }
+        self.events.push((from, to, TransitionReason::Fleet));
+        Some((from, to, failures))
+    }
+
+    /// Whether a report from `permit` would count now: an ordinary permit of the closed period in
+    /// force, or the probe holding the slot within its lease.
+    fn is_current(&self, permit: ModelPermit, now: u64) -> bool {
+        match (permit, self.state) {
+            (ModelPermit::Ordinary { period }, ModelState::Closed { .. }) => period == self.period,
+            (ModelPermit::Probe { id }, ModelState::Probing { id: current, since }) => {
+                id == current && now < since + self.probe_timeout
+            }
+            _ => false,
+        }
+    }
+
     /// New settings; a closed breaker whose count reaches the new threshold trips.
     fn reconfigure(
         &mut self,
@@ -377,7 +485,7 @@ fuzz_target!(|input: Input| {
     let threshold = u32::from(input.threshold);
     let (cooldown, probe_timeout) = (input.cooldown.duration(), input.probe_timeout.duration());
     let (clock, mock) = Clock::mock();
-    let heard: Arc<Mutex<Vec<Event>>> = Arc::default();
+    let heard: Arc<Mutex<Vec<Transition>>> = Arc::default();
     let listener = Arc::clone(&heard);
     // Start mid-range so the clock can step back as far as it steps forward.
     mock.increment(u64::MAX / 2);
@@ -387,13 +495,7 @@ fuzz_target!(|input: Input| {
         .cooldown(cooldown)
         .probe_timeout(probe_timeout)
         .clock(clock)
-        .on_transition(move |event| {
-            let t = event.transition();
-            listener
-                .lock()
-                .unwrap()
-                .push((t.from(), t.to(), t.reason()));
-        })
+        .on_transition(move |event| listener.lock().unwrap().push(*event.transition()))
         .build();
     let (Some(cooldown_ms), Some(probe_timeout_ms), true) =
         (config_ms(cooldown), config_ms(probe_timeout), threshold > 0)
@@ -413,6 +515,7 @@ fuzz_target!(|input: Input| {
     };
     let mut held: Vec<(Permit<'_>, ModelPermit)> = Vec::new();
     let mut last_heard = State::Closed;
+    let mut last_transition: Option<Transition> = None;
 
     for op in &input.ops {
         let now = Model::now(mock.value(), built_ns);
@@ -503,10 +606,59 @@ fuzz_target!(|input: Input| {
                 let real = real.map(|t| (t.from(), t.to()));
                 assert_eq!(real, model.manual(op, now), "{op:?} at {now}");
             }
+            Op::Adopt(_) | Op::LeaseLost => {
+                let remote = match *op {
+                    Op::Adopt(Remote::Open { offset_ms }) => fuzzing::Remote::Open {
+                        opened_at_ms: now.saturating_add_signed(i64::from(offset_ms)),
+                    },
+                    Op::Adopt(Remote::OpenAt { ms }) => fuzzing::Remote::Open { opened_at_ms: ms },
+                    Op::Adopt(Remote::Closed) => fuzzing::Remote::Closed,
+                    Op::Adopt(Remote::Isolated) => fuzzing::Remote::Isolated,
+                    Op::Adopt(Remote::ProbeHere) => fuzzing::Remote::ProbeHere,
+                    _ => fuzzing::Remote::Open { opened_at_ms: now },
+                };
+                let before = model.state;
+                let real = fuzzing::adopt(&breaker, remote);
+                if let Some(t) = real {
+                    assert_eq!(t.reason(), TransitionReason::Fleet, "{op:?} at {now}");
+                }
+                let real = real.map(|t| (t.from(), t.to(), t.failures()));
+                assert_eq!(
+                    real,
+                    model.adopt(remote, now),
+                    "{op:?} ({remote:?}) at {now} from {before:?}"
+                );
+            }
+            Op::StaleVerdict { index, verdict } => {
+                let stale: Vec<usize> = (0..held.len())
+                    .filter(|&i| !model.is_current(held[i].1, now))
+                    .collect();
+                if stale.is_empty() {
+                    continue;
+                }
+                let (permit, expected) = held.swap_remove(stale[usize::from(index) % stale.len()]);
+                let outcome = match verdict {
+                    Verdict::Success => Outcome::Success,
+                    Verdict::Failure => Outcome::Failure(FailureKind::Unavailable),
+                    Verdict::Ignored => Outcome::Ignored,
+                };
+                let before = model.state;
+                assert_eq!(
+                    permit.record(outcome),
+                    None,
+                    "{op:?} of {expected:?} at {now}"
+                );
+                assert_eq!(model.report(expected, Some(verdict), now), None);
+                assert_eq!(model.state, before, "a stale verdict moved the model");
+            }
         }
         // The listener heard exactly the transitions the model made, in order, and they chain:
         // each one starts where the one before it ended.
-        let events: Vec<Event> = std::mem::take(&mut *heard.lock().unwrap());
+        let transitions: Vec<Transition> = std::mem::take(&mut *heard.lock().unwrap());
+        let events: Vec<Event> = transitions
+            .iter()
+            .map(|t| (t.from(), t.to(), t.reason()))
+            .collect();
         assert_eq!(
             events,
             std::mem::take(&mut model.events),
@@ -516,8 +668,24 @@ fuzz_target!(|input: Input| {
             assert_eq!(from, last_heard, "{reason:?} after {op:?} at {now}");
             last_heard = to;
         }
-        // After every step, the state agrees (read at the clock as it is now).
+        // Heard in the breaker's order: each one after the one before it.
+        for t in transitions {
+            if let Some(last) = last_transition {
+                assert!(t.is_after(&last), "{t:?} after {last:?}, {op:?} at {now}");
+            }
+            last_transition = Some(t);
+        }
+        // After every step, the state agrees (read at the clock as it is now), and so does whether
+        // each held permit would still count.
         let now = Model::now(mock.value(), built_ns);
+        for (permit, expected) in &held {
+            assert_eq!(
+                permit.is_current(),
+                model.is_current(*expected, now),
+                "{expected:?} after {op:?} at {now}: {:?}",
+                model.state
+            );
+        }
         assert_eq!(
             breaker.state(),
             model.state(now),

@@ -482,12 +482,21 @@ pub(crate) enum Remote {
 ///   and the time shift keeps the generation, since an open word issues no permits);
 /// - closed: any word not closed closes with no failures; a closed word keeps its count;
 /// - isolated: any word not isolated is isolated;
-/// - probe here: an open word (not isolated) frees its probe slot in a new generation; a
-///   half-open or probing word already has a local probe or a free slot and is left as it is.
+/// - probe here: an open word (not isolated) frees its probe slot in a new generation, and so
+///   does a probing word whose lease has run out (its probe counts as failed, and a claim of
+///   the slot it holds would take a new generation, not the one the fleet's grant names); a
+///   half-open word or a probing word within its lease already has a free slot or a local probe
+///   and is left as it is.
 ///
-/// The transition, if the announced state changes, has reason `fleet`.
+/// The transition, if the announced state changes, has reason `fleet`. `now` is called only to
+/// judge a probing word's lease for `ProbeHere`.
 #[cfg_attr(not(any(feature = "redis", test)), allow(dead_code))]
-pub(crate) fn adopt(word: Word, remote: Remote, limits: &Limits) -> Option<Step> {
+pub(crate) fn adopt(
+    word: Word,
+    remote: Remote,
+    limits: &Limits,
+    now: impl FnOnce() -> u64,
+) -> Option<Step> {
     let generation = next_generation(word.generation());
     let failures = if word.kind() == Kind::Closed {
         word.payload()
@@ -513,6 +522,10 @@ pub(crate) fn adopt(word: Word, remote: Remote, limits: &Limits) -> Option<Step>
         Remote::Isolated if word.is_isolated() => return None,
         Remote::Isolated => (Word::isolated(generation), State::Open),
         Remote::ProbeHere if word.kind() == Kind::Open && !word.is_isolated() => {
+            (Word::half_open(generation), State::HalfOpen)
+        }
+        // The expired probe's late report stays stale: the slot is freed in a new generation.
+        Remote::ProbeHere if word.kind() == Kind::Probing && now() >= lease_end(word, limits) => {
             (Word::half_open(generation), State::HalfOpen)
         }
         Remote::ProbeHere => return None,
@@ -1279,5 +1292,229 @@ mod tests {
         ] {
             assert_eq!(admit(word, now).1, None, "{word:?}");
         }
+    }
+
+    // ---- adopt, for every (kind, remote) pair ----
+
+    /// What the fleet's transitions tell a breaker, in `every_kind`'s time: open since before the
+    /// local opening (5), since it (10) and since after it (50), at the end of the clock, closed,
+    /// isolated, and the fleet's probe won here.
+    const REMOTES: [Remote; 7] = [
+        Remote::Open { opened_at_ms: 5 },
+        Remote::Open { opened_at_ms: 10 },
+        Remote::Open { opened_at_ms: 50 },
+        Remote::Open {
+            opened_at_ms: u64::MAX,
+        },
+        Remote::Closed,
+        Remote::Isolated,
+        Remote::ProbeHere,
+    ];
+
+    /// `adopt` at `now`, with the clock readable only for the one rule that judges a lease.
+    fn adopt_at(word: Word, remote: Remote, now: u64) -> Option<Step> {
+        if remote == Remote::ProbeHere {
+            adopt(word, remote, &LIMITS, || now)
+        } else {
+            adopt(word, remote, &LIMITS, never)
+        }
+    }
+
+    /// A step to `next` with a `fleet` transition `from → to` into `next`'s generation.
+    fn fleet(next: Word, from: State, to: State, failures: u64) -> Option<Step> {
+        Some(Step {
+            next,
+            transition: Some(Transition::new(
+                from,
+                to,
+                next.generation(),
+                TransitionReason::Fleet,
+                failures,
+                &LIMITS,
+            )),
+        })
+    }
+
+    /// A step to `next` that announces nothing.
+    fn silent(next: Word) -> Option<Step> {
+        Some(Step {
+            next,
+            transition: None,
+        })
+    }
+
+    #[test]
+    fn adopt_each_remote_into_every_kind_of_word() {
+        use State::{Closed, HalfOpen, Open};
+        let kinds = every_kind(7);
+        // Open since `at`: every word not open (isolated included) opens from `at` in a new
+        // generation; an open word keeps the later opening, in its own generation, silently.
+        let open = |at: u64, kept: bool| {
+            let shifted = if kept {
+                None
+            } else {
+                silent(Word::open(7, at))
+            };
+            [
+                fleet(Word::open(8, at), Closed, Open, 0),
+                fleet(Word::open(8, at), Closed, Open, 2),
+                shifted,
+                shifted,
+                fleet(Word::open(8, at), HalfOpen, Open, 0),
+                fleet(Word::open(8, at), HalfOpen, Open, 0),
+                fleet(Word::open(8, at), HalfOpen, Open, 0),
+                silent(Word::open(8, at)),
+            ]
+        };
+        let expected: [[Option<Step>; 8]; 7] = [
+            open(5, true),
+            open(10, true),
+            open(50, false),
+            open(MAX_TIME_MS, false),
+            // Closed: a closed word keeps its count; every other closes with none.
+            [
+                None,
+                None,
+                fleet(Word::closed(8, 0), Open, Closed, 0),
+                fleet(Word::closed(8, 0), Open, Closed, 0),
+                fleet(Word::closed(8, 0), HalfOpen, Closed, 0),
+                fleet(Word::closed(8, 0), HalfOpen, Closed, 0),
+                fleet(Word::closed(8, 0), HalfOpen, Closed, 0),
+                fleet(Word::closed(8, 0), Open, Closed, 0),
+            ],
+            // Isolated: open stays open to a listener, so that isolation is silent.
+            [
+                fleet(Word::isolated(8), Closed, Open, 0),
+                fleet(Word::isolated(8), Closed, Open, 2),
+                silent(Word::isolated(8)),
+                silent(Word::isolated(8)),
+                fleet(Word::isolated(8), HalfOpen, Open, 0),
+                fleet(Word::isolated(8), HalfOpen, Open, 0),
+                fleet(Word::isolated(8), HalfOpen, Open, 0),
+                None,
+            ],
+            // Probe here: the slot is freed from open (cooling down or not) and from a probe
+            // past its lease (half-open to a listener already); a probe within its lease, a free
+            // slot, a closed or an isolated word are left as they are.
+            [
+                None,
+                None,
+                fleet(Word::half_open(8), Open, HalfOpen, 0),
+                fleet(Word::half_open(8), Open, HalfOpen, 0),
+                None,
+                silent(Word::half_open(8)),
+                None,
+                None,
+            ],
+        ];
+        for (remote, expected) in REMOTES.into_iter().zip(expected) {
+            for ((word, now), expected) in kinds.into_iter().zip(expected) {
+                assert_eq!(
+                    adopt_at(word, remote, now),
+                    expected,
+                    "{remote:?} into {word:?} at {now}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_adoption_moves_the_announced_state_as_its_transition_says_and_agrees_after() {
+        for generation in [0, 7, MAX_GENERATION] {
+            for (word, now) in every_kind(generation) {
+                for remote in REMOTES {
+                    let Some(step) = adopt_at(word, remote, now) else {
+                        continue;
+                    };
+                    let context = format!("{remote:?} into {word:?} at {now}");
+                    assert_ne!(step.next, word, "{context}: a write that changes nothing");
+                    let (from, to) = (word.announced_state(), step.next.announced_state());
+                    match step.transition {
+                        Some(t) => {
+                            assert_eq!((t.from(), t.to()), (from, to), "{context}");
+                            assert_ne!(from, to, "{context}");
+                            assert_eq!(t.reason(), TransitionReason::Fleet, "{context}");
+                            assert_eq!(t.generation(), step.next.generation(), "{context}");
+                        }
+                        None => assert_eq!(from, to, "{context}: an unannounced change"),
+                    }
+                    // Only an open word's shift to a later opening keeps the generation (it
+                    // issues no permits); every other change takes the next one, wrapping.
+                    let shift = word.kind() == Kind::Open
+                        && !word.is_isolated()
+                        && step.next.kind() == Kind::Open
+                        && !step.next.is_isolated();
+                    let expected = if shift {
+                        generation
+                    } else {
+                        next_generation(generation)
+                    };
+                    assert_eq!(step.next.generation(), expected, "{context}");
+                    // No permit issued before the adoption counts after it.
+                    for probe in [false, true] {
+                        for at in [now, now.saturating_add(1)] {
+                            assert!(
+                                !is_current(step.next, generation, probe, &LIMITS, || at),
+                                "{context}: a permit (probe {probe}) is current after it"
+                            );
+                        }
+                    }
+                    // The word now agrees: the same news again changes nothing.
+                    assert_eq!(adopt_at(step.next, remote, now), None, "{context}, twice");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_fleets_probe_frees_a_local_probes_slot_exactly_when_its_lease_has_run_out() {
+        let word = Word::probing(7, 10);
+        let lease_end = 10 + LIMITS.probe_timeout_ms;
+        for now in [0, 10, lease_end - 1] {
+            assert_eq!(adopt_at(word, Remote::ProbeHere, now), None, "at {now}");
+        }
+        for now in [lease_end, lease_end + LIMITS.cooldown_ms, u64::MAX] {
+            // The slot a local caller claims is the one freed: a claim of a released slot keeps
+            // its generation, so the fleet's grant of that generation admits it.
+            let step = adopt_at(word, Remote::ProbeHere, now).unwrap();
+            assert_eq!(step, silent(Word::half_open(8)).unwrap(), "at {now}");
+            let (admission, _) = admit(step.next, now);
+            assert_eq!(
+                admission,
+                Admission::Admit {
+                    generation: 8,
+                    probe: true
+                }
+            );
+            // The expired probe's late report stays stale.
+            for r in ALL_REPORTS {
+                assert_eq!(report(step.next, 7, true, r, &LIMITS, || now), None);
+            }
+        }
+        // Without the adoption, that claim would take a generation of its own.
+        let (admission, _) = admit(word, lease_end + LIMITS.cooldown_ms);
+        assert_eq!(
+            admission,
+            Admission::Admit {
+                generation: 8,
+                probe: true
+            }
+        );
+    }
+
+    #[test]
+    fn an_adopted_opening_is_clamped_to_the_clock_and_never_reads_as_isolated() {
+        for at in [MAX_TIME_MS, MAX_TIME_MS + 1, u64::MAX] {
+            let step = adopt_at(Word::closed(3, 0), Remote::Open { opened_at_ms: at }, 0).unwrap();
+            assert_eq!(step.next, Word::open(4, MAX_TIME_MS));
+            assert!(!step.next.is_isolated());
+            assert_eq!(
+                adopt_at(step.next, Remote::Open { opened_at_ms: at }, 0),
+                None
+            );
+        }
+        // An open word already at the end of the clock is never moved earlier.
+        let word = Word::open(3, MAX_TIME_MS);
+        assert_eq!(adopt_at(word, Remote::Open { opened_at_ms: 5 }, 0), None);
     }
 }

@@ -664,8 +664,11 @@ impl CircuitBreaker {
     #[cfg_attr(not(any(feature = "redis", test)), allow(dead_code))]
     pub(crate) fn adopt(&self, remote: Remote) -> (Word, Option<Transition>) {
         let limits = self.limits();
+        let mut now = None;
         let updated = self.inner.store.update(self.inner.store.load(), |word| {
-            split(decide::adopt(word, remote, &limits))
+            split(decide::adopt(word, remote, &limits, || {
+                *now.get_or_insert_with(|| self.now_ms())
+            }))
         });
         if let Some(transition) = updated.answer {
             self.announce(transition);
@@ -814,6 +817,75 @@ impl CircuitBreaker {
     #[cfg(test)]
     pub(crate) fn word_bits(&self) -> u64 {
         self.inner.store.load().0
+    }
+}
+
+/// A state learned from the fleet, for the model checks in `tests/loom.rs`: `decide::Remote`,
+/// with an open state's start given as ms before the breaker's clock reads now. Built only under
+/// `--cfg loom`; not part of the API.
+#[cfg(loom)]
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoomRemote {
+    /// `Remote::Open`, opened `ago_ms` before now.
+    Open {
+        /// How long before now the fleet's open state began, in ms.
+        ago_ms: u64,
+    },
+    /// `Remote::Closed`.
+    Closed,
+    /// `Remote::Isolated`.
+    Isolated,
+    /// `Remote::ProbeHere`.
+    ProbeHere,
+}
+
+/// Hooks for the model checks in `tests/loom.rs`, which reach the fleet's side of a breaker (its
+/// agent's calls) without the fleet. Built only under `--cfg loom`; not part of the API.
+#[cfg(loom)]
+#[doc(hidden)]
+impl CircuitBreaker {
+    /// A breaker with a fleet tap that the fleet governs (it chooses who takes the probe slot),
+    /// as a registry with a fleet builds it, and no agent: the model plays the agent.
+    pub fn loom_fleet(config: Config, clock: quanta::Clock) -> Self {
+        let outbox = std::sync::Arc::new(super::tap::Outbox::new(|| {}));
+        let tap = std::sync::Arc::new(Tap::new(SmolStr::default(), outbox, 50));
+        tap.set_governed(true);
+        let extras = Extras {
+            name: SmolStr::default(),
+            listener: None,
+            metrics: false,
+            tap: Some(tap),
+        };
+        Self::with_extras(config, clock, extras)
+    }
+
+    /// What the fleet agent does when another instance's transition arrives:
+    /// [`adopt`](Self::adopt). Returns the transition announced.
+    pub fn loom_adopt(&self, remote: LoomRemote) -> Option<Transition> {
+        let remote = match remote {
+            LoomRemote::Open { ago_ms } => Remote::Open {
+                opened_at_ms: self.now_ms().saturating_sub(ago_ms),
+            },
+            LoomRemote::Closed => Remote::Closed,
+            LoomRemote::Isolated => Remote::Isolated,
+            LoomRemote::ProbeHere => Remote::ProbeHere,
+        };
+        self.adopt(remote).1
+    }
+
+    /// What the fleet agent does when this instance wins the fleet's probe:
+    /// [`take_fleet_probe`](Self::take_fleet_probe) (adopt `ProbeHere`, then grant the slot).
+    pub fn loom_take_fleet_probe(&self, window_ms: u64) -> Option<u32> {
+        self.take_fleet_probe(window_ms)
+    }
+
+    /// What the fleet agent does when the fleet's probe is no longer this instance's: take the
+    /// grant back.
+    pub fn loom_revoke(&self) {
+        if let Some(tap) = self.tap() {
+            tap.revoke();
+        }
     }
 }
 

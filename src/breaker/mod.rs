@@ -23,6 +23,10 @@ pub use self::call::{CallError, RunFuture};
 pub(crate) use self::decide::Remote;
 pub use self::machine::CircuitBreaker;
 pub(crate) use self::machine::Extras;
+/// The model checks' hook type (`tests/loom.rs`), built only under `--cfg loom`.
+#[cfg(loom)]
+#[doc(hidden)]
+pub use self::machine::LoomRemote;
 pub use self::permit::{OwnedPermit, Permit};
 #[cfg_attr(not(feature = "redis"), allow(unused_imports))]
 pub(crate) use self::tap::{Outbox, Tap};
