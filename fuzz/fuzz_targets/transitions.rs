@@ -330,13 +330,16 @@ impl Model {
         if matches!(self.state, ModelState::Closed { .. }) {
             self.period += 1;
         }
+        // An isolation begun or ended is heard even from open to open.
+        let isolation_changed = matches!(self.state, ModelState::Isolated)
+            != matches!(next, ModelState::Isolated);
         self.state = next;
         let to = match next {
             ModelState::Closed { .. } => State::Closed,
             ModelState::Open { .. } | ModelState::Isolated => State::Open,
             ModelState::Free | ModelState::Probing { .. } => State::HalfOpen,
         };
-        if from == to {
+        if from == to && !isolation_changed {
             return None;
         }
         self.events.push((from, to, TransitionReason::Fleet));

@@ -488,7 +488,8 @@ pub(crate) enum Remote {
 ///   half-open word or a probing word within its lease already has a free slot or a local probe
 ///   and is left as it is.
 ///
-/// The transition, if the announced state changes, has reason `fleet`. `now` is called only to
+/// The transition, if the announced state changes or an isolation begins or ends (`open → open`),
+/// has reason `fleet`. `now` is called only to
 /// judge a probing word's lease for `ProbeHere`.
 #[cfg_attr(not(any(feature = "redis", test)), allow(dead_code))]
 pub(crate) fn adopt(
@@ -531,9 +532,12 @@ pub(crate) fn adopt(
         Remote::ProbeHere => return None,
     };
     let from = word.announced_state();
+    // An isolation begun or ended is heard even though the state reads open on both sides, as
+    // `force_open` from open is.
+    let isolation_changed = word.is_isolated() != next.is_isolated();
     Some(Step {
         next,
-        transition: (from != to).then(|| {
+        transition: (from != to || isolation_changed).then(|| {
             Transition::new(
                 from,
                 to,
@@ -1363,7 +1367,8 @@ mod tests {
                 fleet(Word::open(8, at), HalfOpen, Open, 0),
                 fleet(Word::open(8, at), HalfOpen, Open, 0),
                 fleet(Word::open(8, at), HalfOpen, Open, 0),
-                silent(Word::open(8, at)),
+                // An isolation ended by the fleet is heard: open → open.
+                fleet(Word::open(8, at), Open, Open, 0),
             ]
         };
         let expected: [[Option<Step>; 8]; 7] = [
@@ -1382,12 +1387,12 @@ mod tests {
                 fleet(Word::closed(8, 0), HalfOpen, Closed, 0),
                 fleet(Word::closed(8, 0), Open, Closed, 0),
             ],
-            // Isolated: open stays open to a listener, so that isolation is silent.
+            // Isolated: from open it is heard as open → open, as `force_open` from open is.
             [
                 fleet(Word::isolated(8), Closed, Open, 0),
                 fleet(Word::isolated(8), Closed, Open, 2),
-                silent(Word::isolated(8)),
-                silent(Word::isolated(8)),
+                fleet(Word::isolated(8), Open, Open, 0),
+                fleet(Word::isolated(8), Open, Open, 0),
                 fleet(Word::isolated(8), HalfOpen, Open, 0),
                 fleet(Word::isolated(8), HalfOpen, Open, 0),
                 fleet(Word::isolated(8), HalfOpen, Open, 0),
@@ -1432,11 +1437,21 @@ mod tests {
                     match step.transition {
                         Some(t) => {
                             assert_eq!((t.from(), t.to()), (from, to), "{context}");
-                            assert_ne!(from, to, "{context}");
+                            assert!(
+                                from != to || word.is_isolated() != step.next.is_isolated(),
+                                "{context}: a transition that changes nothing a listener sees"
+                            );
                             assert_eq!(t.reason(), TransitionReason::Fleet, "{context}");
                             assert_eq!(t.generation(), step.next.generation(), "{context}");
                         }
-                        None => assert_eq!(from, to, "{context}: an unannounced change"),
+                        None => {
+                            assert_eq!(from, to, "{context}: an unannounced change");
+                            assert_eq!(
+                                word.is_isolated(),
+                                step.next.is_isolated(),
+                                "{context}: an unannounced isolation"
+                            );
+                        }
                     }
                     // Only an open word's shift to a later opening keeps the generation (it
                     // issues no permits); every other change takes the next one, wrapping.

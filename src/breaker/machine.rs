@@ -688,11 +688,14 @@ impl CircuitBreaker {
         generation: u32,
     ) -> Result<(u32, Option<Transition>), ()> {
         let limits = self.limits();
+        let mut now = None;
         let updated = self.inner.store.update(self.inner.store.load(), |word| {
             if word.generation() != generation {
                 return (None, Err(()));
             }
-            let (next, transition) = split(decide::adopt(word, remote, &limits));
+            let (next, transition) = split(decide::adopt(word, remote, &limits, || {
+                *now.get_or_insert_with(|| self.now_ms())
+            }));
             (next, Ok(transition))
         });
         let transition = updated.answer?;
@@ -709,9 +712,10 @@ impl CircuitBreaker {
         self.word().generation()
     }
 
-    /// Take the fleet's probe: free the probe slot of an open word in a new generation (see
-    /// `decide::adopt`) and let local callers claim it for `window_ms`. Returns the generation
-    /// granted, or `None` if the word is not open (closed or isolated meanwhile).
+    /// Take the fleet's probe: free the probe slot of an open word, or of a probing word past its
+    /// lease, in a new generation (see `decide::adopt`; a local probe within its lease, or a slot
+    /// already free, is kept) and let local callers claim it for `window_ms`. Returns the
+    /// generation granted, or `None` if the word is closed or isolated (changed meanwhile).
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn take_fleet_probe(&self, window_ms: u64) -> Option<u32> {
         let tap = self.inner.herald.tap.as_deref()?;
