@@ -1152,3 +1152,71 @@ async fn a_breaker_that_outlives_its_agent_works_locally() {
     })
     .await;
 }
+
+/// Behaviour 9, the other keys: a foreign value under a dependency's votes or lease key is a bad
+/// record of that dependency (local mode, one event), not an outage of the fleet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_values_under_the_votes_or_lease_key_are_bad_records() {
+    let server = RedisServer::start();
+    let _: redis::Value = server.cmd(&["SET", "test:votes:search", "not a hash"]);
+    let _: redis::Value = server.cmd(&["HSET", "test:probe:weather", "not", "a string"]);
+    let a = instance(&server, "a", 2);
+    let b = instance(&server, "b", 2);
+    let (search, weather, files) = (a.get("search"), a.get("weather"), a.get("files"));
+    let b_files = b.get("files");
+    a.connected().await;
+    b.connected().await;
+    for dependency in ["search", "weather"] {
+        until("a bad record event", LIMIT, || {
+            a.events().iter().any(
+                |e| matches!(e, FleetEvent::BadRecord { dependency: d, .. } if d == dependency),
+            )
+        })
+        .await;
+    }
+    fail(&search);
+    fail(&search);
+    fail(&weather);
+    fail(&weather);
+    assert_eq!(
+        (search.state(), weather.state()),
+        (State::Open, State::Open),
+        "local breakers"
+    );
+    assert!(a.registry.fleet().unwrap().is_connected(), "not an outage");
+    assert!(
+        !a.events()
+            .iter()
+            .any(|e| matches!(e, FleetEvent::Unreachable { .. }))
+    );
+    // Another dependency of the same instance is still shared.
+    fail(&files);
+    fail(&files);
+    until("files reaches b", LIMIT, || b_files.state() == State::Open).await;
+}
+
+/// A server that refuses the login is an outage (one `Unreachable` event naming the error, every
+/// breaker local), not a bad record of each dependency.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_login_is_an_outage_not_a_bad_record() {
+    let server = RedisServer::start_with(&["--requirepass", "secret"]);
+    let a = instance(&server, "a", 2);
+    let search = a.get("search");
+    until("the refusal is told", LIMIT, || {
+        a.events()
+            .iter()
+            .any(|e| matches!(e, FleetEvent::Unreachable { .. }))
+    })
+    .await;
+    fail(&search);
+    fail(&search);
+    assert_eq!(search.state(), State::Open, "a local breaker");
+    tokio::time::sleep(Duration::from_millis(300)).await; // several reconnection attempts
+    let events = a.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert!(
+        format!("{}", events[0]).contains("unreachable"),
+        "{}",
+        events[0]
+    );
+}

@@ -958,11 +958,38 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
+/// Whether a command's error means the fleet cannot be used now (no connection, a timeout, a
+/// refused login or permission, a server loading, read-only, out of memory or busy): every
+/// breaker goes local. The rest (`ERR`, `WRONGTYPE`: a script that failed on a value under one of
+/// the crate's keys; a reply of the wrong shape) is a problem of that dependency's record.
 fn is_unreachable(error: &redis::RedisError) -> bool {
+    use redis::ErrorKind;
+    const UNAVAILABLE: &[&str] = &[
+        "LOADING",
+        "TRYAGAIN",
+        "CLUSTERDOWN",
+        "MASTERDOWN",
+        "READONLY",
+        "NOPERM",
+        "NOAUTH",
+        "WRONGPASS",
+        "BUSY",
+        "MOVED",
+        "ASK",
+        "CROSSSLOT",
+        "MISCONF",
+        "OOM",
+    ];
     error.is_io_error()
         || error.is_timeout()
         || error.is_connection_dropped()
         || error.is_connection_refusal()
-        || error.is_unrecoverable_error()
-        || matches!(error.kind(), redis::ErrorKind::Client)
+        || matches!(
+            error.kind(),
+            ErrorKind::Io
+                | ErrorKind::Client
+                | ErrorKind::AuthenticationFailed
+                | ErrorKind::InvalidClientConfig
+        )
+        || error.code().is_some_and(|code| UNAVAILABLE.contains(&code))
 }

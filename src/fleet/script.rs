@@ -187,6 +187,8 @@ local rec, bad = load()
 if bad then return {'bad', bad} end
 local ls, lbad = lease()
 if lbad then return {'bad', lbad} end
+local vkind = redis.call('TYPE', KEYS[2]).ok
+if vkind ~= 'none' and vkind ~= 'hash' then return {'bad', 'the votes key holds a ' .. vkind} end
 "#;
 
 /// Read the record; create it from this instance's state if it is missing.

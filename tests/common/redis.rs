@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 pub struct RedisServer {
     pub port: u16,
+    args: Vec<String>,
     child: Option<Child>,
 }
 
@@ -24,8 +25,14 @@ fn free_port() -> u16 {
 impl RedisServer {
     /// Start a server on a free port.
     pub fn start() -> RedisServer {
+        RedisServer::start_with(&[])
+    }
+
+    /// Start a server on a free port with more command-line settings (`--requirepass x`).
+    pub fn start_with(args: &[&str]) -> RedisServer {
         let mut server = RedisServer {
             port: free_port(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
             child: None,
         };
         server.restart();
@@ -42,6 +49,7 @@ impl RedisServer {
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string()])
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(&self.args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -53,7 +61,9 @@ impl RedisServer {
             });
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
-        while self.ping().is_err() {
+        // Accepting connections is enough (a server that requires a password answers PING
+        // with an error).
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             assert!(
                 Instant::now() < deadline,
                 "redis-server did not answer on {}",
@@ -74,10 +84,6 @@ impl RedisServer {
     fn connection(&self) -> redis::RedisResult<redis::Connection> {
         let client = redis::Client::open(self.url())?;
         client.get_connection_with_timeout(Duration::from_secs(1))
-    }
-
-    fn ping(&self) -> redis::RedisResult<String> {
-        redis::cmd("PING").query(&mut self.connection()?)
     }
 
     /// Run one command with a fresh blocking connection.
