@@ -176,6 +176,10 @@ pub fn spread(delays_us: &[i64]) -> Value {
     })
 }
 
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 fn count(value: &Value) -> u64 {
     value.as_u64().unwrap_or(0)
 }
@@ -379,11 +383,19 @@ pub fn table(fleet: &Value, order: &[&str]) -> String {
         let redis = &instance["redis"];
         let shared_line = if redis.is_object() {
             format!(
-                "; Redis: {} commands, {} messages, {} changes adopted, {} probe leases won{}",
-                count(&redis["commands"]),
-                count(&redis["messages"]),
-                count(&redis["adopted"]),
-                count(&redis["probes_claimed"]),
+                "; Redis: {}, {}, {}, {}{}",
+                plural(count(&redis["commands"]), "command", "commands"),
+                plural(count(&redis["messages"]), "message", "messages"),
+                plural(
+                    count(&redis["adopted"]),
+                    "change adopted",
+                    "changes adopted"
+                ),
+                plural(
+                    count(&redis["probes_claimed"]),
+                    "probe lease won",
+                    "probe leases won"
+                ),
                 if redis["connected"].as_bool() == Some(false) {
                     " (not connected at the end)"
                 } else {
@@ -457,10 +469,10 @@ pub fn table(fleet: &Value, order: &[&str]) -> String {
             None => "-".to_owned(),
         };
         row(
-            &match count(&dependency["cooldowns"]) {
-                1 => "probes per cooldown (1 cooldown)".to_owned(),
-                n => format!("probes per cooldown ({n} cooldowns)"),
-            },
+            &format!(
+                "probes per cooldown ({})",
+                plural(count(&dependency["cooldowns"]), "cooldown", "cooldowns")
+            ),
             &per_cooldown,
             per_cooldown(dependency),
         );

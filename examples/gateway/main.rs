@@ -113,10 +113,10 @@
 //!   figure is 1.00 when one instance probes for the fleet, and about N for N instances probing on
 //!   their own;
 //! - the trips: each instance's own (`failure_threshold`) and those adopted from the fleet
-//!   (`fleet`). At this load an instance often reaches its own threshold in the millisecond or two
-//!   before the fleet's open reaches it, and on the hanging `weather` every instance does: each has
-//!   calls in flight when the hang begins, and they all time out together 250 ms later, so there
-//!   the fleet saves the probes and nothing else;
+//!   (`fleet`). At this load an instance often reaches its own threshold in the millisecond or so
+//!   before the fleet's open reaches it; most often on the hanging `weather`, where every instance
+//!   has calls in flight when the hang begins and they time out together 250 ms later, so that
+//!   there the fleet saves little but the probes;
 //! - the propagation: how long after the first trip (or close) of an outbreak, on any instance,
 //!   each other instance adopted it, p50 and p99; and the same over every dependency at the end.
 //!
