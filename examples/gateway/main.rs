@@ -5,6 +5,8 @@
 //! cargo run --release --example gateway                      # 10 s, 64 agent tasks, a table
 //! cargo run --release --example gateway -- --duration 4 --json
 //! cargo run --release --example gateway -- --config examples/gateway/breakers.toml --log toolbreaker=info
+//! cargo run --release --example gateway -- --fleet 3            # three gateway processes, one Redis
+//! cargo run --release --example gateway -- --fleet 3 --independent
 //! ```
 //!
 //! Four tool servers run in this process on real sockets (axum, `127.0.0.1`, ephemeral ports;
@@ -63,7 +65,8 @@
 //!
 //! Options: `--duration SECS` (default 10), `--concurrency N` agent tasks (default 64), `--json`
 //! (print one JSON object and nothing else on stdout; the progress lines go to stderr),
-//! `--config FILE`, `--log DIRECTIVE`, `--help`.
+//! `--config FILE`, `--log DIRECTIVE`, `--fleet N` with `--independent` or `--redis URL` (see
+//! *Fleet mode* below), `--help`.
 //!
 //! `--config FILE` starts the registry from a TOML file of breaker settings instead of the
 //! built-in ones (`breakers.toml`, next to this file, holds the built-in ones, commented); a file
@@ -83,14 +86,54 @@
 //! sums them up in one line per dependency: whether the service failed (counted failures, by
 //! kind), whether the breaker opened (transitions by reason), and whether the agents kept calling
 //! it after it opened (calls blocked, never sent).
+//!
+//! # Fleet mode: `--fleet N`
+//!
+//! `--fleet N` (up to 16) runs N gateway instances, each a separate process (this executable,
+//! started again with a hidden `--instance-of`), against one set of tool servers going through the
+//! schedule above; the agent tasks (`--concurrency`, 64 by default) are split among them. Each
+//! instance's registry is in fleet mode (`Fleet::builder(url).prefix(..).instance("gw-1")`, the
+//! fleet's defaults otherwise): a trip on one instance opens the dependency on all, after the
+//! cooldown one instance in the fleet gets the probe (the others are blocked, `probe_in_flight`),
+//! and its verdict closes or reopens the dependency everywhere, while each call is still admitted
+//! by a local atomic load. The gateway starts `redis-server` on a free loopback port, with no
+//! persistence, and stops it at the end (if it is not installed, the error says how:
+//! `apt-get install -y redis-server`); `--redis URL` uses a running server instead, under a key
+//! prefix of the run's own that is deleted at the end. `--fleet N --independent` runs the same
+//! instances with registries of their own and no Redis, for comparison.
+//!
+//! It prints one line a second with the requests each server had, then, for each failing
+//! dependency, a column per instance and one for the fleet:
+//!
+//! - the requests that reached the failing server, counted by the server per instance (each
+//!   instance's requests carry its number in a header), next to the calls asked of the breaker
+//!   during the outage;
+//! - the probes, and the probes per cooldown: the dependency's probes, from every instance, are
+//!   grouped into cooldowns (the probes sent within one cooldown of the first), so the fleet's
+//!   figure is 1.00 when one instance probes for the fleet, and about N for N instances probing on
+//!   their own;
+//! - the trips: each instance's own (`failure_threshold`) and those adopted from the fleet
+//!   (`fleet`). At this load an instance often reaches its own threshold in the millisecond or so
+//!   before the fleet's open reaches it; most often on the hanging `weather`, where every instance
+//!   has calls in flight when the hang begins and they time out together 250 ms later, so that
+//!   there the fleet saves little but the probes;
+//! - the propagation: how long after the first trip (or close) of an outbreak, on any instance,
+//!   each other instance adopted it, p50 and p99; and the same over every dependency at the end.
+//!
+//! With `--json` these figures, with each instance's own counters and the transitions it heard,
+//! are under `fleet` (see `figures.rs` for how each is worked out, `fleet.rs` for the processes).
+//! `--config FILE` is read by every instance at start; in fleet mode SIGINT, SIGTERM and SIGHUP
+//! stop the gateway, which stops its instances and its redis-server first.
 
+mod figures;
 mod flags;
+mod fleet;
 mod report;
 mod settings;
 mod tools;
 
 use std::error::Error;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -149,11 +192,22 @@ const SCHEDULE: [Phase; 3] = [
 
 const USAGE: &str = "\
 usage: gateway [--duration SECS] [--concurrency N] [--json] [--config FILE] [--log DIRECTIVE]
+               [--fleet N [--independent | --redis URL]]
 
   --duration SECS    how long the agents call the tools (default 10; up to 3600)
   --concurrency N    how many agent tasks call the tools at once, each running one agent run
-                     after another (default 64; up to 1000)
+                     after another (default 64; up to 1000); with --fleet, split across the
+                     instances
   --json             print one JSON object with every counter, and nothing else, on stdout
+  --fleet N          run N gateway instances (up to 16) as separate processes against the same
+                     tool servers, their breakers shared through Redis; report, per instance and
+                     for the fleet, the attempts sent to each failing dependency during its
+                     outage, the probes per cooldown and how fast a trip or a close reached the
+                     other instances (with --json: under `fleet`)
+  --independent      with --fleet: the same run with each instance's breakers on their own, no
+                     Redis, for comparison
+  --redis URL        with --fleet: the Redis server to share through (default: start
+                     redis-server on a free loopback port, and stop it at the end)
   --config FILE      the breakers' settings, from a TOML file (examples/gateway/breakers.toml
                      holds the built-in ones); on unix, SIGHUP reloads it and prints what changed
                      to stderr
@@ -168,6 +222,15 @@ struct Args {
     json: bool,
     config: Option<PathBuf>,
     log: Option<String>,
+    /// `--fleet N`: how many instances.
+    fleet: Option<usize>,
+    /// `--independent`: the fleet's instances without Redis.
+    independent: bool,
+    /// `--redis URL`: the fleet's Redis server.
+    redis: Option<String>,
+    /// `--instance-of SPEC` (not in the usage): this process is one instance of a fleet, started
+    /// by the gateway with `--fleet`; SPEC says which and where (see `fleet.rs`).
+    instance_of: Option<String>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -183,6 +246,10 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
         json: false,
         config: None,
         log: None,
+        fleet: None,
+        independent: false,
+        redis: None,
+        instance_of: None,
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -212,6 +279,21 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
                     flags::whole_number("--concurrency", &text, 1, MAX_CONCURRENCY)?;
             }
             "--config" => parsed.config = Some(PathBuf::from(value("a TOML file")?)),
+            "--fleet" => {
+                let text = value("a number of gateway instances")?;
+                parsed.fleet = Some(flags::whole_number(
+                    "--fleet",
+                    &text,
+                    1,
+                    fleet::MAX_INSTANCES,
+                )?);
+            }
+            "--independent" if inline.is_none() => parsed.independent = true,
+            "--independent" => return Err("--independent takes no value".to_owned()),
+            "--redis" => {
+                parsed.redis = Some(value("a Redis URL, such as redis://127.0.0.1:6379/")?)
+            }
+            "--instance-of" => parsed.instance_of = Some(value("an instance's settings")?),
             "--log" => {
                 let directive = value("a filter directive, such as `info`")?;
                 // Checked here, so a typo is a usage error before anything starts.
@@ -221,6 +303,23 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
             }
             other => return Err(format!("unknown argument `{other}`")),
         }
+    }
+    match parsed.fleet {
+        None if parsed.independent => return Err("--independent needs --fleet N".to_owned()),
+        None if parsed.redis.is_some() => return Err("--redis needs --fleet N".to_owned()),
+        Some(_) if parsed.independent && parsed.redis.is_some() => {
+            return Err("--independent shares nothing: it takes no --redis".to_owned());
+        }
+        Some(instances) if parsed.concurrency < instances => {
+            return Err(format!(
+                "--concurrency {} is fewer agent tasks than --fleet {instances} has instances",
+                parsed.concurrency
+            ));
+        }
+        Some(_) if parsed.instance_of.is_some() => {
+            return Err("--instance-of is one instance of a fleet: it takes no --fleet".to_owned());
+        }
+        _ => {}
     }
     Ok(Command::Run(parsed))
 }
@@ -241,7 +340,15 @@ async fn main() -> ExitCode {
     if let Some(directive) = &args.log {
         log_to_stderr(directive);
     }
-    match run(args).await {
+    let outcome = match (&args.instance_of, args.fleet) {
+        (Some(spec), _) => {
+            let spec = spec.clone();
+            fleet::instance(args, &spec).await
+        }
+        (None, Some(instances)) => fleet::run(args, instances).await,
+        (None, None) => run(args).await,
+    };
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("gateway: {error}");
@@ -280,14 +387,33 @@ struct Dependency {
     stats: DependencyStats,
 }
 
-/// Where the progress lines and events go: stdout for the table, stderr with `--json`.
+/// Where the progress lines and events go: stdout for the table, stderr with `--json`, or
+/// nowhere (an instance of a fleet: the gateway that started it reports).
 #[derive(Clone, Copy)]
 struct Log {
     to_stderr: bool,
+    quiet: bool,
 }
 
 impl Log {
+    /// Nothing is printed.
+    const QUIET: Log = Log {
+        to_stderr: true,
+        quiet: true,
+    };
+
+    /// To stdout, or to stderr when stdout is the JSON report's.
+    fn new(json: bool) -> Log {
+        Log {
+            to_stderr: json,
+            quiet: false,
+        }
+    }
+
     fn line(self, line: &str) {
+        if self.quiet {
+            return;
+        }
         if self.to_stderr {
             eprintln!("{line}");
         } else {
@@ -297,9 +423,7 @@ impl Log {
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn Error>> {
-    let log = Log {
-        to_stderr: args.json,
-    };
+    let log = Log::new(args.json);
     // A bad file is refused before anything starts: the error names the dependency and field.
     let config = settings::initial(args.config.as_deref())?;
     let registry = Arc::new(
@@ -348,33 +472,9 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
         args.duration.as_secs_f64(),
         listening.join(", "),
     ));
-    log.line(&format!(
-        "breakers: {}{}; per-call timeout {} ms; {MAX_RETRIES} retries from {} ms, with jitter",
-        settings::describe(config.default_config()),
-        match &args.config {
-            Some(path) => format!(" (from {})", path.display()),
-            None => String::new(),
-        },
-        PER_CALL_TIMEOUT.as_millis(),
-        RETRY_FIRST_DELAY.as_millis(),
-    ));
-    for (name, own) in config.dependencies() {
-        log.line(&format!("  {name}: {}", settings::describe(own)));
-    }
-    log.line(&format!(
-        "agent runs: deadline {} ms, tool-call budget {RUN_TOOL_CALL_BUDGET} attempts; \
-         think time {} ms",
-        RUN_TIME_LIMIT.as_millis(),
-        THINK_TIME.as_millis(),
-    ));
+    print_settings(log, &config, args.config.as_deref());
 
-    let (finish, finished) = watch::channel(false);
-    let scheduler = tokio::spawn(schedule(
-        Arc::clone(&shared),
-        args.duration,
-        finished.clone(),
-        log,
-    ));
+    let finish = watch::Sender::new(false);
     #[cfg(unix)]
     let reloader = hangups.map(|(path, hangups)| {
         tokio::spawn(settings::reload_on_hangup(
@@ -382,32 +482,18 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
             path,
             hangups,
             start,
-            finished.clone(),
+            finish.subscribe(),
         ))
     });
-    let progress = tokio::spawn(progress(
-        Arc::clone(&shared),
-        registry_handles(&registry),
-        finished,
+    let elapsed = drive(
+        &shared,
+        &registry,
+        args.concurrency,
+        args.duration,
+        &finish,
         log,
-    ));
-    let agents: Vec<_> = (0..args.concurrency)
-        .map(|task| {
-            // Each task looks its breakers up once and keeps the handles: no lookup per call.
-            tokio::spawn(agent(
-                task,
-                Arc::clone(&shared),
-                registry_handles(&registry),
-            ))
-        })
-        .collect();
-    for agent in agents {
-        agent.await?;
-    }
-    let elapsed = start.elapsed();
-    finish.send_replace(true);
-    scheduler.await?;
-    progress.await?;
+    )
+    .await?;
     #[cfg(unix)]
     if let Some(reloader) = reloader {
         reloader.await?;
@@ -421,19 +507,7 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
         }
     }
 
-    let mut metrics = registry.metrics();
-    let snapshots: Vec<_> = shared
-        .dependencies
-        .iter()
-        .zip(hits)
-        .map(|(dependency, hits)| {
-            dependency.stats.snapshot(
-                outage_window(dependency.tool, args.duration),
-                hits,
-                metrics.remove(dependency.tool.name()),
-            )
-        })
-        .collect();
+    let snapshots = snapshots(&shared, &registry, args.duration, Some(&hits));
     let calls = shared.runs.calls();
     let calls_per_second = calls as f64 / elapsed.as_secs_f64();
     // Real results from the demo, as the model received them: the first blocked call (preferably
@@ -458,22 +532,7 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
             "calls_per_second": calls_per_second.round(),
             "calls_stopped": shared.runs.calls_stopped(),
             "runs": shared.runs.json(),
-            "settings": {
-                "failure_threshold": config.default_config().failure_threshold(),
-                "cooldown_ms": config.default_config().cooldown().as_millis() as u64,
-                "probe_timeout_ms": config.default_config().probe_timeout().as_millis() as u64,
-                "config_file": args.config.as_ref().map(|path| path.display().to_string()),
-                "breakers": breakers_json(&config),
-                "per_call_timeout_ms": PER_CALL_TIMEOUT.as_millis() as u64,
-                "retry": {
-                    "max_retries": MAX_RETRIES,
-                    "first_delay_ms": RETRY_FIRST_DELAY.as_millis() as u64,
-                    "jitter": true,
-                },
-                "run_deadline_ms": RUN_TIME_LIMIT.as_millis() as u64,
-                "run_tool_call_budget": RUN_TOOL_CALL_BUDGET,
-                "think_time_ms": THINK_TIME.as_millis() as u64,
-            },
+            "settings": settings_json(&config, args.config.as_deref()),
             "dependencies": dependencies,
             "blocked_example": blocked_example.and_then(|(_, text)| as_value(text)),
             "stopped_example": stopped_example.and_then(as_value),
@@ -509,6 +568,123 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
         }
     }
     Ok(())
+}
+
+/// The header lines after the first: the breakers' settings (each dependency's own, if the file
+/// has any), the pipeline's and the agent runs'.
+fn print_settings(log: Log, config: &RegistryConfig, path: Option<&Path>) {
+    log.line(&format!(
+        "breakers: {}{}; per-call timeout {} ms; {MAX_RETRIES} retries from {} ms, with jitter",
+        settings::describe(config.default_config()),
+        match path {
+            Some(path) => format!(" (from {})", path.display()),
+            None => String::new(),
+        },
+        PER_CALL_TIMEOUT.as_millis(),
+        RETRY_FIRST_DELAY.as_millis(),
+    ));
+    for (name, own) in config.dependencies() {
+        log.line(&format!("  {name}: {}", settings::describe(own)));
+    }
+    log.line(&format!(
+        "agent runs: deadline {} ms, tool-call budget {RUN_TOOL_CALL_BUDGET} attempts; \
+         think time {} ms",
+        RUN_TIME_LIMIT.as_millis(),
+        THINK_TIME.as_millis(),
+    ));
+}
+
+/// The report's `settings`: the breakers' at the start, the pipeline's and the agent runs'.
+fn settings_json(config: &RegistryConfig, path: Option<&Path>) -> serde_json::Value {
+    serde_json::json!({
+        "failure_threshold": config.default_config().failure_threshold(),
+        "cooldown_ms": config.default_config().cooldown().as_millis() as u64,
+        "probe_timeout_ms": config.default_config().probe_timeout().as_millis() as u64,
+        "config_file": path.map(|path| path.display().to_string()),
+        "breakers": breakers_json(config),
+        "per_call_timeout_ms": PER_CALL_TIMEOUT.as_millis() as u64,
+        "retry": {
+            "max_retries": MAX_RETRIES,
+            "first_delay_ms": RETRY_FIRST_DELAY.as_millis() as u64,
+            "jitter": true,
+        },
+        "run_deadline_ms": RUN_TIME_LIMIT.as_millis() as u64,
+        "run_tool_call_budget": RUN_TOOL_CALL_BUDGET,
+        "think_time_ms": THINK_TIME.as_millis() as u64,
+    })
+}
+
+/// Run `concurrency` agent tasks from `shared.start` until `shared.deadline`, with the
+/// scheduled mode switches on the dependencies' controls and, unless `log` is quiet, a progress
+/// line a second. `finish` is set once the agents are done, which ends the schedule, the progress
+/// line and whatever else the caller gave a receiver of it. Returns the time the agents took.
+async fn drive(
+    shared: &Arc<Shared>,
+    registry: &Registry,
+    concurrency: usize,
+    duration: Duration,
+    finish: &watch::Sender<bool>,
+    log: Log,
+) -> Result<Duration, tokio::task::JoinError> {
+    let controls = shared
+        .dependencies
+        .iter()
+        .map(|d| (d.tool, Arc::clone(&d.control)))
+        .collect();
+    let scheduler = tokio::spawn(schedule(
+        shared.start,
+        controls,
+        duration,
+        finish.subscribe(),
+        log,
+    ));
+    let progress = (!log.quiet).then(|| {
+        tokio::spawn(progress(
+            Arc::clone(shared),
+            registry_handles(registry),
+            finish.subscribe(),
+            log,
+        ))
+    });
+    let agents: Vec<_> = (0..concurrency)
+        .map(|task| {
+            // Each task looks its breakers up once and keeps the handles: no lookup per call.
+            tokio::spawn(agent(task, Arc::clone(shared), registry_handles(registry)))
+        })
+        .collect();
+    for agent in agents {
+        agent.await?;
+    }
+    let elapsed = shared.start.elapsed();
+    finish.send_replace(true);
+    scheduler.await?;
+    if let Some(progress) = progress {
+        progress.await?;
+    }
+    Ok(elapsed)
+}
+
+/// Each dependency's counters at the end, with its breaker's and, where the servers ran in this
+/// process, the requests that reached each (`hits`, in `Tool::ALL` order).
+fn snapshots(
+    shared: &Shared,
+    registry: &Registry,
+    duration: Duration,
+    hits: Option<&[u64]>,
+) -> Vec<report::Snapshot> {
+    let mut metrics = registry.metrics();
+    shared
+        .dependencies
+        .iter()
+        .enumerate()
+        .map(|(i, dependency)| {
+            dependency.stats.snapshot(
+                outage_window(dependency.tool, duration),
+                hits.and_then(|hits| hits.get(i).copied()),
+                metrics.remove(dependency.tool.name()),
+            )
+        })
+        .collect()
 }
 
 /// The demo's retry policy: capped exponential backoff with jitter (the pipeline's default cap).
@@ -553,9 +729,11 @@ fn outage_window(tool: Tool, duration: Duration) -> Option<Window> {
         })
 }
 
-/// Switch the servers' modes at the scheduled times, until the run is over.
+/// Switch the servers' modes (`controls`) at the scheduled times after `start`, until the run is
+/// over.
 async fn schedule(
-    shared: Arc<Shared>,
+    start: Instant,
+    controls: Vec<(Tool, Arc<tools::Control>)>,
     duration: Duration,
     mut finished: watch::Receiver<bool>,
     log: Log,
@@ -572,14 +750,14 @@ async fn schedule(
     switches.sort_by_key(|(at, _, _)| *at);
     for (at, tool, mode) in switches {
         tokio::select! {
-            () = tokio::time::sleep_until(shared.start + at) => {}
+            () = tokio::time::sleep_until(start + at) => {}
             _ = finished.wait_for(|finished| *finished) => return,
         }
-        if let Some(dependency) = shared.dependencies.iter().find(|d| d.tool == tool) {
-            dependency.control.set_mode(mode);
+        if let Some((_, control)) = controls.iter().find(|(t, _)| *t == tool) {
+            control.set_mode(mode);
             log.line(&format!(
                 "[{:>6.2} s] {} server is now {}",
-                shared.start.elapsed().as_secs_f64(),
+                start.elapsed().as_secs_f64(),
                 tool.name(),
                 mode.describe()
             ));

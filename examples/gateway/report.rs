@@ -83,12 +83,16 @@ pub struct DependencyStats {
     cut: AtomicU64,
     outage_attempted: AtomicU64,
     outage_never_sent: AtomicU64,
+    /// Attempts sent by the calls attempted during the outage (retries and probes included).
+    outage_sent: AtomicU64,
     /// The last `Retry-After` hint seen, in ms (0: none yet).
     retry_after_hint_ms: AtomicU64,
     /// Transitions are rare (a handful a second at most), so a lock is the simple choice here.
     transitions: Mutex<Vec<LoggedTransition>>,
     /// The first `blocked` result, as the JSON the model received.
     first_blocked: OnceLock<String>,
+    /// When each probe was sent, since the start of the run. Probes are rare: a lock is fine.
+    probe_starts: Mutex<Vec<Duration>>,
 }
 
 impl DependencyStats {
@@ -108,9 +112,11 @@ impl DependencyStats {
             cut: AtomicU64::new(0),
             outage_attempted: AtomicU64::new(0),
             outage_never_sent: AtomicU64::new(0),
+            outage_sent: AtomicU64::new(0),
             retry_after_hint_ms: AtomicU64::new(0),
             transitions: Mutex::default(),
             first_blocked: OnceLock::new(),
+            probe_starts: Mutex::default(),
         }
     }
 
@@ -124,6 +130,10 @@ impl DependencyStats {
         let started = attempt.started.saturating_duration_since(start);
         if attempt.probe {
             bump(&self.probes);
+            self.probe_starts
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(started);
             // Half-open is "open whose cooldown has elapsed": it shows as a change of state when
             // the probe is admitted.
             self.log_transition(started, State::Open, State::HalfOpen);
@@ -173,6 +183,8 @@ impl DependencyStats {
         bump(&self.attempted);
         if in_outage {
             bump(&self.outage_attempted);
+            self.outage_sent
+                .fetch_add(u64::from(attempts), Ordering::Relaxed);
             if attempts == 0 {
                 bump(&self.outage_never_sent);
             }
@@ -204,12 +216,26 @@ impl DependencyStats {
         self.first_blocked.get().map(String::as_str)
     }
 
+    /// When each probe was sent, in µs since the start of the run, in order.
+    pub fn probe_starts_us(&self) -> Vec<u64> {
+        let mut starts: Vec<u64> = self
+            .probe_starts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|at| u64::try_from(at.as_micros()).unwrap_or(u64::MAX))
+            .collect();
+        starts.sort_unstable();
+        starts
+    }
+
     /// A copy of the counters, once the run is over, with the breaker's own (`None` if it kept
-    /// none).
+    /// none) and the requests that reached the server (`None` if the server is another
+    /// process's).
     pub fn snapshot(
         &self,
         window: Option<Window>,
-        server_hits: u64,
+        server_hits: Option<u64>,
         metrics: Option<Metrics>,
     ) -> Snapshot {
         let mut transitions = self
@@ -232,6 +258,7 @@ impl DependencyStats {
             cut: load(&self.cut),
             outage_attempted: load(&self.outage_attempted),
             outage_never_sent: load(&self.outage_never_sent),
+            outage_sent: load(&self.outage_sent),
             retry_after_hint_ms: match load(&self.retry_after_hint_ms) {
                 0 => None,
                 ms => Some(ms),
@@ -270,8 +297,9 @@ pub struct Snapshot {
     cut: u64,
     outage_attempted: u64,
     outage_never_sent: u64,
+    outage_sent: u64,
     retry_after_hint_ms: Option<u64>,
-    server_hits: u64,
+    server_hits: Option<u64>,
     window: Option<Window>,
     transitions: Vec<LoggedTransition>,
     metrics: Option<Metrics>,
@@ -314,10 +342,9 @@ impl Snapshot {
                 self.cut.to_string(),
             );
         }
-        row(
-            "requests that reached the server",
-            self.server_hits.to_string(),
-        );
+        if let Some(hits) = self.server_hits {
+            row("requests that reached the server", hits.to_string());
+        }
         row("calls answered blocked", self.blocked.to_string());
         row(
             "  of which retries refused (opened breaker)",
@@ -347,6 +374,10 @@ impl Snapshot {
                     Some(share) => format!("{:.2} %", share * 100.0),
                     None => "-".to_owned(),
                 },
+            );
+            row(
+                "  attempts they sent (retries, probes)",
+                self.outage_sent.to_string(),
             );
         }
         if self.transitions.is_empty() {
@@ -435,6 +466,7 @@ impl Snapshot {
                 "to_ms": w.to_ms,
                 "attempted": self.outage_attempted,
                 "never_sent": self.outage_never_sent,
+                "sent": self.outage_sent,
                 "never_sent_share": self.never_sent_share(),
             })),
             "metrics": self.metrics.map(|m| serde_json::to_value(m).unwrap_or(Value::Null)),

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Query, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::serve::ListenerExt;
@@ -146,11 +146,23 @@ impl Mode {
     }
 }
 
+/// The most callers a server tells apart (see [`CALLER_HEADER`]).
+pub const MAX_CALLERS: usize = 16;
+
+/// The request header in which a caller says which of the gateway's instances it is (`1` to
+/// [`MAX_CALLERS`]), so that a server counts the requests it had while failing per instance. A
+/// request without it is counted as no instance's.
+pub const CALLER_HEADER: &str = "x-gateway-instance";
+
 /// A server's switchboard: its mode and how many requests reached it. Lock-free.
 #[derive(Debug, Default)]
 pub struct Control {
     mode: AtomicU64,
     hits: AtomicU64,
+    failing_hits: AtomicU64,
+    /// The requests that arrived while failing, by caller: index 0 for none, then instance 1 to
+    /// [`MAX_CALLERS`].
+    failing_hits_from: [AtomicU64; MAX_CALLERS + 1],
 }
 
 impl Control {
@@ -169,6 +181,28 @@ impl Control {
     pub fn hits(&self) -> u64 {
         self.hits.load(Ordering::Relaxed)
     }
+
+    /// How many of them arrived while the server was in a failing mode.
+    pub fn failing_hits(&self) -> u64 {
+        self.failing_hits.load(Ordering::Relaxed)
+    }
+
+    /// How many of those came from instance `caller` (1 to [`MAX_CALLERS`]; 0: from no
+    /// instance, or one the server could not tell).
+    pub fn failing_hits_from(&self, caller: usize) -> u64 {
+        self.failing_hits_from
+            .get(caller)
+            .map_or(0, |hits| hits.load(Ordering::Relaxed))
+    }
+}
+
+/// The instance a request says it comes from ([`CALLER_HEADER`]), or 0.
+fn caller(headers: &HeaderMap) -> usize {
+    headers
+        .get(CALLER_HEADER)
+        .and_then(|value| value.to_str().ok()?.parse().ok())
+        .filter(|caller| (1..=MAX_CALLERS).contains(caller))
+        .unwrap_or(0)
 }
 
 struct ServerState {
@@ -226,13 +260,13 @@ impl ToolServer {
                 })
                 .await
         });
-        let base = format!("http://{addr}/{}", tool.name());
+        let (valid_url, invalid_url) = urls(tool, addr);
         Ok(ToolServer {
             tool,
             addr,
             control,
-            valid_url: format!("{base}?{}", tool.valid_query()),
-            invalid_url: format!("{base}?{}", tool.invalid_query()),
+            valid_url,
+            invalid_url,
             stop,
             task,
         })
@@ -261,13 +295,29 @@ impl ToolServer {
     }
 }
 
+/// The URLs of a call to `tool`'s server at `addr`: with valid arguments, and with invalid ones
+/// (`files` answers those 400; the others treat them as valid).
+pub fn urls(tool: Tool, addr: SocketAddr) -> (String, String) {
+    let base = format!("http://{addr}/{}", tool.name());
+    (
+        format!("{base}?{}", tool.valid_query()),
+        format!("{base}?{}", tool.invalid_query()),
+    )
+}
+
 async fn handle(
     State(server): State<Arc<ServerState>>,
     Query(args): Query<HashMap<String, String>>,
+    headers: HeaderMap,
 ) -> Response {
     server.control.hits.fetch_add(1, Ordering::Relaxed);
     let tool = server.tool.name();
-    match server.control.mode() {
+    let mode = server.control.mode();
+    if mode.is_failing() {
+        server.control.failing_hits.fetch_add(1, Ordering::Relaxed);
+        server.control.failing_hits_from[caller(&headers)].fetch_add(1, Ordering::Relaxed);
+    }
+    match mode {
         Mode::Healthy => {}
         Mode::Unavailable => {
             return error(
@@ -482,9 +532,24 @@ pub async fn call_tool(
 ///
 /// reqwest's, if the client cannot be built.
 pub fn client() -> reqwest::Result<reqwest::Client> {
+    client_builder().build()
+}
+
+/// [`client`] for instance `instance` of a fleet (1 to [`MAX_CALLERS`]): every request says so in
+/// [`CALLER_HEADER`].
+///
+/// # Errors
+///
+/// reqwest's, if the client cannot be built.
+pub fn instance_client(instance: usize) -> reqwest::Result<reqwest::Client> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(CALLER_HEADER, reqwest::header::HeaderValue::from(instance));
+    client_builder().default_headers(headers).build()
+}
+
+fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .no_proxy()
         .tcp_nodelay(true)
         .pool_idle_timeout(Duration::from_secs(30))
-        .build()
 }
