@@ -226,7 +226,6 @@ impl Agent {
             return;
         }
         self.connected = true;
-        self.status.connected.store(true, Ordering::Release);
         let names: Vec<SmolStr> = self.deps.keys().cloned().collect();
         for name in &names {
             if self.sync(name, true).await.is_err() {
@@ -236,6 +235,8 @@ impl Agent {
         if !self.connected {
             return;
         }
+        // Told connected once every dependency known is synced with the fleet.
+        self.status.connected.store(true, Ordering::Release);
         if self.outage {
             self.outage = false;
             self.event(FleetEvent::Reconnected);
@@ -536,6 +537,8 @@ impl Agent {
                 if !already {
                     let sent = Instant::now();
                     let granted = dep.breaker.take_fleet_probe(self.settings.probe_window_ms);
+                    // The slot freed for the fleet's probe is a change made from the fleet.
+                    self.status.adopted.fetch_add(1, Ordering::Relaxed);
                     // The word left the open state meanwhile (closed or isolated by hand): the
                     // lease is given back at once, by the timer.
                     dep.mine = Some(Mine {

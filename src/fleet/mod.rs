@@ -344,8 +344,10 @@ impl FleetHandle {
         &self.settings.instance
     }
 
-    /// Whether the agent reached Redis on its last command. While it is `false` every breaker
-    /// of the registry works as a local breaker.
+    /// Whether the agent reaches Redis: `true` once it has connected and synced every dependency
+    /// the registry had then with the fleet, `false` from the first command that fails until it
+    /// has reconnected and synced again. While it is `false` every breaker of the registry works
+    /// as a local breaker.
     pub fn is_connected(&self) -> bool {
         self.status.connected.load(Ordering::Acquire)
     }
@@ -372,7 +374,8 @@ pub struct FleetStats {
     pub commands: u64,
     /// Messages received from other instances (and this one's own, echoed).
     pub messages: u64,
-    /// Local breaker changes made from the fleet's record.
+    /// Local breaker changes made from the fleet (adopted states, and probe slots freed for the
+    /// fleet's probe).
     pub adopted: u64,
     /// Times Redis became unreachable.
     pub outages: u64,
