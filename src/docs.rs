@@ -37,12 +37,15 @@ pub mod contract {
     //! 13. **A trip anywhere opens the dependency everywhere.** With the default `min_instances(1)`
     //!     an instance's own trip opens the fleet's record; every other instance adopts it (a
     //!     transition with reason [`fleet`](crate::TransitionReason::Fleet)) and blocks its next
-    //!     call, having seen no failure itself. The cooldown counts from the time the fleet
+    //!     call, having seen no failure itself (a breaker first used on an instance after the
+    //!     trip admits calls until its first sync lands: one round trip). The cooldown counts
+    //!     from the time the fleet
     //!     opened, read from the Redis server's clock, so instances whose clocks disagree still
     //!     agree on when it ends.
     //! 14. **Fleet-wide counting.** Each instance reports its *consecutive counted failures* (its
     //!     whole run since its last success, not per failure: one report however many failures
-    //!     came since the last) with the server's time. The fleet trips when, counting only the
+    //!     came since the last, and at most one per 5 ms; a trip is sent at once) with the
+    //!     server's time. The fleet trips when, counting only the
     //!     instances whose last report is within the window (default 30 s), the sum of their runs
     //!     reaches the fleet threshold (default: the dependency's own `failure_threshold`) or one
     //!     of them tripped on its own, *and* at least `min_instances` (default 1) instances are
@@ -86,7 +89,8 @@ pub mod contract {
     //!     as rule 18 says. A local close (a local probe's success while apart) never closes an
     //!     open fleet: the fleet's own probe does.
     //! 20. **Bad data.** A record under the crate's key that this build cannot read (a foreign
-    //!     value, a truncated record, another format version) is never overwritten: that
+    //!     value, a truncated record, another format version), or a foreign value under its
+    //!     votes, lease, epoch or incarnation key, is never overwritten: that
     //!     dependency works as a local breaker, one
     //!     `FleetEvent::BadRecord` names it and the
     //!     problem, and it joins the fleet again once the key is readable (or deleted). A
@@ -157,9 +161,9 @@ pub mod fleet {
     //!
     //! | key | type | contents |
     //! |---|---|---|
-    //! | `P:breaker:D` | hash | `v` (format version, `1`), `gen` (the fleet generation), `state` (`closed`, `open`, `isolated`), `at` (server ms when the state began), `lu` (server ms when the last probe lease of this open period ends; `0` if none or given back) |
+    //! | `P:breaker:D` | hash | `v` (format version, `1`), `gen` (the fleet generation), `state` (`closed`, `open`, `isolated`), `at` (server ms when the state began), `lu` (server ms when the last probe lease of this open period ends; `0` if none or given back), `m` (the id of the last change by hand, so a resend applies once) |
     //! | `P:votes:D` | hash, expiring after the window | one field per instance: `count at tripped` |
-    //! | `P:probe:D` | string with a TTL | `gen instance`: the probe lease |
+    //! | `P:probe:D` | string with a TTL | `gen holder`: the probe lease; the holder is the instance's name and a random token per agent, so two agents given one name by mistake never share a lease |
     //! | `P:epoch` | integer | bumped by every write of any record |
     //! | `P:incarnation` | string | the server's time when the keys were first written after a wipe (`FLUSHALL`, a restart with no persistence) |
     //!
@@ -184,7 +188,19 @@ pub mod fleet {
     //! # Commands
     //!
     //! In the background, one `MGET` of the epoch and the incarnation per sync interval per
-    //! registry. Per shared trip
+    //! registry. The epoch counts every write and each write publishes one message, so an agent
+    //! that received fewer messages than the epoch moved (at two looks in a row) missed one and
+    //! reads every record once; so does one that finds the epoch went back (a server restored
+    //! from an older snapshot) or gone, or the incarnation changed or gone (a wipe). A message is
+    //! ordered against the agent's own replies by epoch; only a reply moves that mark, so a
+    //! forged message cannot cut a dependency off.
+    //!
+    //! # Time and manual clocks
+    //!
+    //! The agent turns the server's times into a breaker's with the breaker's clock as it reads
+    //! when the record is applied. A test on a mock clock (`RegistryBuilder::clock`) should let
+    //! the agent apply a change before moving the clock, or the jump counts as time that passed
+    //! before it. Per shared trip
     //! cycle between instances: one report (the trip), one or two claims (the first answer may be
     //! *wait*), one verdict, and each instance's agent reacts to the messages without a command.
     //! The benchmark `fleet` (package `toolbreaker-benches`) counts them with `INFO commandstats`.

@@ -19,6 +19,86 @@ use super::status::{EventHook, FleetEvent, Settings, Status, tell};
 use crate::breaker::{CircuitBreaker, Outbox, Remote};
 use crate::types::{State, TransitionReason};
 
+/// Where a record came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Source {
+    /// A script's reply: the record as it stood when the script ran.
+    Reply,
+    /// A message on the channel.
+    Message,
+}
+
+/// The backstop's bookkeeping: the epoch read at the last look, and the messages (each one write)
+/// received since.
+#[derive(Debug, Default)]
+struct Backstop {
+    base: Option<u64>,
+    received: u64,
+    /// The last look found fewer messages than writes: they may have been in flight.
+    behind: bool,
+}
+
+impl Backstop {
+    /// A message of a write arrived.
+    fn received(&mut self) {
+        self.received += 1;
+    }
+
+    /// Look at the epoch now (`None`: missing or not a count). Returns whether a write was
+    /// missed: fewer messages arrived than the epoch moved, at two looks in a row (messages in
+    /// flight at the first are forgiven), or the epoch went back (restored from an older
+    /// snapshot, or written by something else).
+    fn look(&mut self, epoch: Option<u64>) -> bool {
+        let Some(epoch) = epoch else {
+            // Gone (or not a count) since the last look: something other than a script wrote
+            // it; read every record once, so each reports what it finds.
+            let was = self.base.is_some();
+            *self = Backstop::default();
+            return was;
+        };
+        let Some(base) = self.base else {
+            *self = Backstop {
+                base: Some(epoch),
+                ..Backstop::default()
+            };
+            return false;
+        };
+        let expected = base.saturating_add(self.received);
+        let missed = if epoch < base {
+            true
+        } else if epoch <= expected {
+            // All heard (some messages counted may already have been in the last look's epoch).
+            false
+        } else if !self.behind {
+            self.behind = true;
+            return false; // look again before syncing; do not rebase
+        } else {
+            true
+        };
+        *self = Backstop {
+            base: Some(epoch),
+            ..Backstop::default()
+        };
+        missed
+    }
+}
+
+/// The shortest interval between two reports of one dependency's count (a trip is sent at once).
+const REPORT_INTERVAL: Duration = Duration::from_millis(5);
+
+/// What a timer found due.
+enum Due {
+    Release(u64),
+    Claim,
+    Flush,
+}
+
+/// A random token per agent.
+fn token() -> u32 {
+    use core::hash::BuildHasher;
+    foldhash::fast::RandomState::default().hash_one(std::process::id()) as u32
+}
+
 /// What [`Agent::spawn`] needs.
 pub(crate) struct Start {
     pub(crate) settings: Arc<Settings>,
@@ -71,6 +151,8 @@ struct Dep {
     known: Option<Record>,
     /// The problem of a bad record, while it lasts.
     bad: Option<String>,
+    /// The epoch of the last reply applied (see `apply`).
+    reply_epoch: u64,
     /// The breaker is open because of its own trip (not adopted): it votes.
     local_trip: bool,
     mine: Option<Mine>,
@@ -80,6 +162,9 @@ struct Dep {
     want: bool,
     /// Not before: the next claim.
     claim_at: Option<Instant>,
+    /// When the last report of a count was sent, and when a held-back one is due.
+    last_report: Option<Instant>,
+    report_at: Option<Instant>,
     pending: Pending,
 }
 
@@ -97,8 +182,11 @@ pub(crate) struct Agent {
     connected: bool,
     /// An outage was announced and not yet ended.
     outage: bool,
-    /// The newest epoch seen in any reply or message.
-    epoch: u64,
+    /// This agent's name in probe leases and changes by hand: the instance's name and a random
+    /// token, so two agents given the same instance name by mistake never share a lease.
+    holder: String,
+    /// The backstop's count of writes (see `Backstop`).
+    backstop: Backstop,
     /// Message problems already told.
     told_messages: Vec<String>,
     /// The last id given to a change by hand.
@@ -139,6 +227,7 @@ impl Agent {
                 return;
             }
         };
+        let holder = format!("{}#{:08x}", start.settings.instance, token());
         let mut agent = Agent {
             settings: start.settings,
             manager,
@@ -152,7 +241,8 @@ impl Agent {
             pushes,
             connected: false,
             outage: false,
-            epoch: 0,
+            holder,
+            backstop: Backstop::default(),
             told_messages: Vec::new(),
             manual_seq: 0,
             incarnation: None,
@@ -251,62 +341,53 @@ impl Agent {
             self.reconnect().await;
             return;
         }
-        // The backstop: a changed epoch means a message was missed; a missing or changed
-        // incarnation, a wipe.
+        // The backstop: the epoch counts every write of any record, and every write publishes
+        // one message; fewer messages than writes since the last look means one was missed. A
+        // missing or changed incarnation means the keys were wiped.
         self.status.commands.fetch_add(1, Ordering::Relaxed);
-        let read: Result<(Option<u64>, Option<String>), _> = redis::cmd("MGET")
+        let read: Result<(Option<String>, Option<String>), _> = redis::cmd("MGET")
             .arg(script::epoch_key(&self.settings.prefix))
             .arg(script::incarnation_key(&self.settings.prefix))
             .query_async(&mut self.manager)
             .await;
-        let epoch = match read {
-            Err(error) => Err(error),
-            Ok((_, None)) => Ok(None),
-            Ok((epoch, Some(incarnation))) => {
-                let known = self.incarnation.replace(incarnation.clone());
-                if known.is_some_and(|known| known != incarnation) {
-                    Ok(None) // rebuilt by another instance since the wipe: still a wipe
-                } else {
-                    Ok(Some(epoch.unwrap_or(0)))
-                }
+        let (epoch, incarnation) = match read {
+            Err(error) if is_unreachable(&error) => {
+                self.lost(&error.to_string());
+                return;
             }
+            // Not text: a foreign value (the scripts report it as a bad record).
+            Err(_) => (None, None),
+            Ok(read) => read,
         };
-        match epoch {
-            Err(error) if is_unreachable(&error) => self.lost(&error.to_string()),
-            Err(_) | Ok(None) => {
-                // Wiped (or not ours): rebuild every record from the instances.
-                let names: Vec<SmolStr> = self.deps.keys().cloned().collect();
-                for name in &names {
-                    if self.sync(name, true).await.is_err() {
-                        return;
-                    }
-                }
-                for name in &names {
-                    self.flush(name).await;
-                }
+        let wiped = match (&incarnation, &self.incarnation) {
+            (None, _) => true,
+            (Some(now), Some(known)) => now != known,
+            (Some(_), None) => false,
+        };
+        self.incarnation = incarnation;
+        let missed = self
+            .backstop
+            .look(epoch.as_deref().and_then(|e| e.parse().ok()));
+        let names: Vec<SmolStr> = if wiped || missed {
+            self.deps.keys().cloned().collect()
+        } else {
+            // Bad records are read again each tick, quietly, until they are readable.
+            self.deps
+                .iter()
+                .filter(|(_, dep)| dep.bad.is_some() || !dep.synced)
+                .map(|(name, _)| name.clone())
+                .collect()
+        };
+        for name in &names {
+            // After a wipe every record is rebuilt from the instances (forced: the record
+            // read back is this instance's own, or another's rebuilt one).
+            if self.sync(name, wiped).await.is_err() {
+                return;
             }
-            Ok(Some(epoch)) if epoch != self.epoch => {
-                let names: Vec<SmolStr> = self.deps.keys().cloned().collect();
-                for name in &names {
-                    if self.sync(name, false).await.is_err() {
-                        return;
-                    }
-                }
-                self.epoch = self.epoch.max(epoch);
-            }
-            Ok(Some(_)) => {
-                // Bad records are read again each tick, quietly, until they are readable.
-                let bad: Vec<SmolStr> = self
-                    .deps
-                    .iter()
-                    .filter(|(_, dep)| dep.bad.is_some() || !dep.synced)
-                    .map(|(name, _)| name.clone())
-                    .collect();
-                for name in &bad {
-                    if self.sync(name, false).await.is_err() {
-                        return;
-                    }
-                }
+        }
+        if wiped {
+            for name in &names {
+                self.flush(name).await;
             }
         }
     }
@@ -325,11 +406,14 @@ impl Agent {
             synced: false,
             known: None,
             bad: None,
+            reply_epoch: 0,
             local_trip: false,
             mine: None,
             elsewhere: None,
             want: false,
             claim_at: None,
+            last_report: None,
+            report_at: None,
             pending: Pending::default(),
         };
         self.deps.insert(name.clone(), dep);
@@ -431,7 +515,7 @@ impl Agent {
             invocation
                 .arg(state.as_str())
                 .arg(known_generation)
-                .arg(format!("{}:{id}", settings.instance));
+                .arg(format!("{}:{id}", self.holder));
             let Ok(reply) = self.invoke(invocation).await else {
                 return;
             };
@@ -447,10 +531,11 @@ impl Agent {
         };
         if let Some((generation, closed)) = dep.pending.verdict {
             let mut invocation = script::invocation(&scripts.verdict, &dep.keys, &dep.name);
-            invocation
-                .arg(&settings.instance)
-                .arg(generation)
-                .arg(if closed { "closed" } else { "open" });
+            invocation.arg(&self.holder).arg(generation).arg(if closed {
+                "closed"
+            } else {
+                "open"
+            });
             let Ok(reply) = self.invoke(invocation).await else {
                 return;
             };
@@ -465,7 +550,17 @@ impl Agent {
         let Some(dep) = self.deps.get(name) else {
             return;
         };
-        if dep.pending.report {
+        // A count that changes again within `REPORT_INTERVAL` of the last report waits for the
+        // interval's end (a timer): a flapping dependency costs at most one report per
+        // interval. A trip is sent at once.
+        let now = Instant::now();
+        if dep.pending.report
+            && dep.breaker.closed_failures().is_some()
+            && dep.last_report.is_some_and(|at| now < at + REPORT_INTERVAL)
+        {
+            let at = dep.last_report.map(|at| at + REPORT_INTERVAL);
+            self.deps.get_mut(name).expect("present").report_at = at;
+        } else if dep.pending.report {
             let count = dep.breaker.closed_failures();
             let fleet_closed = dep
                 .known
@@ -489,7 +584,10 @@ impl Agent {
                 let Ok(reply) = self.invoke(invocation).await else {
                     return;
                 };
-                self.deps.get_mut(name).expect("present").pending.report = false;
+                let dep = self.deps.get_mut(name).expect("present");
+                dep.pending.report = false;
+                dep.last_report = Some(now);
+                dep.report_at = None;
                 self.applied(name, reply, false);
             } else {
                 self.deps.get_mut(name).expect("present").pending.report = false;
@@ -521,10 +619,7 @@ impl Agent {
         let probe_ms = u64::try_from(config.probe_timeout().as_millis()).unwrap_or(u64::MAX);
         let lease_ms = probe_ms.saturating_add(self.settings.probe_window_ms);
         let mut invocation = script::invocation(&scripts.claim, &dep.keys, &dep.name);
-        invocation
-            .arg(&self.settings.instance)
-            .arg(cooldown_ms)
-            .arg(lease_ms);
+        invocation.arg(&self.holder).arg(cooldown_ms).arg(lease_ms);
         let Ok(reply) = self.invoke(invocation).await else {
             return;
         };
@@ -552,7 +647,17 @@ impl Agent {
                 }
                 dep.claim_at = None;
             }
-            Reply::Held(_) => {}
+            Reply::Held(record) => {
+                // Not again before the lease's end (or, with no end known, a probe window):
+                // blocked calls would otherwise ask at every turn.
+                let wait_ms = if record.lease_until_ms > record.now_ms {
+                    record.lease_until_ms - record.now_ms
+                } else {
+                    self.settings.probe_window_ms
+                };
+                dep.claim_at = Some(Instant::now() + Duration::from_millis(wait_ms));
+                dep.want = true;
+            }
             Reply::Wait(_, ms) => {
                 dep.claim_at = Some(Instant::now() + Duration::from_millis(*ms));
                 // The call that wanted it will ask again; keep wanting so the timer claims.
@@ -619,7 +724,7 @@ impl Agent {
             | Reply::Stale(record)
             | Reply::Won(record)
             | Reply::Held(record)
-            | Reply::Wait(record, _) => self.apply(name, record, force),
+            | Reply::Wait(record, _) => self.apply(name, record, force, Source::Reply),
         }
     }
 
@@ -649,20 +754,21 @@ impl Agent {
 
     /// Apply a record to its dependency's breaker. `force`: apply the state even if the
     /// generation is the one already known (after a reconnection or a wipe).
-    fn apply(&mut self, name: &str, record: Record, force: bool) {
-        let instance = self.settings.instance.clone();
+    fn apply(&mut self, name: &str, record: Record, force: bool, source: Source) {
+        let holder = self.holder.clone();
         let connected = self.connected;
-        self.epoch = self.epoch.max(record.epoch);
         let Some(dep) = self.deps.get_mut(name) else {
             return;
         };
-        // Older than the record applied (a message or a reply overtaken by a newer one): never
-        // applied, forced or not. Epochs only grow (after a wipe they restart from the server's
-        // clock in ms, above any count of writes before it).
-        if let Some(known) = &dep.known
-            && record.epoch < known.epoch
-        {
-            return;
+        // A reply is the record as it stood when the script ran: always applied. A message may
+        // have been published before a reply already applied (it waited in the channel while the
+        // agent awaited the reply): one older than the last reply is dropped. Only replies set
+        // the mark, so a forged message cannot raise it, and a server whose epoch went back
+        // (restored from an older snapshot) resets it with its next reply.
+        match source {
+            Source::Message if record.epoch < dep.reply_epoch => return,
+            Source::Message => {}
+            Source::Reply => dep.reply_epoch = record.epoch,
         }
         // The word's generation before the tap's news is taken: an adoption lands only if no
         // local change came after it (see `CircuitBreaker::adopt_in`).
@@ -738,7 +844,7 @@ impl Agent {
                 }
             }
             Shared::Open => {
-                let ours = record.holder.as_deref() == Some(instance.as_str())
+                let ours = record.holder.as_deref() == Some(holder.as_str())
                     && dep.mine.is_some_and(|m| m.generation == record.generation);
                 if new && !ours {
                     dep.local_trip = false;
@@ -816,11 +922,10 @@ impl Agent {
                 self.drain_outbox().await;
                 match payload.as_deref().map(script::parse_message) {
                     Some(Ok((dependency, record))) => {
+                        self.backstop.received();
                         if self.deps.contains_key(dependency.as_str()) {
-                            self.apply(&dependency, record, false);
+                            self.apply(&dependency, record, false, Source::Message);
                             self.maybe_claim(&dependency).await;
-                        } else {
-                            self.epoch = self.epoch.max(record.epoch);
                         }
                     }
                     Some(Err(problem)) => self.bad_message(problem),
@@ -860,6 +965,7 @@ impl Agent {
                     mine,
                     dep.elsewhere.map(|(until, _)| until),
                     dep.claim_at.filter(|_| dep.want),
+                    dep.report_at,
                 ]
             })
             .flatten()
@@ -879,7 +985,7 @@ impl Agent {
                     if let Some(tap) = dep.breaker.tap() {
                         tap.revoke();
                     }
-                    due.push((name.clone(), Some(mine.generation)));
+                    due.push((name.clone(), Due::Release(mine.generation)));
                     dep.mine = None;
                 } else if mine.lease_end <= now {
                     if let Some(tap) = dep.breaker.tap() {
@@ -913,13 +1019,18 @@ impl Agent {
             }
             if dep.want && dep.claim_at.is_some_and(|at| at <= now) {
                 dep.claim_at = None;
-                due.push((name.clone(), None));
+                due.push((name.clone(), Due::Claim));
+            }
+            if dep.report_at.is_some_and(|at| at <= now) {
+                dep.report_at = None;
+                due.push((name.clone(), Due::Flush));
             }
         }
-        for (name, release) in due {
-            match release {
-                Some(generation) => self.release(&name, generation).await,
-                None => self.maybe_claim(&name).await,
+        for (name, due) in due {
+            match due {
+                Due::Release(generation) => self.release(&name, generation).await,
+                Due::Claim => self.maybe_claim(&name).await,
+                Due::Flush => self.flush(&name).await,
             }
         }
     }
@@ -933,7 +1044,7 @@ impl Agent {
             return;
         };
         let mut invocation = script::invocation(&scripts.release, &dep.keys, &dep.name);
-        invocation.arg(&self.settings.instance).arg(generation);
+        invocation.arg(&self.holder).arg(generation);
         if let Ok(reply) = self.invoke(invocation).await {
             self.applied(name, reply, false);
         }

@@ -8,7 +8,8 @@
 //! - a trip, a probe's verdict, a change by hand (`force_open`, `force_closed`, `reset`) on any
 //!   instance, each one Lua script that checks the fleet generation, published to the others;
 //! - counted failures, batched: the agent reports an instance's consecutive count when it changes,
-//!   one report however many failures came since the last (never a round trip per failure);
+//!   one report however many failures came since the last, at most one per 5 ms (never a round
+//!   trip per failure);
 //! - the claim of the fleet's one probe lease when a call is blocked after the cooldown.
 //!
 //! Other instances learn of a change by pub/sub, with a periodic read of one epoch counter (every

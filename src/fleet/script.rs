@@ -189,6 +189,14 @@ local ls, lbad = lease()
 if lbad then return {'bad', lbad} end
 local vkind = redis.call('TYPE', KEYS[2]).ok
 if vkind ~= 'none' and vkind ~= 'hash' then return {'bad', 'the votes key holds a ' .. vkind} end
+local ekind = redis.call('TYPE', KEYS[4]).ok
+if ekind ~= 'none' and (ekind ~= 'string' or not tonumber(redis.call('GET', KEYS[4]))) then
+  return {'bad', 'the fleet epoch key holds a ' .. ekind .. ' that is not a count'}
+end
+local ikind = redis.call('TYPE', KEYS[5]).ok
+if ikind ~= 'none' and ikind ~= 'string' then
+  return {'bad', 'the fleet incarnation key holds a ' .. ikind}
+end
 "#;
 
 /// Read the record; create it from this instance's state if it is missing.
@@ -202,6 +210,9 @@ if not rec then
   local e = write(rec, ls, now)
   return reply('wrote', rec, ls, now, e)
 end
+-- The incarnation may have been lost alone (evicted): written again, or every instance would
+-- read a wipe at every look.
+if ikind == 'none' then redis.call('SET', KEYS[5], s(now) .. '.0') end
 return reply('same', rec, ls, now, epoch())
 "#;
 
@@ -251,6 +262,15 @@ return reply('same', rec, ls, now, epoch(), s(sum) .. ' ' .. s(voters))
 const CLAIM: &str = r#"
 if not rec then return {'missing'} end
 if rec.state ~= 'open' then return reply('same', rec, ls, now, epoch()) end
+-- A lease of another generation is a leftover (every claim takes a new generation and every
+-- verdict, release or change by hand deletes the lease): it holds nothing. A lease of this
+-- generation with no expiry (written by something else) is given one.
+if ls.holder ~= '' and ls.gen ~= rec.gen then
+  redis.call('DEL', KEYS[3])
+  ls = {holder = '', gen = -1}
+elseif ls.holder ~= '' and redis.call('PTTL', KEYS[3]) < 0 then
+  redis.call('PEXPIRE', KEYS[3], ARGV[5])
+end
 if ls.holder ~= '' then
   if ls.holder == ARGV[3] and ls.gen == rec.gen then return reply('won', rec, ls, now, epoch()) end
   return reply('held', rec, ls, now, epoch())

@@ -333,6 +333,10 @@ impl RegistryBuilder {
     /// of the gateway through Redis (see [`fleet`](crate::fleet)). `build` starts the fleet's
     /// agent on the Tokio runtime the fleet was built in; dropping the registry stops it.
     /// Admission stays local: a call never waits on Redis.
+    ///
+    /// With a mock [`clock`](Self::clock), let the agent apply a change from the fleet before
+    /// moving the clock: it turns the server's times into the breaker's with the clock as it
+    /// reads then (see [`docs::fleet`](crate::docs::fleet)).
     #[cfg(feature = "redis")]
     pub fn fleet(mut self, fleet: crate::fleet::Fleet) -> Self {
         self.fleet = Some(fleet);
