@@ -1,6 +1,7 @@
 //! A whole trip cycle between two instances, and what it costs Redis: `a` trips, `b` hears it,
 //! the cooldown passes, both instances call until one of them is admitted (the fleet's one
-//! probe), the probe succeeds, and the other instance hears the close.
+//! probe), the other keeps calling for 1 ms and is not admitted, the probe succeeds, and the
+//! other instance hears the close.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -14,6 +15,8 @@ use crate::{Instance, Others, Pair, THRESHOLD, others_line, trip, url};
 
 /// The cooldown of the cycle's breakers (the server's clock decides when it ends).
 const COOLDOWN: Duration = Duration::from_millis(20);
+/// How long the probe is held before its success is recorded.
+const HELD: Duration = Duration::from_millis(1);
 /// How long the idle background is measured, after the cycles.
 const IDLE: Duration = Duration::from_secs(5);
 
@@ -24,6 +27,8 @@ struct Tally {
     probes: [u64; 2],
     /// Polls that admitted a call on both instances at once (the fleet gave two probes).
     both_admitted: u64,
+    /// Calls the other instance admitted while the probe was out.
+    admitted_during_probe: u64,
     /// Fleet transitions heard besides the expected open (on `b`) and close (on the other one).
     others: Others,
 }
@@ -61,6 +66,14 @@ fn cycle(pair: &Pair, tally: &mut Tally) -> Duration {
             }
         }
     };
+    // The other instance keeps calling for 1 ms while the probe is out: none is admitted.
+    let held = Instant::now();
+    while held.elapsed() < HELD {
+        if other.breaker.try_acquire().is_ok() {
+            tally.admitted_during_probe += 1;
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
     probe.record(Outcome::Success);
     other.hear(State::Closed, &mut tally.others);
     pair.settle_and_drain(&mut tally.others);
@@ -83,7 +96,7 @@ fn delta(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> BTree
 }
 
 /// Group `fleet_trip_cycle`, benchmark `trip_probe_close`: the time of a whole cycle (the 20 ms
-/// cooldown included); around the group, the server's command counts, printed per cycle by name
+/// cooldown and the 1 ms the probe is held included); around the group, the server's command counts, printed per cycle by name
 /// with the idle background (measured for 5 s after the group, the same two instances connected
 /// and quiet) subtracted.
 pub fn trip_probe_close(c: &mut Criterion) {
@@ -126,13 +139,14 @@ pub fn trip_probe_close(c: &mut Criterion) {
     let quiet = delta(&idle_before, &idle_after);
     println!(
         "fleet_trip_cycle: {} cycles (trip on a, cooldown {COOLDOWN:?}, one probe, close) in \
-         {:.2} s; probes run on a: {}, on b: {}; polls that admitted both: {}; other fleet \
-         transitions heard: {}",
+         {:.2} s; probes run on a: {}, on b: {}; polls that admitted both: {}; calls the other \
+         instance admitted while the probe was out: {}; other fleet transitions heard: {}",
         tally.cycles,
         window.as_secs_f64(),
         tally.probes[0],
         tally.probes[1],
         tally.both_admitted,
+        tally.admitted_during_probe,
         others_line(&tally.others),
     );
     println!(
