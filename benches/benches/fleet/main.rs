@@ -187,10 +187,7 @@ impl Pair {
     /// Wait until both agents have taken the same messages since they were quiet. Called once
     /// the instance that did not write has heard the last change: the writer then has its own
     /// message too, which its agent takes only after it applied its script's reply. So nothing
-    /// of the cycle is left in flight when the next one starts.
-    ///
-    /// Without it a cycle can start while the writer still awaits its reply, and fleet mode, as
-    /// measured, lets that reply undo the change made meanwhile (see `benches/README.md`).
+    /// of a cycle is left in flight when the next one starts, and each figure is of one cycle.
     pub fn settle(&self) {
         let (a0, b0) = self.quiet;
         wait_until("both instances take every message of the cycle", || {
