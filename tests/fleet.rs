@@ -1220,3 +1220,36 @@ async fn a_refused_login_is_an_outage_not_a_bad_record() {
         events[0]
     );
 }
+
+/// A record whose opening lies after the server's clock (written by something else, or the
+/// server's clock stepped back) opens the breaker from now: never for longer than a cooldown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opening_after_the_servers_clock_counts_from_now() {
+    let server = RedisServer::start();
+    let time: Vec<String> = server.cmd(&["TIME"]);
+    let hour_ahead = time[0].parse::<u64>().unwrap() * 1_000 + 3_600_000;
+    let _: redis::Value = server.cmd(&[
+        "HSET",
+        "test:breaker:search",
+        "v",
+        "1",
+        "gen",
+        "3",
+        "state",
+        "open",
+        "at",
+        &hour_ahead.to_string(),
+        "lu",
+        "0",
+    ]);
+    let a = instance(&server, "a", 2);
+    let search = a.get("search");
+    a.connected().await;
+    until("a opens", LIMIT, || search.state() == State::Open).await;
+    let blocked = search.try_acquire().unwrap_err();
+    assert!(
+        blocked.retry_after() <= COOLDOWN,
+        "{:?}",
+        blocked.retry_after()
+    );
+}

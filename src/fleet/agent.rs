@@ -849,7 +849,9 @@ impl Agent {
                 if new && !ours {
                     dep.local_trip = false;
                     let remote = Remote::Open {
-                        opened_at_ms: to_local(record.at_ms),
+                        // An opening later than the server's own clock (a foreign value, or the
+                        // server's clock stepped back) counts from now: never kept open longer.
+                        opened_at_ms: to_local(record.at_ms.min(record.now_ms)),
                     };
                     adopt(remote);
                 }
