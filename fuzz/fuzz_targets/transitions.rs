@@ -331,8 +331,8 @@ impl Model {
             self.period += 1;
         }
         // An isolation begun or ended is heard even from open to open.
-        let isolation_changed = matches!(self.state, ModelState::Isolated)
-            != matches!(next, ModelState::Isolated);
+        let isolation_changed =
+            matches!(self.state, ModelState::Isolated) != matches!(next, ModelState::Isolated);
         self.state = next;
         let to = match next {
             ModelState::Closed { .. } => State::Closed,

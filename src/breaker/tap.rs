@@ -3,9 +3,10 @@
 //!
 //! A breaker built without a fleet has no tap, and the healthy path never looks at it: it is read
 //! only where a failure is counted, a count is cleared, a transition lands, a call is blocked, or
-//! the probe slot is about to be claimed. Everything here is a relaxed flag or counter and a wake
-//! of the agent; nothing waits, nothing allocates except a transition (at most [`MAX_PENDING`]
-//! kept), and nothing talks to the network.
+//! the probe slot is about to be claimed. Everything here is a flag, a short lock on a small
+//! queue (a transition, at most [`MAX_PENDING`] kept; the breaker's name, once until the agent
+//! takes it) and a wake of the agent; nothing waits on the agent, and nothing talks to the
+//! network.
 
 // Without feature `redis` nothing builds a tap; the hooks in `machine` see `None`.
 #![cfg_attr(not(feature = "redis"), allow(dead_code))]

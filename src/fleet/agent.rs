@@ -156,8 +156,8 @@ struct Dep {
     /// The breaker is open because of its own trip (not adopted): it votes.
     local_trip: bool,
     mine: Option<Mine>,
-    /// When another instance's lease ends, and that end in server ms.
-    elsewhere: Option<(Instant, u64)>,
+    /// When another instance's lease ends.
+    elsewhere: Option<Instant>,
     /// A local call is waiting for the fleet's probe.
     want: bool,
     /// Not before: the next claim.
@@ -610,7 +610,7 @@ impl Agent {
             || dep.mine.is_some()
             || dep.bad.is_some()
             || dep.claim_at.is_some_and(|at| at > now)
-            || dep.elsewhere.is_some_and(|(until, _)| until > now)
+            || dep.elsewhere.is_some_and(|until| until > now)
         {
             return;
         }
@@ -859,10 +859,7 @@ impl Agent {
                     _ if ours => {}
                     Some(_) if record.lease_until_ms > record.now_ms => {
                         let remaining = record.lease_until_ms - record.now_ms;
-                        dep.elsewhere = Some((
-                            Instant::now() + Duration::from_millis(remaining),
-                            record.lease_until_ms,
-                        ));
+                        dep.elsewhere = Some(Instant::now() + Duration::from_millis(remaining));
                         dep.mine = None;
                         if let Some(tap) = tap {
                             tap.revoke();
@@ -965,7 +962,7 @@ impl Agent {
                 });
                 [
                     mine,
-                    dep.elsewhere.map(|(until, _)| until),
+                    dep.elsewhere,
                     dep.claim_at.filter(|_| dep.want),
                     dep.report_at,
                 ]
@@ -996,7 +993,7 @@ impl Agent {
                     dep.mine = None;
                 }
             }
-            if let Some((until, lease_until_ms)) = dep.elsewhere
+            if let Some(until) = dep.elsewhere
                 && until <= now
             {
                 // The other instance's lease ran out with no verdict heard: open from its end.
@@ -1005,7 +1002,6 @@ impl Agent {
                     tap.set_elsewhere_until(0);
                 }
                 let local_end = dep.breaker.now_ms();
-                let _ = lease_until_ms;
                 if dep
                     .breaker
                     .adopt(Remote::Open {
