@@ -61,7 +61,9 @@ pub mod contract {
     //!     the one lease in Redis (`SET NX PX`, carrying the generation; it lasts the probe window
     //!     plus the probe timeout). The instance that wins frees its local slot for one caller within
     //!     the probe window (unused, the lease is given back); every other instance stays blocked
-    //!     with `probe_in_flight` and a retry-after of the lease's remaining time. The probe's
+    //!     with `probe_in_flight` and a retry-after of the lease's remaining time (an upper bound: a
+    //!     lease not used within the probe window is given back then, and another instance that
+    //!     wants the probe claims it at once). The probe's
     //!     verdict reaches every instance: a success closes everywhere, a counted failure reopens
     //!     everywhere with a fresh cooldown. A lease that runs out with no verdict (its holder
     //!     killed) counts as a failed probe: open from the lease's end, and after a cooldown
@@ -74,7 +76,9 @@ pub mod contract {
     //!     instance if the fleet is still in the generation the instance knew; one made while a trip
     //!     elsewhere had not yet been heard is stale, changes nothing, and the instance adopts the
     //!     newer state. [`Registry::reload`](crate::Registry::reload) is per instance: settings are
-    //!     each instance's own (give every instance the same file); the fleet settings are the
+    //!     each instance's own (give every instance the same file: a claim judges the cooldown
+    //!     by the claiming instance's own, so instances with different cooldowns probe after the
+    //!     shortest); the fleet settings are the
     //!     `FleetBuilder`'s.
     //! 19. **Redis down, slow, restarted or wiped.** A command that fails or takes longer than the
     //!     command timeout (default 250 ms) makes every breaker of the registry a local breaker

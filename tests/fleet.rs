@@ -1253,3 +1253,56 @@ async fn an_opening_after_the_servers_clock_counts_from_now() {
         blocked.retry_after()
     );
 }
+
+/// Behaviour 5, the loser of a claim: two instances ask for the probe at once; the one whose
+/// claim is answered `held` probes soon after the winner gives its unused lease back (after the
+/// probe window), not at the lease's end (probe window + probe timeout).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_loser_of_a_claim_probes_soon_after_an_unused_lease_is_given_back() {
+    let server = RedisServer::start();
+    let a = instance(&server, "a", 2);
+    let b = instance(&server, "b", 2);
+    let (sa, sb) = (a.get("search"), b.get("search"));
+    a.connected().await;
+    b.connected().await;
+    until("synced", LIMIT, || {
+        record(&server, "search").contains_key("gen")
+    })
+    .await;
+    fail(&sa);
+    fail(&sa);
+    until("b opens", LIMIT, || sb.state() == State::Open).await;
+    until("the cooldown ends", LIMIT, || {
+        sa.state() == State::HalfOpen && sb.state() == State::HalfOpen
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(20)).await; // the server's clock passes it too
+    // One call on each, at once: both are blocked while the agents claim.
+    assert!(sa.try_acquire().is_err());
+    assert!(sb.try_acquire().is_err());
+    until("a lease", LIMIT, || {
+        server
+            .cmd::<Option<String>>(&["GET", "test:probe:search"])
+            .is_some()
+    })
+    .await;
+    let claimed = Instant::now();
+    let holder: String = server.cmd(&["GET", "test:probe:search"]);
+    let loser = if holder.contains(" a#") { &sb } else { &sa };
+    // The winner is never called again; the loser calls every 10 ms.
+    let deadline = Instant::now() + LIMIT;
+    let probe = loop {
+        if let Ok(permit) = loser.try_acquire() {
+            break permit;
+        }
+        assert!(Instant::now() < deadline, "the loser never probed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert!(probe.is_probe());
+    let waited = claimed.elapsed();
+    // The probe window is 500 ms; the lease would last 1.5 s.
+    assert!(
+        waited < Duration::from_millis(1_100),
+        "the loser waited {waited:?}"
+    );
+}

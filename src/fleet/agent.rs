@@ -648,14 +648,13 @@ impl Agent {
                 dep.claim_at = None;
             }
             Reply::Held(record) => {
-                // Not again before the lease's end (or, with no end known, a probe window):
-                // blocked calls would otherwise ask at every turn.
-                let wait_ms = if record.lease_until_ms > record.now_ms {
-                    record.lease_until_ms - record.now_ms
-                } else {
-                    self.settings.probe_window_ms
-                };
-                dep.claim_at = Some(Instant::now() + Duration::from_millis(wait_ms));
+                // Still wanted. While the lease's end is known, the record applied below sets it
+                // as the time another instance probes, and its release or verdict, when heard,
+                // clears it: the claim is made again then, not at the lease's end. With no end
+                // known, not again before a probe window, or blocked calls would ask at every
+                // turn.
+                dep.claim_at = (record.lease_until_ms <= record.now_ms)
+                    .then(|| Instant::now() + Duration::from_millis(self.settings.probe_window_ms));
                 dep.want = true;
             }
             Reply::Wait(_, ms) => {
