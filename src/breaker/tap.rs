@@ -7,6 +7,16 @@
 //! queue (a transition, at most [`MAX_PENDING`] kept; the breaker's name, once until the agent
 //! takes it) and a wake of the agent; nothing waits on the agent, and nothing talks to the
 //! network.
+//!
+//! # Memory ordering
+//!
+//! The flags are one word changed by `fetch_or` and `swap` (acq-rel): a signal set after the
+//! agent's swap queues the breaker again, so nothing told is lost between two turns; what the
+//! flags stand for (the word's count, the transitions queue under its lock) is read by the agent
+//! after its swap. The fleet's answers (`governed`, `grant`) are release stores read with acquire
+//! loads: a caller that sees a grant sees the word the agent freed before granting it (the
+//! gate's decision is still checked by the word's own compare-and-swap, which is what makes the
+//! claim exclusive). `elsewhere_until_ms` only shapes a retry-after, so it is relaxed.
 
 // Without feature `redis` nothing builds a tap; the hooks in `machine` see `None`.
 #![cfg_attr(not(feature = "redis"), allow(dead_code))]

@@ -20,7 +20,9 @@ pub(crate) struct Settings {
     pub(crate) probe_window_ms: u64,
 }
 
-/// The agent's counters, shared with its handle.
+/// The agent's counters, shared with its handle. The counts are statistics, added and read
+/// relaxed; `connected` is stored with release and read with acquire, so a caller that reads
+/// `true` also sees the syncs the agent made before telling it.
 #[derive(Debug, Default)]
 pub(crate) struct Status {
     pub(crate) connected: AtomicBool,
