@@ -91,15 +91,15 @@ struct Inner {
     /// Counters, when counting is on (`Builder::metrics`).
     metrics: Option<Box<Counters>>,
     name: SmolStr,
-    /// Tells transitions to the trace and the listener, in order; boxed, since only transitions
-    /// reach it.
-    herald: Box<Cold>,
+    /// The herald and the fleet's tap, boxed: only the slow paths reach them.
+    cold: Box<Cold>,
     /// Serialises reconfigurations, so two never interleave their fields.
     reconfigure: Mutex<()>,
 }
 
-/// What only the slow paths read, boxed so the hot block stays one cache line's pair: the herald
-/// (only transitions reach it) and the fleet's tap (feature `redis`).
+/// What only the slow paths read, boxed so the hot block stays one cache line's pair: the herald,
+/// which tells transitions to the trace and the listener in order (only transitions reach it),
+/// and the fleet's tap (feature `redis`).
 #[derive(Debug)]
 struct Cold {
     herald: Herald,
@@ -205,7 +205,7 @@ impl CircuitBreaker {
                 origin: Origin::new(clock),
                 metrics: extras.metrics.then(|| Box::new(Counters::new())),
                 name: extras.name,
-                herald: Box::new(Cold {
+                cold: Box::new(Cold {
                     herald: Herald::new(extras.listener),
                     tap: extras.tap,
                 }),
@@ -292,7 +292,7 @@ impl CircuitBreaker {
                     probe: true,
                 },
                 Some(tap),
-            ) = (admission, self.inner.herald.tap.as_deref())
+            ) = (admission, self.inner.cold.tap.as_deref())
             {
                 let now_ms = *now.get_or_insert_with(|| self.now_ms());
                 if let Gate::Closed { retry_after_ms } = tap.gate(generation, now_ms) {
@@ -460,7 +460,7 @@ impl CircuitBreaker {
                 || *now.get_or_insert_with(|| self.now_ms()),
             ))
         });
-        if let Some(tap) = self.inner.herald.tap.as_deref()
+        if let Some(tap) = self.inner.cold.tap.as_deref()
             && updated.after.is_some()
             && updated.before.closed_generation().is_some()
             && matches!(report, Report::Failure | Report::Success)
@@ -518,7 +518,7 @@ impl CircuitBreaker {
         });
         if action == Manual::Reset
             && updated.after.is_some()
-            && let Some(tap) = self.inner.herald.tap.as_deref()
+            && let Some(tap) = self.inner.cold.tap.as_deref()
         {
             tap.reset();
         }
@@ -718,7 +718,7 @@ impl CircuitBreaker {
     /// generation granted, or `None` if the word is closed or isolated (changed meanwhile).
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn take_fleet_probe(&self, window_ms: u64) -> Option<u32> {
-        let tap = self.inner.herald.tap.as_deref()?;
+        let tap = self.inner.cold.tap.as_deref()?;
         let (word, _) = self.adopt(Remote::ProbeHere);
         match word.kind() {
             super::word::Kind::HalfOpen | super::word::Kind::Probing => {
@@ -763,7 +763,7 @@ impl CircuitBreaker {
     /// The fleet's tap, if this breaker has one.
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn tap(&self) -> Option<&Tap> {
-        self.inner.herald.tap.as_deref()
+        self.inner.cold.tap.as_deref()
     }
 
     /// Tell the counters, the trace and the listener about a transition that just landed.
@@ -784,7 +784,7 @@ impl CircuitBreaker {
                 counters.transition(transition.reason());
             }
         }
-        if let Some(tap) = self.inner.herald.tap.as_deref() {
+        if let Some(tap) = self.inner.cold.tap.as_deref() {
             for transition in transitions.iter().flatten() {
                 if transition.reason() != crate::types::TransitionReason::Fleet {
                     tap.transition(*transition);
@@ -792,7 +792,7 @@ impl CircuitBreaker {
             }
         }
         self.inner
-            .herald
+            .cold
             .herald
             .tell(self.name(), transitions.iter().flatten().copied());
     }
