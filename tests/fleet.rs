@@ -104,6 +104,24 @@ fn instance(server: &RedisServer, name: &str, threshold: u32) -> Instance {
     instance_with(fleet(server, name), threshold, None)
 }
 
+/// Instances `a` and `b` of one fleet, each with the default threshold `threshold`, both
+/// connected, the `search` record written, and each one's `search` breaker.
+async fn pair(
+    server: &RedisServer,
+    threshold: u32,
+) -> (Instance, Instance, Arc<CircuitBreaker>, Arc<CircuitBreaker>) {
+    let a = instance(server, "a", threshold);
+    let b = instance(server, "b", threshold);
+    let (sa, sb) = (a.get("search"), b.get("search"));
+    a.connected().await;
+    b.connected().await;
+    until("synced", LIMIT, || {
+        record(server, "search").contains_key("gen")
+    })
+    .await;
+    (a, b, sa, sb)
+}
+
 /// Poll `condition` every millisecond until it holds; panic with `what` after `limit`.
 async fn until(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
@@ -628,15 +646,7 @@ async fn a_killed_probe_holder_frees_the_lease_when_it_expires() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_instances_tripping_at_once_make_one_generation() {
     let server = RedisServer::start();
-    let a = instance(&server, "a", 1);
-    let b = instance(&server, "b", 1);
-    let (sa, sb) = (a.get("search"), b.get("search"));
-    a.connected().await;
-    b.connected().await;
-    until("synced", LIMIT, || {
-        record(&server, "search").contains_key("gen")
-    })
-    .await;
+    let (a, b, sa, sb) = pair(&server, 1).await;
     let start: u64 = record(&server, "search")["gen"].parse().unwrap();
     std::thread::scope(|s| {
         s.spawn(|| fail(&sa));
@@ -662,15 +672,7 @@ async fn two_instances_tripping_at_once_make_one_generation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_verdict_from_an_older_generation_changes_nothing() {
     let server = RedisServer::start();
-    let a = instance(&server, "a", 1);
-    let b = instance(&server, "b", 1);
-    let (sa, sb) = (a.get("search"), b.get("search"));
-    a.connected().await;
-    b.connected().await;
-    until("synced", LIMIT, || {
-        record(&server, "search").contains_key("gen")
-    })
-    .await;
+    let (_a, _b, sa, sb) = pair(&server, 1).await;
     fail(&sa);
     until("b opens", LIMIT, || sb.state() == State::Open).await;
     // a takes the fleet's probe; b then isolates the dependency for the fleet.
@@ -765,15 +767,7 @@ async fn instances_with_clocks_seconds_apart_agree_on_the_cooldown() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changes_by_hand_reach_the_fleet() {
     let server = RedisServer::start();
-    let a = instance(&server, "a", 3);
-    let b = instance(&server, "b", 3);
-    let (sa, sb) = (a.get("search"), b.get("search"));
-    a.connected().await;
-    b.connected().await;
-    until("synced", LIMIT, || {
-        record(&server, "search").contains_key("gen")
-    })
-    .await;
+    let (a, b, sa, sb) = pair(&server, 3).await;
     sa.force_open().unwrap();
     until("b isolated", LIMIT, || {
         sb.try_acquire()
@@ -812,15 +806,7 @@ async fn changes_by_hand_reach_the_fleet() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_killed_and_restarted_the_fleet_converges() {
     let mut server = RedisServer::start();
-    let a = instance(&server, "a", 2);
-    let b = instance(&server, "b", 2);
-    let (sa, sb) = (a.get("search"), b.get("search"));
-    a.connected().await;
-    b.connected().await;
-    until("synced", LIMIT, || {
-        record(&server, "search").contains_key("gen")
-    })
-    .await;
+    let (a, b, sa, sb) = pair(&server, 2).await;
     server.kill();
     // Calls go on with no wait on Redis, and a trips on its own.
     let started = Instant::now();
@@ -878,15 +864,7 @@ async fn redis_killed_and_restarted_the_fleet_converges() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trip_during_client_pause_reaches_the_fleet_after_it() {
     let server = RedisServer::start();
-    let a = instance(&server, "a", 2);
-    let b = instance(&server, "b", 2);
-    let (sa, sb) = (a.get("search"), b.get("search"));
-    a.connected().await;
-    b.connected().await;
-    until("synced", LIMIT, || {
-        record(&server, "search").contains_key("gen")
-    })
-    .await;
+    let (a, b, sa, sb) = pair(&server, 2).await;
     let paused = Instant::now();
     let _: String = server.cmd(&["CLIENT", "PAUSE", "2000", "ALL"]);
     let started = Instant::now();
@@ -1085,15 +1063,7 @@ fn bad_fleet_settings_are_errors_naming_the_field() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_by_hand_sent_again_after_a_timeout_applies_once() {
     let server = RedisServer::start();
-    let a = instance(&server, "a", 3);
-    let b = instance(&server, "b", 3);
-    let (sa, sb) = (a.get("search"), b.get("search"));
-    a.connected().await;
-    b.connected().await;
-    until("synced", LIMIT, || {
-        record(&server, "search").contains_key("gen")
-    })
-    .await;
+    let (a, _b, sa, sb) = pair(&server, 3).await;
     let _: String = server.cmd(&["CLIENT", "PAUSE", "800", "WRITE"]);
     sa.force_open().unwrap();
     until("a's agent gives up on Redis", LIMIT, || {
@@ -1127,15 +1097,7 @@ async fn a_change_by_hand_sent_again_after_a_timeout_applies_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_breaker_that_outlives_its_agent_works_locally() {
     let server = RedisServer::start();
-    let a = instance(&server, "a", 2);
-    let b = instance(&server, "b", 2);
-    let (sa, sb) = (a.get("search"), b.get("search"));
-    a.connected().await;
-    b.connected().await;
-    until("synced", LIMIT, || {
-        record(&server, "search").contains_key("gen")
-    })
-    .await;
+    let (_a, b, sa, sb) = pair(&server, 2).await;
     fail(&sa);
     fail(&sa);
     until("b opens", LIMIT, || sb.state() == State::Open).await;
@@ -1260,15 +1222,7 @@ async fn an_opening_after_the_servers_clock_counts_from_now() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_loser_of_a_claim_probes_soon_after_an_unused_lease_is_given_back() {
     let server = RedisServer::start();
-    let a = instance(&server, "a", 2);
-    let b = instance(&server, "b", 2);
-    let (sa, sb) = (a.get("search"), b.get("search"));
-    a.connected().await;
-    b.connected().await;
-    until("synced", LIMIT, || {
-        record(&server, "search").contains_key("gen")
-    })
-    .await;
+    let (_a, _b, sa, sb) = pair(&server, 2).await;
     fail(&sa);
     fail(&sa);
     until("b opens", LIMIT, || sb.state() == State::Open).await;
