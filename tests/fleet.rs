@@ -110,8 +110,19 @@ async fn pair(
     server: &RedisServer,
     threshold: u32,
 ) -> (Instance, Instance, Arc<CircuitBreaker>, Arc<CircuitBreaker>) {
-    let a = instance(server, "a", threshold);
-    let b = instance(server, "b", threshold);
+    let (a, b) = (
+        instance(server, "a", threshold),
+        instance(server, "b", threshold),
+    );
+    connect(server, a, b).await
+}
+
+/// Instances `a` and `b` connected, the `search` record written, and each one's `search` breaker.
+async fn connect(
+    server: &RedisServer,
+    a: Instance,
+    b: Instance,
+) -> (Instance, Instance, Arc<CircuitBreaker>, Arc<CircuitBreaker>) {
     let (sa, sb) = (a.get("search"), b.get("search"));
     a.connected().await;
     b.connected().await;
@@ -425,13 +436,7 @@ async fn failures_older_than_the_window_do_not_count() {
         5,
         None,
     );
-    let (sa, sb) = (a.get("search"), b.get("search"));
-    a.connected().await;
-    b.connected().await;
-    until("synced", LIMIT, || {
-        record(&server, "search").contains_key("gen")
-    })
-    .await;
+    let (_a, _b, sa, sb) = connect(&server, a, b).await;
     fail(&sa);
     fail(&sa);
     fail(&sa);
@@ -462,13 +467,7 @@ async fn one_bad_instance_does_not_open_the_fleet() {
     let server = RedisServer::start();
     let a = instance_with(fleet(&server, "a").min_instances(2), 2, None);
     let b = instance_with(fleet(&server, "b").min_instances(2), 2, None);
-    let (sa, sb) = (a.get("search"), b.get("search"));
-    a.connected().await;
-    b.connected().await;
-    until("synced", LIMIT, || {
-        record(&server, "search").contains_key("gen")
-    })
-    .await;
+    let (_a, _b, sa, sb) = connect(&server, a, b).await;
     fail(&sa);
     fail(&sa);
     assert_eq!(sa.state(), State::Open, "a opens locally at once");
@@ -715,13 +714,7 @@ async fn instances_with_clocks_seconds_apart_agree_on_the_cooldown() {
     mock_b.increment(Duration::from_secs(3_600 + 7)); // seven seconds ahead of a
     let a = instance_with(fleet(&server, "a"), 1, Some(clock_a));
     let b = instance_with(fleet(&server, "b"), 1, Some(clock_b));
-    let (sa, sb) = (a.get("search"), b.get("search"));
-    a.connected().await;
-    b.connected().await;
-    until("synced", LIMIT, || {
-        record(&server, "search").contains_key("gen")
-    })
-    .await;
+    let (_a, _b, sa, sb) = connect(&server, a, b).await;
     fail(&sa);
     until("b opens", LIMIT, || sb.state() == State::Open).await;
     let tripped = Instant::now();

@@ -15,7 +15,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
 
 use super::script::{self, Keys, Record, Reply, Scripts, Shared};
-use super::status::{EventHook, FleetEvent, Settings, Status, tell};
+use super::status::{EventHook, FleetEvent, Settings, Status, tell, token};
 use crate::breaker::{CircuitBreaker, Outbox, Remote};
 use crate::types::{State, TransitionReason};
 
@@ -91,12 +91,6 @@ enum Due {
     Release(u64),
     Claim,
     Flush,
-}
-
-/// A random token per agent.
-fn token() -> u32 {
-    use core::hash::BuildHasher;
-    foldhash::fast::RandomState::default().hash_one(std::process::id()) as u32
 }
 
 /// What [`Agent::spawn`] needs.

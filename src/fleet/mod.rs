@@ -220,9 +220,7 @@ impl FleetBuilder {
 }
 
 fn default_instance() -> String {
-    use core::hash::BuildHasher;
-    let random = foldhash::fast::RandomState::default().hash_one(std::process::id());
-    format!("{}-{:08x}", std::process::id(), random as u32)
+    format!("{}-{:08x}", std::process::id(), status::token())
 }
 
 /// A fleet's settings and Redis client, ready to be given to

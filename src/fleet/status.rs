@@ -86,6 +86,13 @@ impl fmt::Display for FleetEvent {
     }
 }
 
+/// A random number, new at each call (a per-process seed hashed by `foldhash`'s randomly seeded
+/// hasher): the default instance name's suffix, and each agent's lease token.
+pub(crate) fn token() -> u32 {
+    use core::hash::BuildHasher;
+    foldhash::fast::RandomState::default().hash_one(std::process::id()) as u32
+}
+
 /// Tell `event` to the hook and (feature `tracing`) to the trace.
 pub(crate) fn tell(hook: Option<&EventHook>, event: &FleetEvent) {
     #[cfg(feature = "tracing")]
