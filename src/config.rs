@@ -146,8 +146,10 @@ pub enum Problem {
     /// The duration is longer than [`MAX_DURATION`].
     TooLong,
     /// The text is empty, or holds a character it may not (fleet `prefix` and `instance`:
-    /// whitespace or a control character).
+    /// whitespace or a control character; an MCP `server` name: also a `.`).
     Empty,
+    /// The name is given twice (an MCP gateway's `upstream`).
+    Duplicate,
 }
 
 /// An invalid configuration, naming the field.
@@ -175,7 +177,8 @@ impl ConfigError {
 
     /// The offending field: `failure_threshold`, `cooldown` or `probe_timeout`; for a fleet
     /// (feature `redis`), `prefix`, `instance`, `fleet_failure_threshold`, `min_instances`, `window`,
-    /// `sync_interval`, `command_timeout` or `probe_window`.
+    /// `sync_interval`, `command_timeout` or `probe_window`; for MCP (feature `mcp`), `server`,
+    /// `upstream` or `call_time_limit`.
     pub fn field(&self) -> &'static str {
         self.field
     }
@@ -194,10 +197,15 @@ impl fmt::Display for ConfigError {
             (Problem::Zero, "failure_threshold" | "fleet_failure_threshold" | "min_instances") => {
                 write!(f, "`{field}` must be at least 1")
             }
+            (Problem::Empty, "server") => write!(
+                f,
+                "`server` must be non-empty text with no `.`, whitespace or control characters"
+            ),
             (Problem::Empty, _) => write!(
                 f,
                 "`{field}` must be non-empty text with no whitespace or control characters"
             ),
+            (Problem::Duplicate, _) => write!(f, "`{field}` names must be unique"),
             (Problem::Zero, _) => write!(f, "`{field}` must be at least 1 ms"),
             (Problem::TooLong, _) => write!(
                 f,

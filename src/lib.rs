@@ -57,6 +57,7 @@
 //! | [`config`] | [`Config`], [`ConfigError`] and the defaults |
 //! | `tower` | the tower middleware (feature `tower`) |
 //! | `fleet` | fleet mode: breaker transitions shared through Redis (feature `redis`) |
+//! | `mcp` | MCP: guarded rmcp tool calls and an MCP gateway (feature `mcp`) |
 //! | [`docs`] | the behaviour contract, the layers, observability, features and time, at length |
 //!
 //! The values every caller meets ([`State`], [`Blocked`], [`Transition`] and their reasons) are
@@ -73,6 +74,8 @@ pub mod config;
 pub mod docs;
 #[cfg(feature = "redis")]
 pub mod fleet;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod observe;
 pub mod registry;
 mod sync;

@@ -14,7 +14,7 @@ use std::path::Path;
 /// The top-level modules, bottom up.
 const LAYERS: &[&str] = &[
     "sync", "time", "config", "classify", "types", "observe", "breaker", "fleet", "registry",
-    "agent", "tower", "docs",
+    "agent", "tower", "mcp", "docs",
 ];
 
 /// Each folder's files, bottom up (`mod` is the folder's `mod.rs`).
@@ -34,6 +34,7 @@ const FILES: &[(&str, &[&str])] = &[
         &["result", "retry", "run", "spans", "guard", "mod"],
     ),
     ("tower", &["future", "mod", "layer"]),
+    ("mcp", &["classify", "result", "client", "gateway", "mod"]),
 ];
 
 /// One source file: its top-level module and its file within it.

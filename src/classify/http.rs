@@ -106,7 +106,12 @@ pub(super) fn with_hint(outcome: Outcome, headers: &HeaderMap, now: SystemTime) 
 /// assert_eq!(retry_after(&headers, SystemTime::now()), None);
 /// ```
 pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    parse_retry_after(headers.get(RETRY_AFTER)?.to_str().ok()?, now)
+}
+
+/// A `Retry-After` value as a wait from `now`, by [`retry_after`]'s rules.
+pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
     if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
         // Too many digits for a u64 is malformed, not a panic.
         return value.parse().ok().map(Duration::from_secs);

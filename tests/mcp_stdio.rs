@@ -1,0 +1,2 @@
+//! Placeholder: the MCP stdio tests (written next).
+fn main() {}
