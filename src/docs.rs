@@ -100,6 +100,26 @@ pub mod contract {
     //!     problem, and it joins the fleet again once the key is readable (or deleted). A
     //!     malformed message on the channel is ignored with a
     //!     `FleetEvent::BadMessage`. Nothing panics.
+    //!
+    //! # MCP
+    //!
+    //! Through `mcp::GuardedClient` and `mcp::McpGateway` (feature `mcp`), every MCP `tools/call`
+    //! is a call of the rules above, and these are added:
+    //!
+    //! 21. **An answer proves the server reachable.** A `CallToolResult` with `isError: true`, a
+    //!     JSON-RPC invalid-params error (an unknown tool included) and an HTTP 4xx never count
+    //!     by default; a closed or failed transport, a timeout and JSON-RPC internal errors do
+    //!     (`mcp::McpClassifier`, overridable per server and per tool).
+    //! 22. **Nothing is sent while open.** A blocked call sends no request to the MCP server; the
+    //!     model receives a `CallToolResult` with `isError: true`, the model's message as its one
+    //!     text content and the `ToolResult` JSON as `structuredContent`. No transport error's
+    //!     text is in it.
+    //! 23. **Cancellation gives the probe back.** A call cancelled by its caller (a dropped
+    //!     future, a client's `notifications/cancelled`, a dropped HTTP connection or a closed
+    //!     stdio at the gateway) sends the server `notifications/cancelled`, records nothing, and
+    //!     frees a probe's slot for the next caller.
+    //! 24. **One upstream's outage is fenced.** A gateway's upstreams have a breaker each; an open
+    //!     one answers at once and the others' calls are forwarded as before.
 }
 
 pub mod layers {
@@ -121,6 +141,7 @@ pub mod layers {
     //! | [`registry`](crate::registry) | breakers by dependency, their configuration, TOML, reload |
     //! | [`agent`](crate::agent) | the result the model sees and the guard pipeline |
     //! | `tower` | the middleware (feature `tower`) |
+    //! | `mcp` | MCP (feature `mcp`): `classify` (`McpClassifier`), `result` (the model's `CallToolResult`), `client` (`GuardedClient`), `gateway` (`McpGateway`) |
     //!
     //! # The store seam
     //!
@@ -242,6 +263,7 @@ pub mod features {
     //! | `metrics` | `Registry::export_metrics`, `Metrics::export`: counters through the `metrics` facade, named `toolbreaker_*` and labelled by dependency |
     //! | `toml` | `RegistryConfig::from_toml`/`from_file`, `Registry::reload_toml`/`reload_file`: per-dependency configuration from TOML, reloaded live; errors name the dependency and field |
     //! | `redis` | fleet mode: the `fleet` module, `Fleet`, `RegistryBuilder::fleet`, `Registry::fleet`: transitions shared by every gateway instance through Redis (redis-rs, Tokio), admission still local (implies `tokio`) |
+    //! | `mcp` | the `mcp` module: `GuardedClient` (every `call_tool` of an rmcp client through the guard pipeline), `McpClassifier`, blocked, stopped and failed calls as the `CallToolResult` the model reads, and `McpGateway` (an MCP server over Streamable HTTP and stdio in front of upstream MCP servers) (implies `tokio`, `serde`, `http`) |
     //! | `tracing` | events (target `toolbreaker`) for transitions (`info`, `warn` when opening), blocked calls and counted failures (`debug`); with `tokio`, a span per `ToolGuard` call and per attempt, with the fields `tracing-opentelemetry` maps; never a request, response or error message |
 }
 

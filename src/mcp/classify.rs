@@ -27,7 +27,8 @@ const REQUEST_TIMEOUT: i32 = -32001;
 /// | transport closed (`ServiceError::TransportClosed`) | `Failure(Connect)` |
 /// | transport failed to send or receive (`TransportSend`): refused, reset, broken stream | `Failure(Connect)` |
 /// | … an HTTP status from a Streamable HTTP server: 408 / 504, 429 (with its `Retry-After`), other 5xx | `Failure(Timeout)`, `Failure(RateLimited)`, `Failure(Unavailable)` |
-/// | … an HTTP 401 / 403 (the transport's auth challenge) | `Ignored` |
+/// | … an HTTP 2xx whose body was not MCP | `Failure(Other)` |
+/// | … an HTTP 401 / 403 (the transport's auth challenge), 404 or any other 4xx | `Ignored` |
 /// | the request timed out (`ServiceError::Timeout`, rmcp's own request timeout) | `Failure(Timeout)` |
 /// | an answer of the wrong shape (`UnexpectedResponse`) | `Failure(Other)` |
 /// | JSON-RPC error `-32603` internal error | `Failure(Unavailable)` |
@@ -125,21 +126,8 @@ impl McpClassifier {
                 if error.auth_challenge().is_some() {
                     return Outcome::Ignored;
                 }
-                match http_status_error(error) {
-                    Some(status) => {
-                        let outcome = http::StatusCode::from_u16(status.status)
-                            .map_or(Outcome::Failure(FailureKind::Unavailable), classify_status);
-                        match outcome {
-                            Outcome::Failure(FailureKind::RateLimited { .. }) => {
-                                Outcome::Failure(FailureKind::RateLimited {
-                                    retry_after: status.retry_after.as_deref().and_then(|v| {
-                                        parse_retry_after(v, crate::time::wall_now())
-                                    }),
-                                })
-                            }
-                            other => other,
-                        }
-                    }
+                match transport_status(error) {
+                    Some(status) => status.outcome(),
                     None => Outcome::Failure(FailureKind::Connect),
                 }
             }
@@ -164,29 +152,90 @@ impl Classify<CallToolResult, ServiceError> for McpClassifier {
     /// The HTTP status a Streamable HTTP transport failed with, if it did.
     fn http_status(&self, result: &Result<CallToolResult, ServiceError>) -> Option<u16> {
         match result {
-            Err(error) => http_status_error(error).map(|s| s.status),
+            Err(error) => transport_status(error).map(|s| s.status),
             Ok(_) => None,
         }
     }
 }
 
-/// The HTTP status error somewhere in a transport error's chain of sources.
-fn http_status_error(
-    error: &ServiceError,
-) -> Option<&rmcp::transport::streamable_http_client::HttpStatusError> {
+/// The HTTP status a Streamable HTTP transport failed with, and its raw `Retry-After`.
+struct TransportStatus<'a> {
+    status: u16,
+    retry_after: Option<&'a str>,
+}
+
+impl TransportStatus<'_> {
+    /// By [`classify_status`], a 429 with its `Retry-After` hint.
+    fn outcome(&self) -> Outcome {
+        let Ok(status) = http::StatusCode::from_u16(self.status) else {
+            // Not a status code at all: a broken transport, whatever it claims.
+            return Outcome::Failure(FailureKind::Connect);
+        };
+        match classify_status(status) {
+            Outcome::Failure(FailureKind::RateLimited { .. }) => {
+                Outcome::Failure(FailureKind::RateLimited {
+                    retry_after: self
+                        .retry_after
+                        .and_then(|v| parse_retry_after(v, crate::time::wall_now())),
+                })
+            }
+            // A 2xx or 3xx that still failed the transport: its body was not MCP.
+            Outcome::Success => Outcome::Failure(FailureKind::Other),
+            other => other,
+        }
+    }
+}
+
+type HttpError = rmcp::transport::streamable_http_client::StreamableHttpError<reqwest::Error>;
+type HttpStatusError = rmcp::transport::streamable_http_client::HttpStatusError;
+
+/// The HTTP status somewhere in a transport error's chain: rmcp's status error (429 and 5xx),
+/// a `reqwest` status error, or rmcp's "unexpected server response" that starts `HTTP NNN`
+/// (any other status of a POST: how rmcp's reqwest client reports a 404, say).
+fn transport_status(error: &ServiceError) -> Option<TransportStatus<'_>> {
     let ServiceError::TransportSend(error) = error else {
         return None;
     };
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
     while let Some(current) = source {
-        if let Some(status) =
-            current.downcast_ref::<rmcp::transport::streamable_http_client::HttpStatusError>()
-        {
-            return Some(status);
+        if let Some(found) = status_of(current) {
+            return Some(found);
         }
         source = current.source();
     }
     None
+}
+
+fn status_of<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<TransportStatus<'a>> {
+    let from_status = |s: &'a HttpStatusError| TransportStatus {
+        status: s.status,
+        retry_after: s.retry_after.as_deref(),
+    };
+    let from_reqwest = |e: &reqwest::Error| {
+        e.status().map(|s| TransportStatus {
+            status: s.as_u16(),
+            retry_after: None,
+        })
+    };
+    if let Some(status) = error.downcast_ref::<HttpStatusError>() {
+        return Some(from_status(status));
+    }
+    if let Some(e) = error.downcast_ref::<reqwest::Error>() {
+        return from_reqwest(e);
+    }
+    match error.downcast_ref::<HttpError>()? {
+        HttpError::HttpStatus(status) => Some(from_status(status)),
+        HttpError::Client(e) => from_reqwest(e),
+        HttpError::UnexpectedServerResponse(text) => {
+            let code = text.strip_prefix("HTTP ")?.get(..3)?;
+            let status = code.parse().ok().filter(|s| (100..=999).contains(s))?;
+            Some(TransportStatus {
+                status,
+                retry_after: None,
+            })
+        }
+        _ => None,
+    }
 }
 
 /// A borrowed classifier classifies as the classifier does (a client keeps one per route).
