@@ -216,20 +216,64 @@ impl McpGateway {
             .await
     }
 
-    /// Serve MCP on this process's stdin and stdout until the client closes stdin; calls still
-    /// running then are cancelled.
+    /// Serve MCP on this process's stdin and stdout until the client closes stdin (MCP's way
+    /// for a client to end a stdio server). Calls still running then are cancelled at once:
+    /// their upstream calls are cancelled and their probe slots given back.
     ///
     /// # Errors
     ///
     /// The handshake's error (the client sent no valid `initialize`), or the serving task's
     /// panic, as an `io::Error`.
     pub async fn serve_stdio(self) -> io::Result<()> {
+        let (closed, on_close) = tokio::sync::oneshot::channel();
+        let stdin = EndOfInput {
+            input: tokio::io::stdin(),
+            closed: Some(closed),
+        };
         let running = self
-            .serve(rmcp::transport::stdio())
+            .serve((stdin, tokio::io::stdout()))
             .await
             .map_err(io::Error::other)?;
-        running.waiting().await.map_err(io::Error::other)?;
+        // rmcp lets a closed transport's handlers run for a while before it cancels them; a
+        // closed stdin is the client gone, so its calls are cancelled now.
+        let cancel = running.cancellation_token();
+        let watch = tokio::spawn(async move {
+            if on_close.await.is_ok() {
+                cancel.cancel();
+            }
+        });
+        let quit = running.waiting().await;
+        watch.abort();
+        quit.map_err(io::Error::other)?;
         Ok(())
+    }
+}
+
+/// Input that says when it has ended: the first read that returns no bytes (end of file, or an
+/// error) sends on `closed`.
+struct EndOfInput<R> {
+    input: R,
+    closed: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for EndOfInput<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let asked = buf.remaining() > 0;
+        let polled = std::pin::Pin::new(&mut self.input).poll_read(cx, buf);
+        let ended = match &polled {
+            std::task::Poll::Ready(Ok(())) => asked && buf.filled().len() == before,
+            std::task::Poll::Ready(Err(_)) => true,
+            std::task::Poll::Pending => false,
+        };
+        if ended && let Some(closed) = self.closed.take() {
+            let _ = closed.send(());
+        }
+        polled
     }
 }
 
