@@ -86,6 +86,18 @@ pub fn rejection_words(error: &ServiceError) -> Option<String> {
 /// A registry in fleet mode (feature `redis`) works as it is: the breakers are the registry's,
 /// shared with every instance.
 ///
+/// # The transport under it
+///
+/// The per-call timeout covers the whole of `Peer::call_tool`, including any wait inside the
+/// transport. rmcp's Streamable HTTP client (`StreamableHttpClientTransport::from_uri`) sends at
+/// most 16 requests at once by default and keeps no idle connections: under more concurrent
+/// calls than that, later ones queue inside rmcp, and that wait counts against the timeout (a
+/// healthy, slow server can then time out, and one hanging tool can hold the slots every tool of
+/// the server shares). A client making many calls at once builds its transport with
+/// `StreamableHttpClientTransport::with_client`, a pooled `reqwest::Client`, and a higher
+/// `StreamableHttpClientTransportConfig::max_concurrent_requests` (the `mcp_gateway` example
+/// does).
+///
 /// # Examples
 ///
 /// ```no_run
