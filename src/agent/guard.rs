@@ -242,6 +242,26 @@ impl<X> ToolGuard<X> {
         Fut: Future<Output = Result<T, E>>,
         X: ErrorText<E>,
     {
+        let mut attempt = attempt;
+        self.call_knowing_last(run, breaker, classify, move |_| attempt(), observe)
+            .await
+    }
+
+    /// [`call_observed`](Self::call_observed), whose `attempt` is told whether no attempt can
+    /// follow it (the retry policy allows no more), so that it can move what it would otherwise
+    /// copy for a retry.
+    pub(crate) async fn call_knowing_last<T, E, Fut>(
+        &self,
+        run: &AgentRun,
+        breaker: &CircuitBreaker,
+        classify: impl Classify<T, E>,
+        attempt: impl FnMut(bool) -> Fut,
+        observe: impl FnMut(&Attempt),
+    ) -> ToolResult<T>
+    where
+        Fut: Future<Output = Result<T, E>>,
+        X: ErrorText<E>,
+    {
         let span = CallSpan::new(breaker.name(), run);
         let result = span
             .instrument(self.guarded(run, breaker, classify, attempt, observe, &span))
@@ -251,12 +271,16 @@ impl<X> ToolGuard<X> {
     }
 
     /// The guards, in order, for one call.
+    ///
+    /// Tokio's clock is read once per step: at the start (the run's check, the time left and the
+    /// attempt's start share it), when the attempt ends (its time, the call's, and the checks
+    /// before a retry), and after a retry's wait. The backoff is built at the first retry.
     async fn guarded<T, E, Fut>(
         &self,
         run: &AgentRun,
         breaker: &CircuitBreaker,
         classify: impl Classify<T, E>,
-        mut attempt: impl FnMut() -> Fut,
+        mut attempt: impl FnMut(bool) -> Fut,
         mut observe: impl FnMut(&Attempt),
         span: &CallSpan,
     ) -> ToolResult<T>
@@ -266,40 +290,46 @@ impl<X> ToolGuard<X> {
     {
         let dependency = breaker.name();
         let started = tokio_now();
+        let mut now = started;
         let mut attempts = 0;
-        let mut backoff = self.retry.backoff();
-        let stats = |attempts| CallStats {
+        let mut backoff = None;
+        let stats = |attempts, now: Instant| CallStats {
             attempts,
-            elapsed_ms: millis_floor(started.elapsed()),
+            elapsed_ms: millis_floor(now.saturating_duration_since(started)),
         };
         loop {
             // 1. The run's deadline and budgets: checked before anything else.
-            if let Err(reason) = run.check(tokio_now()) {
-                return ToolResult::stopped(run.id(), reason).with_stats(stats(attempts));
+            if let Err(reason) = run.check(now) {
+                return ToolResult::stopped(run.id(), reason).with_stats(stats(attempts, now));
             }
             // 2. The breaker, asked again before every retry.
             let permit = match breaker.try_acquire() {
                 Ok(permit) => permit,
                 Err(blocked) => {
-                    return ToolResult::blocked(&blocked).with_stats(stats(attempts));
+                    return ToolResult::blocked(&blocked).with_stats(stats(attempts, now));
                 }
             };
             if let Err(reason) = run.take_attempt() {
-                return ToolResult::stopped(run.id(), reason).with_stats(stats(attempts));
+                return ToolResult::stopped(run.id(), reason).with_stats(stats(attempts, now));
             }
             attempts += 1;
             // 3. The attempt, under a timeout no longer than the time left to the deadline. When
             // the time left is no more than the per-call timeout, the deadline is the limit that
             // binds: running out of time is running into the deadline, the dependency's own time
             // never having been the one cut short.
-            let left = run.deadline().saturating_duration_since(tokio_now());
+            let left = run.deadline().saturating_duration_since(now);
             let deadline_binds = left <= self.per_call_timeout;
             let limit = self.per_call_timeout.min(left);
             let probe = permit.is_probe();
             let attempt_span = span.attempt(dependency, attempts, probe);
-            let attempt_started = tokio_now();
-            let pending = attempt_span.in_scope(|| tokio::time::timeout(limit, attempt()));
-            let (outcome, result) = match attempt_span.instrument(pending).await {
+            let attempt_started = now;
+            let last = self.retry.is_last(attempts);
+            let pending = attempt_span
+                .in_scope(|| tokio::time::timeout_at(attempt_started + limit, attempt(last)));
+            let answered = attempt_span.instrument(pending).await;
+            now = tokio_now();
+            let elapsed = now.saturating_duration_since(attempt_started);
+            let (outcome, result) = match answered {
                 // 4. Classify and record.
                 Ok(result) => (classify.classify(&result), Some(result)),
                 // Cut short by the run's deadline rather than the per-call timeout: that says
@@ -307,13 +337,12 @@ impl<X> ToolGuard<X> {
                 // back) and the run has stopped.
                 Err(_elapsed) if deadline_binds => {
                     drop(permit);
-                    attempt_span.cut(attempt_started.elapsed());
+                    attempt_span.cut(elapsed);
                     let reason = run.stop(StopReason::Deadline);
-                    return ToolResult::stopped(run.id(), reason).with_stats(stats(attempts));
+                    return ToolResult::stopped(run.id(), reason).with_stats(stats(attempts, now));
                 }
                 Err(_elapsed) => (Outcome::Failure(FailureKind::Timeout), None),
             };
-            let elapsed = attempt_started.elapsed();
             // Recorded inside the attempt's span, so the breaker's events (a counted failure, a
             // transition) belong to it.
             attempt_span.in_scope(|| {
@@ -329,55 +358,97 @@ impl<X> ToolGuard<X> {
                 });
             });
             attempt_span.ended(&outcome, elapsed);
-            // What the model is told if this attempt is the last: a value, or the failure's kind
-            // and status (an error's text only if this guard shows it).
-            // An answer is passed on unless it counts against the dependency: one classified
-            // `Ignored` (a 4xx response) is the dependency's own word on the call's fault, which
-            // the caller renders for the model (it says what to correct).
-            let last = |result: Option<Result<T, E>>| match result {
-                Some(Ok(value)) if !outcome.is_counted_failure() => {
-                    ToolResult::Ok { value, call: None }
-                }
-                Some(result) => {
-                    let status = classify.http_status(&result);
-                    let text = match &result {
-                        Err(error) => self.error_text.error_text(error),
-                        Ok(_) => None,
-                    };
-                    ToolResult::failed(dependency, outcome, status, text)
-                }
-                None => {
-                    let text = format!("timed out after {} ms", millis_floor(limit));
-                    ToolResult::failed(dependency, outcome, None, Some(text))
-                }
-            };
             // 5. Retry only counted failures of a retryable kind, within the policy.
             let retry = match outcome {
-                Outcome::Failure(kind) if retryable(&kind) => backoff.next(),
+                Outcome::Failure(kind) if retryable(&kind) => {
+                    backoff.get_or_insert_with(|| self.retry.backoff()).next()
+                }
                 _ => None,
             };
             let Some(delay) = retry else {
                 return span
-                    .answered(last(result), &outcome)
-                    .with_stats(stats(attempts));
+                    .answered(
+                        self.last(dependency, &classify, outcome, limit, result),
+                        &outcome,
+                    )
+                    .with_stats(stats(attempts, now));
             };
             // Before waiting, the checks a retry would make anyway: an opened breaker ends the
             // call now (blocked), and so does a spent run (stopped); no wait is slept for nothing.
             // Asked without taking the probe slot (a half-open breaker's retry waits, then asks).
             if let Err(blocked) = breaker.check_open() {
-                return ToolResult::blocked(&blocked).with_stats(stats(attempts));
+                return ToolResult::blocked(&blocked).with_stats(stats(attempts, now));
             }
-            if let Err(reason) = run.check(tokio_now()) {
-                return ToolResult::stopped(run.id(), reason).with_stats(stats(attempts));
+            if let Err(reason) = run.check(now) {
+                return ToolResult::stopped(run.id(), reason).with_stats(stats(attempts, now));
             }
             // Honour the dependency's hint as a minimum, and never wait past the deadline.
             let wait = delay.max(outcome.retry_after().unwrap_or(Duration::ZERO));
-            if tokio_now() + wait >= run.deadline() {
+            if now + wait >= run.deadline() {
                 return span
-                    .answered(last(result), &outcome)
-                    .with_stats(stats(attempts));
+                    .answered(
+                        self.last(dependency, &classify, outcome, limit, result),
+                        &outcome,
+                    )
+                    .with_stats(stats(attempts, now));
             }
             tokio::time::sleep(wait).await;
+            now = tokio_now();
         }
     }
+
+    /// What the model is told when an attempt is the last: a value, or the failure's kind and
+    /// status (an error's text only if this guard shows it). An answer is passed on unless it
+    /// counts against the dependency: one classified `Ignored` (a 4xx response) is the
+    /// dependency's own word on the call's fault, which the caller renders for the model (it
+    /// says what to correct). `None` is an attempt that ran out of its `limit`.
+    fn last<T, E>(
+        &self,
+        dependency: &str,
+        classify: &impl Classify<T, E>,
+        outcome: Outcome,
+        limit: Duration,
+        result: Option<Result<T, E>>,
+    ) -> ToolResult<T>
+    where
+        X: ErrorText<E>,
+    {
+        match result {
+            Some(Ok(value)) if !outcome.is_counted_failure() => {
+                ToolResult::Ok { value, call: None }
+            }
+            Some(result) => self.failed(dependency, classify, outcome, &result),
+            None => timed_out(dependency, outcome, limit),
+        }
+    }
+
+    /// A failed attempt's result for the model; out of line, so the healthy path's code stays
+    /// small.
+    #[cold]
+    #[inline(never)]
+    fn failed<T, E>(
+        &self,
+        dependency: &str,
+        classify: &impl Classify<T, E>,
+        outcome: Outcome,
+        result: &Result<T, E>,
+    ) -> ToolResult<T>
+    where
+        X: ErrorText<E>,
+    {
+        let status = classify.http_status(result);
+        let text = match result {
+            Err(error) => self.error_text.error_text(error),
+            Ok(_) => None,
+        };
+        ToolResult::failed(dependency, outcome, status, text)
+    }
+}
+
+/// An attempt that ran out of its `limit`, as the model is told it.
+#[cold]
+#[inline(never)]
+fn timed_out<T>(dependency: &str, outcome: Outcome, limit: Duration) -> ToolResult<T> {
+    let text = format!("timed out after {} ms", millis_floor(limit));
+    ToolResult::failed(dependency, outcome, None, Some(text))
 }

@@ -251,6 +251,7 @@ impl<T> ToolResult<T> {
     /// The message tells the model not to call the tool again now, to answer with what it knows
     /// or use another tool, and when the tool may be tried (retry-after in seconds, to a tenth,
     /// never shown as less than 0.1 s).
+    #[cold]
     pub fn blocked(blocked: &Blocked) -> Self {
         let dependency = blocked.dependency().to_owned();
         let retry_after_ms = millis_floor(blocked.retry_after()).max(1);
@@ -298,6 +299,7 @@ impl<T> ToolResult<T> {
     /// assert_eq!((*kind, error.as_str(), *counted), (FailedKind::Unavailable, "unavailable (HTTP 503)", true));
     /// assert!(message.starts_with("search failed: unavailable (HTTP 503). Do not call it again now"));
     /// ```
+    #[cold]
     pub fn failed(
         dependency: impl Into<String>,
         outcome: Outcome,
@@ -336,6 +338,7 @@ impl<T> ToolResult<T> {
     }
 
     /// The result of a call on a run that may make no more tool calls.
+    #[cold]
     pub fn stopped(run_id: impl Into<String>, stop_reason: StopReason) -> Self {
         let why = match stop_reason {
             StopReason::Deadline => "has reached its deadline",

@@ -64,6 +64,11 @@ impl RetryPolicy {
         self
     }
 
+    /// Whether attempt `number` (1 for the first) is the last this policy allows.
+    pub(super) fn is_last(&self, number: u32) -> bool {
+        number > self.max_retries
+    }
+
     pub(super) fn backoff(&self) -> backon::ExponentialBackoff {
         let builder = backon::ExponentialBuilder::default()
             .with_min_delay(self.min_delay)

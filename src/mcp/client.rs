@@ -239,15 +239,25 @@ impl GuardedClient {
     ) -> ToolResult<CallToolResult> {
         let route = self.route(&params.name);
         let peer = &self.inner.peer;
+        // Each attempt sends its own copy of the request, but the last the retry policy allows
+        // takes the original: with retries off, nothing is ever copied.
+        let mut params = Some(params);
+        let attempt = move |last: bool| {
+            let request = match params.take() {
+                Some(request) if !last => {
+                    let copy = request.clone();
+                    params = Some(request);
+                    copy
+                }
+                Some(request) => request,
+                // No attempt follows the last one (`call_knowing_last`): never reached.
+                None => CallToolRequestParams::new(""),
+            };
+            peer.call_tool(request)
+        };
         self.inner
             .guard
-            .call_observed(
-                run,
-                &route.breaker,
-                &route.classifier,
-                || peer.call_tool(params.clone()),
-                observe,
-            )
+            .call_knowing_last(run, &route.breaker, &route.classifier, attempt, observe)
             .await
     }
 
