@@ -150,6 +150,9 @@ pub enum Problem {
     Empty,
     /// The name is given twice (an MCP gateway's `upstream`).
     Duplicate,
+    /// The duration is no longer than one it must exceed (an MCP gateway's `call_time_limit`,
+    /// which must be longer than every upstream's per-call timeout).
+    TooShort,
 }
 
 /// An invalid configuration, naming the field.
@@ -178,7 +181,7 @@ impl ConfigError {
     /// The offending field: `failure_threshold`, `cooldown` or `probe_timeout`; for a fleet
     /// (feature `redis`), `prefix`, `instance`, `fleet_failure_threshold`, `min_instances`, `window`,
     /// `sync_interval`, `command_timeout` or `probe_window`; for MCP (feature `mcp`), `server`,
-    /// `upstream` or `call_time_limit`.
+    /// `upstream`, `per_call_timeout` or `call_time_limit`.
     pub fn field(&self) -> &'static str {
         self.field
     }
@@ -206,6 +209,11 @@ impl fmt::Display for ConfigError {
                 "`{field}` must be non-empty text with no whitespace or control characters"
             ),
             (Problem::Duplicate, _) => write!(f, "`{field}` names must be unique"),
+            (Problem::TooShort, "call_time_limit") => write!(
+                f,
+                "`call_time_limit` must be longer than every upstream's per-call timeout"
+            ),
+            (Problem::TooShort, _) => write!(f, "`{field}` is too short"),
             (Problem::Zero, _) => write!(f, "`{field}` must be at least 1 ms"),
             (Problem::TooLong, _) => write!(
                 f,

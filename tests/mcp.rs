@@ -1061,3 +1061,133 @@ async fn classify_json_rpc_errors_and_answers() {
     let (result, _, _) = classified(&service, doing("query", "internal")).await;
     assert_eq!(lenient.classify(&result), Outcome::Ignored);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Found by review: answers that are not MCP, listings, settings, and the default guard.
+// ---------------------------------------------------------------------------------------------
+
+/// A server that answers, but not in MCP (a body that is not JSON-RPC, an HTML page): the server is up and broken, so the call counts as `other`, never as a
+/// connection that could not be made, and the model is not told "could not connect". (A broken
+/// event stream is not here: rmcp's client ends its transport on one, and reports
+/// `TransportClosed`, which is a connection failure.)
+#[tokio::test]
+async fn answers_that_are_not_mcp_count_as_other_failures() {
+    let bodies = [
+        (200, "application/json", "not json{"),
+        (200, "text/html", "<html><body>maintenance</body></html>"),
+    ];
+    for (status, content_type, body) in bodies {
+        let (registry, _mock) = registry();
+        let upstream = Upstream::start(&["query"]).await;
+        let service = connect(&upstream.url).await;
+        let client = GuardedClient::builder("search", service.peer().clone(), &registry)
+            .guard(toolbreaker::ToolGuard::new(
+                Duration::from_secs(2),
+                toolbreaker::RetryPolicy::none(),
+            ))
+            .build()
+            .unwrap();
+        upstream.reply(status, content_type, body);
+        let result = client.call_tool(&run(), doing("query", "answer")).await;
+        let json = common::pipeline_json(&result);
+        assert_eq!(json["status"], "failed", "{content_type} {body}: {json}");
+        assert_eq!(json["counted"], true, "{content_type} {body}: {json}");
+        assert_eq!(json["kind"], "other", "{content_type} {body}: {json}");
+    }
+}
+
+/// Listing an upstream whose breaker is open asks it nothing and counts no blocked call: a
+/// listing is not a tool call.
+#[tokio::test]
+async fn gateway_listing_an_open_upstream_counts_no_blocked_call() {
+    let (clock, _mock) = toolbreaker::quanta::Clock::mock();
+    let registry = toolbreaker::Registry::builder()
+        .default_config(
+            toolbreaker::Config::new(THRESHOLD, COOLDOWN, Duration::from_secs(30)).unwrap(),
+        )
+        .clock(clock)
+        .metrics(true)
+        .build();
+    let upstream = Upstream::start(&["query"]).await;
+    let service = connect(&upstream.url).await;
+    let client = guarded("search", &service, &registry);
+    let gateway = Gateway::start(vec![client.clone()]).await;
+    let agent = connect(&gateway.url).await;
+    let _ = agent.peer().list_all_tools().await.unwrap();
+    open_by_outage(&client, &upstream).await;
+    let blocked = client.breaker().metrics().unwrap().blocked;
+    let requests = upstream.http_requests();
+    for _ in 0..10 {
+        let tools = agent.peer().list_all_tools().await.unwrap();
+        assert!(
+            tools.iter().any(|t| t.name == "search.query"),
+            "listed from its last listing"
+        );
+    }
+    assert_eq!(client.breaker().metrics().unwrap().blocked, blocked);
+    assert_eq!(
+        upstream.http_requests(),
+        requests,
+        "the open upstream was not asked"
+    );
+}
+
+/// Settings under which a breaker could never see an outage are errors naming the field: a
+/// per-call timeout of zero, and a gateway's call time limit no longer than an upstream's
+/// per-call timeout (every attempt would be cut by the call's deadline, which records nothing).
+#[tokio::test]
+async fn settings_that_would_hide_an_outage_are_config_errors() {
+    let (registry, _mock) = registry();
+    let upstream = Upstream::start(&["query"]).await;
+    let service = connect(&upstream.url).await;
+    let zero = GuardedClient::builder("search", service.peer().clone(), &registry)
+        .guard(toolbreaker::ToolGuard::new(
+            Duration::ZERO,
+            toolbreaker::RetryPolicy::none(),
+        ))
+        .build()
+        .unwrap_err();
+    assert_eq!(zero.field(), "per_call_timeout");
+    let client = GuardedClient::builder("search", service.peer().clone(), &registry)
+        .guard(toolbreaker::ToolGuard::new(
+            Duration::from_secs(2),
+            toolbreaker::RetryPolicy::none(),
+        ))
+        .build()
+        .unwrap();
+    for limit in [Duration::from_millis(300), Duration::from_secs(2)] {
+        let err = McpGateway::builder()
+            .upstream(client.clone())
+            .call_time_limit(limit)
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            (err.field(), err.problem()),
+            ("call_time_limit", toolbreaker::config::Problem::TooShort)
+        );
+        assert!(err.to_string().contains("per-call timeout"), "{err}");
+    }
+    assert!(
+        McpGateway::builder()
+            .upstream(client)
+            .call_time_limit(Duration::from_secs(3))
+            .build()
+            .is_ok()
+    );
+}
+
+/// A tool call may have effects, and a failed attempt may still have run: the default guard
+/// makes one attempt, and a retry is the caller's choice.
+#[tokio::test]
+async fn the_default_guard_runs_a_tool_once() {
+    let (registry, _mock) = registry();
+    let upstream = Upstream::start(&["query"]).await;
+    let service = connect(&upstream.url).await;
+    let client = GuardedClient::builder("search", service.peer().clone(), &registry)
+        .build()
+        .unwrap();
+    let result = client.call_tool(&run(), doing("query", "internal")).await;
+    let json = assert_failed(&result, "search", "unavailable");
+    assert_eq!(json["attempts"], 1);
+    assert_eq!(upstream.calls(), 1, "the tool ran once");
+}

@@ -734,3 +734,34 @@ async fn the_pipeline_takes_an_http_classifier_and_reports_the_answers_status() 
         other => panic!("expected ok, got {other:?}"),
     }
 }
+
+/// A wait or a time limit too long to add to now (a server's `Retry-After` of 20 digits, a run
+/// given `Duration::MAX`) is past every deadline: no arithmetic of the pipeline overflows, and the
+/// call ends as the hint says, not with a panic.
+#[tokio::test(start_paused = true)]
+async fn hints_and_limits_too_long_to_add_to_now_never_panic() {
+    let (breaker, _mock) = breaker(10);
+    let guard = ToolGuard::new(Duration::from_secs(1), no_jitter(2));
+    for limit in [
+        Duration::MAX,
+        Duration::from_secs(u64::MAX / 2),
+        Duration::from_secs(60),
+    ] {
+        let run = AgentRun::new("run-1", limit, 100);
+        for hint in [u64::MAX, u64::MAX / 1_000, 1 << 62] {
+            let dependency = Dependency::new(&[Answer::RateLimited(hint)]);
+            let result = guard
+                .call(&run, &breaker, classify, || dependency.attempt())
+                .await;
+            let ToolResult::Failed { kind, .. } = &result else {
+                panic!("{result:?}")
+            };
+            assert_eq!(*kind, FailedKind::RateLimited);
+            assert_eq!(
+                dependency.reached.borrow().len(),
+                1,
+                "no retry waits that long"
+            );
+        }
+    }
+}

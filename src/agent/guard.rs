@@ -384,7 +384,12 @@ impl<X> ToolGuard<X> {
             }
             // Honour the dependency's hint as a minimum, and never wait past the deadline.
             let wait = delay.max(outcome.retry_after().unwrap_or(Duration::ZERO));
-            if now + wait >= run.deadline() {
+            // A hint too long to add to now (a server's `Retry-After` of 20 digits) ends past
+            // any deadline, like every other wait that does.
+            if now
+                .checked_add(wait)
+                .is_none_or(|end| end >= run.deadline())
+            {
                 return span
                     .answered(
                         self.last(dependency, &classify, outcome, limit, result),

@@ -41,7 +41,12 @@ impl AgentRun {
     /// A run that must finish within `time_limit` from now (tokio's clock) and may make
     /// `max_tool_calls` attempts in all, retries included.
     pub fn new(id: impl Into<Box<str>>, time_limit: Duration, max_tool_calls: u32) -> Self {
-        Self::with_deadline(id, tokio_now() + time_limit, max_tool_calls)
+        let now = tokio_now();
+        // A limit too long to add to now (`Duration::MAX`) is no deadline at all: a century.
+        let deadline = now
+            .checked_add(time_limit)
+            .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600));
+        Self::with_deadline(id, deadline, max_tool_calls)
     }
 
     /// A run with an absolute deadline on tokio's clock.

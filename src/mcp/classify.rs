@@ -27,7 +27,7 @@ const REQUEST_TIMEOUT: i32 = -32001;
 /// | transport closed (`ServiceError::TransportClosed`) | `Failure(Connect)` |
 /// | transport failed to send or receive (`TransportSend`): refused, reset, broken stream | `Failure(Connect)` |
 /// | … an HTTP status from a Streamable HTTP server: 408 / 504, 429 (with its `Retry-After`), other 5xx | `Failure(Timeout)`, `Failure(RateLimited)`, `Failure(Unavailable)` |
-/// | … an HTTP 2xx whose body was not MCP | `Failure(Other)` |
+/// | … an answer that is not MCP (not JSON-RPC, a wrong content type, a broken event stream, over rmcp's size limit) | `Failure(Other)` |
 /// | … an HTTP 401 / 403 (the transport's auth challenge), 404 or any other 4xx | `Ignored` |
 /// | the request timed out (`ServiceError::Timeout`, rmcp's own request timeout) | `Failure(Timeout)` |
 /// | an answer of the wrong shape (`UnexpectedResponse`) | `Failure(Other)` |
@@ -126,8 +126,10 @@ impl McpClassifier {
                 if error.auth_challenge().is_some() {
                     return Outcome::Ignored;
                 }
-                match transport_status(error) {
-                    Some(status) => status.outcome(),
+                match transport_answer(error) {
+                    Some(Answered::Status(status)) => status.outcome(),
+                    // The server answered, but not in MCP: it is up and broken.
+                    Some(Answered::NotMcp) => Outcome::Failure(FailureKind::Other),
                     None => Outcome::Failure(FailureKind::Connect),
                 }
             }
@@ -152,7 +154,10 @@ impl Classify<CallToolResult, ServiceError> for McpClassifier {
     /// The HTTP status a Streamable HTTP transport failed with, if it did.
     fn http_status(&self, result: &Result<CallToolResult, ServiceError>) -> Option<u16> {
         match result {
-            Err(error) => transport_status(error).map(|s| s.status),
+            Err(error) => match transport_answer(error) {
+                Some(Answered::Status(status)) => Some(status.status),
+                _ => None,
+            },
             Ok(_) => None,
         }
     }
@@ -189,16 +194,27 @@ impl TransportStatus<'_> {
 type HttpError = rmcp::transport::streamable_http_client::StreamableHttpError<reqwest::Error>;
 type HttpStatusError = rmcp::transport::streamable_http_client::HttpStatusError;
 
-/// The HTTP status somewhere in a transport error's chain: rmcp's status error (429 and 5xx),
-/// a `reqwest` status error, or rmcp's "unexpected server response" that starts `HTTP NNN`
-/// (any other status of a POST: how rmcp's reqwest client reports a 404, say).
-fn transport_status(error: &ServiceError) -> Option<TransportStatus<'_>> {
+/// What a Streamable HTTP server answered, when a transport error says it answered at all.
+enum Answered<'a> {
+    /// An HTTP status that is not 2xx.
+    Status(TransportStatus<'a>),
+    /// A body that is not MCP: not JSON-RPC, an unexpected content type, a broken event
+    /// stream, an answer over rmcp's size limit.
+    NotMcp,
+}
+
+/// What the server answered, found somewhere in a transport error's chain: rmcp's status error
+/// (429 and 5xx), a `reqwest` status or decoding error, or rmcp's own words for an answer it
+/// could not take ("unexpected server response", which starts `HTTP NNN` for any other status
+/// of a POST: how rmcp's reqwest client reports a 404, say). `None`: nothing says the server
+/// answered (refused, reset, closed).
+fn transport_answer(error: &ServiceError) -> Option<Answered<'_>> {
     let ServiceError::TransportSend(error) = error else {
         return None;
     };
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
     while let Some(current) = source {
-        if let Some(found) = status_of(current) {
+        if let Some(found) = answer_of(current) {
             return Some(found);
         }
         source = current.source();
@@ -206,16 +222,20 @@ fn transport_status(error: &ServiceError) -> Option<TransportStatus<'_>> {
     None
 }
 
-fn status_of<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<TransportStatus<'a>> {
-    let from_status = |s: &'a HttpStatusError| TransportStatus {
-        status: s.status,
-        retry_after: s.retry_after.as_deref(),
+fn answer_of<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<Answered<'a>> {
+    let from_status = |s: &'a HttpStatusError| {
+        Answered::Status(TransportStatus {
+            status: s.status,
+            retry_after: s.retry_after.as_deref(),
+        })
     };
-    let from_reqwest = |e: &reqwest::Error| {
-        e.status().map(|s| TransportStatus {
+    let from_reqwest = |e: &reqwest::Error| match e.status() {
+        Some(s) => Some(Answered::Status(TransportStatus {
             status: s.as_u16(),
             retry_after: None,
-        })
+        })),
+        None if e.is_decode() => Some(Answered::NotMcp),
+        None => None,
     };
     if let Some(status) = error.downcast_ref::<HttpStatusError>() {
         return Some(from_status(status));
@@ -227,13 +247,22 @@ fn status_of<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<Transpo
         HttpError::HttpStatus(status) => Some(from_status(status)),
         HttpError::Client(e) => from_reqwest(e),
         HttpError::UnexpectedServerResponse(text) => {
-            let code = text.strip_prefix("HTTP ")?.get(..3)?;
-            let status = code.parse().ok().filter(|s| (100..=999).contains(s))?;
-            Some(TransportStatus {
-                status,
-                retry_after: None,
+            let status = text
+                .strip_prefix("HTTP ")
+                .and_then(|t| t.get(..3))
+                .and_then(|code| code.parse().ok())
+                .filter(|s| (100..=999).contains(s));
+            Some(match status {
+                Some(status) => Answered::Status(TransportStatus {
+                    status,
+                    retry_after: None,
+                }),
+                None => Answered::NotMcp,
             })
         }
+        HttpError::UnexpectedContentType(_)
+        | HttpError::ResponseBodyTooLarge { .. }
+        | HttpError::Sse(_) => Some(Answered::NotMcp),
         _ => None,
     }
 }

@@ -13,7 +13,7 @@ use rmcp::service::{Peer, RoleClient};
 use super::classify::McpClassifier;
 use crate::agent::{AgentRun, Attempt, RetryPolicy, ToolGuard, ToolResult};
 use crate::breaker::CircuitBreaker;
-use crate::config::{ConfigError, Problem};
+use crate::config::{ConfigError, Problem, duration_field};
 use crate::registry::Registry;
 
 /// How a [`GuardedClient`] words an error for the model: a function from rmcp's error to the
@@ -73,8 +73,8 @@ pub fn rejection_words(error: &ServiceError) -> Option<String> {
 /// a tool given its own ([`GuardedClientBuilder::tool_breaker`]) uses the registry's breaker
 /// named `server.tool`. While a breaker is open, nothing is sent to the server: the call returns
 /// at once a `CallToolResult` with `isError: true`, the model's message as its one text
-/// content, and the [`ToolResult`] JSON as `structuredContent` (see
-/// [`From<ToolResult<CallToolResult>>`](CallToolResult#impl-From%3CToolResult%3CCallToolResult%3E%3E-for-CallToolResult)).
+/// content, and the [`ToolResult`] JSON as `structuredContent` (`CallToolResult::from`, whose
+/// docs are on [`ToolResult`]'s page).
 ///
 /// Dropping a call's future (a caller's cancellation) drops the request: rmcp sends the server
 /// `notifications/cancelled`, and a probe's slot is given back with nothing recorded.
@@ -152,7 +152,8 @@ pub struct GuardedClientBuilder<'r> {
     tool_classifiers: Vec<(String, McpClassifier)>,
 }
 
-/// The default guard: attempts of at most 10 s, the default retry policy.
+/// The default guard: attempts of at most 10 s, no retries (a tool call may have effects; see
+/// [`GuardedClientBuilder::guard`]).
 const DEFAULT_PER_CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl GuardedClient {
@@ -167,7 +168,7 @@ impl GuardedClient {
             server: server.into(),
             peer,
             registry,
-            guard: ToolGuard::new(DEFAULT_PER_CALL_TIMEOUT, RetryPolicy::default()),
+            guard: ToolGuard::new(DEFAULT_PER_CALL_TIMEOUT, RetryPolicy::none()),
             words: rejection_words,
             classifier: McpClassifier::new(),
             tool_breakers: Vec::new(),
@@ -286,9 +287,14 @@ impl GuardedClient {
 }
 
 impl<'r> GuardedClientBuilder<'r> {
-    /// The pipeline's per-call timeout and retry policy (default: 10 s,
-    /// [`RetryPolicy::default`]). The words shown for an error stay this builder's
-    /// ([`error_text`](Self::error_text)).
+    /// The pipeline's per-call timeout and retry policy (default: 10 s, no retries). The words
+    /// shown for an error stay this builder's ([`error_text`](Self::error_text)).
+    ///
+    /// Retries are off by default because a tool call may have effects and a failed attempt may
+    /// still have run: a timeout, an internal error or a connection cut mid-answer all come after
+    /// the server had the request, and a retry runs the tool again. Give a [`RetryPolicy`] to a
+    /// server whose tools are safe to repeat (read-only, or idempotent: MCP's `readOnlyHint` and
+    /// `idempotentHint` annotations say so, as hints).
     pub fn guard(mut self, guard: ToolGuard) -> Self {
         self.guard = guard;
         self
@@ -327,11 +333,13 @@ impl<'r> GuardedClientBuilder<'r> {
     /// # Errors
     ///
     /// A [`ConfigError`] naming `server` ([`Problem::Empty`]) when the server's name is empty or
-    /// holds a `.`, whitespace or a control character (a gateway names tools `server.tool`).
+    /// holds a `.`, whitespace or a control character (a gateway names tools `server.tool`), or
+    /// `per_call_timeout` when the guard's is zero or too long.
     pub fn build(self) -> Result<GuardedClient, ConfigError> {
         if !valid_server_name(&self.server) {
             return Err(ConfigError::new("server", Problem::Empty));
         }
+        duration_field("per_call_timeout", self.guard.per_call_timeout())?;
         let server_route = Route {
             breaker: self.registry.get(&self.server),
             classifier: self.classifier,

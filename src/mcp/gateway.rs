@@ -20,6 +20,7 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use super::client::GuardedClient;
 use crate::agent::AgentRun;
 use crate::config::{ConfigError, Problem, duration_field};
+use crate::types::State;
 
 /// The path the gateway's Streamable HTTP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";
@@ -124,7 +125,9 @@ impl McpGateway {
 
     /// One upstream's tools, namespaced: fresh if it answers in time, else the last it listed.
     async fn tools_of(&self, upstream: &GuardedClient) -> Vec<Tool> {
-        let fresh = if upstream.breaker().check_open().is_ok() {
+        // Read from the state, which counts nothing: a listing is not a blocked call.
+        let open = upstream.breaker().state() == State::Open;
+        let fresh = if !open {
             let limit = upstream.guard().per_call_timeout();
             tokio::time::timeout(limit, upstream.list_all_tools())
                 .await
@@ -289,7 +292,8 @@ impl McpGatewayBuilder {
     }
 
     /// The longest a forwarded call may take, every attempt and retry wait together (default
-    /// 60 s): the deadline of the call's run.
+    /// 60 s): the deadline of the call's run. It must be longer than every upstream's per-call
+    /// timeout.
     pub fn call_time_limit(mut self, limit: Duration) -> Self {
         self.call_time_limit = limit;
         self
@@ -306,9 +310,21 @@ impl McpGatewayBuilder {
     /// # Errors
     ///
     /// A [`ConfigError`] naming `upstream` ([`Problem::Duplicate`]) when two upstreams have one
-    /// name, or `call_time_limit` when it is zero or too long.
+    /// name, or `call_time_limit` when it is zero, too long, or no longer than an upstream's
+    /// per-call timeout ([`Problem::TooShort`]: every attempt would be cut by the call's deadline,
+    /// which records nothing, and a hanging upstream would never trip its breaker).
     pub fn build(self) -> Result<McpGateway, ConfigError> {
         duration_field("call_time_limit", self.call_time_limit)?;
+        // An attempt cut by the call's deadline records nothing (it says nothing about the
+        // upstream), so a limit no longer than an attempt's would hide a hanging upstream from
+        // its breaker for ever.
+        if self
+            .upstreams
+            .iter()
+            .any(|u| self.call_time_limit <= u.guard().per_call_timeout())
+        {
+            return Err(ConfigError::new("call_time_limit", Problem::TooShort));
+        }
         let mut by_name = HashMap::new();
         for (i, upstream) in self.upstreams.iter().enumerate() {
             if by_name.insert(upstream.server().to_owned(), i).is_some() {

@@ -148,6 +148,8 @@ pub struct Shared {
     pub fault: Mutex<Option<(u16, Option<&'static str>)>>,
     /// The arguments of the last call, as the handler received them.
     pub last_arguments: Mutex<Option<JsonObject>>,
+    /// While set, every HTTP request is answered with this status, content type and body.
+    pub reply: Mutex<Option<(u16, &'static str, &'static str)>>,
 }
 
 impl Shared {
@@ -161,6 +163,7 @@ impl Shared {
             gate: Semaphore::new(0),
             fault: Mutex::new(None),
             last_arguments: Mutex::new(None),
+            reply: Mutex::new(None),
         })
     }
 
@@ -306,6 +309,14 @@ async fn fault_layer(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     shared.http_requests.fetch_add(1, Ordering::SeqCst);
+    let reply = *shared.reply.lock().unwrap();
+    if let Some((status, content_type, body)) = reply {
+        let mut response = axum::response::Response::new(axum::body::Body::from(body));
+        *response.status_mut() = axum::http::StatusCode::from_u16(status).unwrap();
+        let value = axum::http::HeaderValue::from_static(content_type);
+        response.headers_mut().insert("content-type", value);
+        return response;
+    }
     let fault = *shared.fault.lock().unwrap();
     let Some((status, retry_after)) = fault else {
         return next.run(request).await;
@@ -406,9 +417,15 @@ impl Upstream {
         *self.shared.fault.lock().unwrap() = Some((status, retry_after));
     }
 
+    /// Answer every HTTP request with `status`, `content_type` and `body` from now on.
+    pub fn reply(&self, status: u16, content_type: &'static str, body: &'static str) {
+        *self.shared.reply.lock().unwrap() = Some((status, content_type, body));
+    }
+
     /// Serve MCP again.
     pub fn heal(&self) {
         *self.shared.fault.lock().unwrap() = None;
+        *self.shared.reply.lock().unwrap() = None;
     }
 
     pub fn http_requests(&self) -> usize {
