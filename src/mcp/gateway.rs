@@ -4,8 +4,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -20,6 +19,7 @@ use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use super::client::GuardedClient;
 use crate::agent::AgentRun;
 use crate::config::{ConfigError, Problem, duration_field};
+use crate::sync::{Mutex, Ordering, RelaxedU64, lock};
 use crate::types::State;
 
 /// The path the gateway's Streamable HTTP endpoint is served at.
@@ -76,7 +76,7 @@ struct Inner {
     /// Each upstream's tools as it last listed them, by upstream name.
     listed: Mutex<HashMap<String, Vec<Tool>>>,
     /// Numbers the runs of forwarded calls.
-    calls: AtomicU64,
+    calls: RelaxedU64,
 }
 
 /// Builds an [`McpGateway`]; from [`McpGateway::builder`].
@@ -136,7 +136,7 @@ impl McpGateway {
         } else {
             None
         };
-        let mut listed = self.inner.listed.lock().unwrap_or_else(|p| p.into_inner());
+        let mut listed = lock(&self.inner.listed);
         let tools = match fresh {
             Some(tools) => {
                 listed.insert(upstream.server().to_owned(), tools.clone());
@@ -340,7 +340,7 @@ impl McpGatewayBuilder {
                 call_time_limit: self.call_time_limit,
                 info,
                 listed: Mutex::new(HashMap::new()),
-                calls: AtomicU64::new(0),
+                calls: RelaxedU64::new(0),
             }),
         })
     }
