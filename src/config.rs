@@ -128,6 +128,18 @@ pub(crate) struct Limits {
     pub(crate) probe_timeout_ms: u64,
 }
 
+/// A name field (a fleet's `prefix` and `instance`, an MCP `server`): non-empty text with no
+/// whitespace or control character, else [`Problem::Empty`] naming `field`.
+#[cfg(any(feature = "redis", feature = "mcp"))]
+pub(crate) fn name_field(field: &'static str, text: &str) -> Result<(), ConfigError> {
+    if text.is_empty() || text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(ConfigError::new(field, Problem::Empty));
+    }
+    Ok(())
+}
+
+/// A duration field in whole milliseconds, rounded up, else [`Problem::Zero`] or
+/// [`Problem::TooLong`] naming `field`.
 pub(crate) fn duration_field(field: &'static str, value: Duration) -> Result<u64, ConfigError> {
     if value.is_zero() {
         return Err(ConfigError::new(field, Problem::Zero));

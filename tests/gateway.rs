@@ -742,7 +742,22 @@ mod reload {
 mod flags_tests {
     use std::time::Duration;
 
-    use super::flags::{seconds, whole_number};
+    use super::flags::{seconds, split, whole_number};
+
+    #[test]
+    fn a_value_written_into_a_long_flag_is_split_off_and_nothing_else_is() {
+        let owned = |flag: &str, value: Option<&str>| (flag.to_owned(), value.map(str::to_owned));
+        for (arg, want) in [
+            ("--duration=4", owned("--duration", Some("4"))),
+            ("--config=a=b.toml", owned("--config", Some("a=b.toml"))),
+            ("--json=", owned("--json", Some(""))),
+            ("--json", owned("--json", None)),
+            ("-h=1", owned("-h=1", None)),
+            ("x=--y", owned("x=--y", None)),
+        ] {
+            assert_eq!(split(String::from(arg)), want, "{arg}");
+        }
+    }
 
     #[test]
     fn a_whole_number_too_large_for_any_integer_type_is_too_large_with_the_maximum() {

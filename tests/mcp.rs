@@ -53,6 +53,32 @@ async fn connect(url: &str) -> RunningService<RoleClient, ()> {
         .expect("the handshake succeeds")
 }
 
+/// One upstream with `tools`, an rmcp client of it (the handshake done), and that client guarded
+/// as the server `search`, its breakers on a mock clock ([`registry`]).
+struct One {
+    registry: toolbreaker::Registry,
+    mock: Arc<toolbreaker::quanta::Mock>,
+    upstream: Upstream,
+    service: RunningService<RoleClient, ()>,
+    client: GuardedClient,
+}
+
+impl One {
+    async fn start(tools: &[&'static str]) -> One {
+        let (registry, mock) = registry();
+        let upstream = Upstream::start(tools).await;
+        let service = connect(&upstream.url).await;
+        let client = guarded("search", &service, &registry);
+        One {
+            registry,
+            mock,
+            upstream,
+            service,
+            client,
+        }
+    }
+}
+
 /// Opens `client`'s breaker the way an outage does: the upstream answers HTTP 503 to
 /// [`THRESHOLD`] calls; then it serves again (the breaker stays open, on the mock clock).
 async fn open_by_outage(client: &GuardedClient, upstream: &Upstream) {
@@ -154,10 +180,13 @@ impl Fronted {
 /// listens there again. After the cooldown one probe reaches the restarted server and closes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn breaker_opens_when_the_upstream_stops_and_open_sends_nothing() {
-    let (registry, mock) = registry();
-    let mut upstream = Upstream::start(&["query"]).await;
-    let service = connect(&upstream.url).await;
-    let client = guarded("search", &service, &registry);
+    let One {
+        registry: _registry,
+        mock,
+        mut upstream,
+        service: _service,
+        client,
+    } = One::start(&["query"]).await;
     assert_answered(
         &client.call_tool(&run(), doing("query", "answer")).await,
         "query",
@@ -249,10 +278,13 @@ async fn breaker_opens_when_a_session_upstream_stops_and_recovers_in_a_new_sessi
 /// breaker opens at the threshold, and the calls it blocks make no HTTP request at all.
 #[tokio::test]
 async fn breaker_opens_on_http_503_and_blocked_calls_make_no_request() {
-    let (registry, _mock) = registry();
-    let upstream = Upstream::start(&["query"]).await;
-    let service = connect(&upstream.url).await;
-    let client = guarded("search", &service, &registry);
+    let One {
+        registry: _registry,
+        mock: _mock,
+        upstream,
+        service: _service,
+        client,
+    } = One::start(&["query"]).await;
 
     upstream.fail_http(503, None);
     let before = upstream.http_requests();
@@ -297,10 +329,13 @@ async fn breaker_opens_on_http_503_and_blocked_calls_make_no_request() {
 /// `elapsed_ms` is exactly 0: the blocked call never waits on anything.)
 #[tokio::test]
 async fn blocked_call_result_has_the_exact_shape() {
-    let (registry, mock) = registry();
-    let upstream = Upstream::start(&["query"]).await;
-    let service = connect(&upstream.url).await;
-    let client = guarded("search", &service, &registry);
+    let One {
+        registry: _registry,
+        mock,
+        upstream,
+        service: _service,
+        client,
+    } = One::start(&["query"]).await;
     open_by_outage(&client, &upstream).await;
     mock.increment(Duration::from_millis(400));
     let requests = upstream.http_requests();
@@ -355,10 +390,13 @@ async fn blocked_call_result_has_the_exact_shape() {
 /// closed, and each reaches the caller exactly as an unguarded call of the same peer gets it.
 #[tokio::test]
 async fn tool_error_answers_never_trip_and_pass_through_unchanged() {
-    let (registry, _mock) = registry();
-    let upstream = Upstream::start(&["query"]).await;
-    let service = connect(&upstream.url).await;
-    let client = guarded("search", &service, &registry);
+    let One {
+        registry: _registry,
+        mock: _mock,
+        upstream,
+        service,
+        client,
+    } = One::start(&["query"]).await;
 
     let calls = 4 * THRESHOLD as usize;
     for _ in 0..calls {
@@ -382,10 +420,13 @@ async fn tool_error_answers_never_trip_and_pass_through_unchanged() {
 /// the arguments.
 #[tokio::test]
 async fn invalid_params_and_unknown_tools_never_trip() {
-    let (registry, _mock) = registry();
-    let upstream = Upstream::start(&["query"]).await;
-    let service = connect(&upstream.url).await;
-    let client = guarded("search", &service, &registry);
+    let One {
+        registry: _registry,
+        mock: _mock,
+        upstream,
+        service: _service,
+        client,
+    } = One::start(&["query"]).await;
 
     for _ in 0..3 * THRESHOLD {
         let invalid = client.call_tool(&run(), doing("query", "invalid")).await;
@@ -460,10 +501,13 @@ async fn tool_error_override_trips_the_breaker() {
 /// breaker at the threshold.
 #[tokio::test]
 async fn internal_errors_trip_the_breaker() {
-    let (registry, _mock) = registry();
-    let upstream = Upstream::start(&["query"]).await;
-    let service = connect(&upstream.url).await;
-    let client = guarded("search", &service, &registry);
+    let One {
+        registry: _registry,
+        mock: _mock,
+        upstream: _upstream,
+        service: _service,
+        client,
+    } = One::start(&["query"]).await;
 
     for _ in 0..THRESHOLD {
         let result = client.call_tool(&run(), doing("query", "internal")).await;
@@ -526,10 +570,13 @@ async fn race(
 /// next calls go through.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn exactly_one_probe_after_the_cooldown_and_its_success_closes() {
-    let (registry, mock) = registry();
-    let upstream = Upstream::start(&["query"]).await;
-    let service = connect(&upstream.url).await;
-    let client = guarded("search", &service, &registry);
+    let One {
+        registry: _registry,
+        mock,
+        upstream,
+        service: _service,
+        client,
+    } = One::start(&["query"]).await;
     open_by_outage(&client, &upstream).await;
     mock.increment(COOLDOWN);
     assert_eq!(client.breaker().state(), State::HalfOpen);
@@ -560,10 +607,13 @@ async fn exactly_one_probe_after_the_cooldown_and_its_success_closes() {
 /// and only the probe reached the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_failed_probe_reopens_the_breaker() {
-    let (registry, mock) = registry();
-    let upstream = Upstream::start(&["query"]).await;
-    let service = connect(&upstream.url).await;
-    let client = guarded("search", &service, &registry);
+    let One {
+        registry: _registry,
+        mock,
+        upstream,
+        service: _service,
+        client,
+    } = One::start(&["query"]).await;
     open_by_outage(&client, &upstream).await;
     mock.increment(COOLDOWN);
 
@@ -594,14 +644,7 @@ async fn a_failed_probe_reopens_the_breaker() {
 /// Asserts that the half-open slot is free (a permit taken and given back unused: a probe
 /// permit), and that the next call is the probe: it reaches `upstream` and closes the breaker.
 async fn assert_slot_free_and_next_call_probes(client: &GuardedClient, upstream: &Upstream) {
-    assert_eq!(
-        client.breaker().state(),
-        State::HalfOpen,
-        "nothing was recorded"
-    );
-    let permit = client.breaker().try_acquire().expect("the slot is free");
-    assert!(permit.is_probe());
-    drop(permit);
+    common::assert_probe_slot_free(client.breaker());
     let calls = upstream.calls();
     assert_answered(
         &client.call_tool(&run(), doing("query", "answer")).await,
@@ -616,10 +659,13 @@ async fn assert_slot_free_and_next_call_probes(client: &GuardedClient, upstream:
 /// recorded, and the next call becomes the probe.
 #[tokio::test]
 async fn a_dropped_probe_future_cancels_the_call_and_frees_the_slot() {
-    let (registry, mock) = registry();
-    let upstream = Upstream::start(&["query"]).await;
-    let service = connect(&upstream.url).await;
-    let client = guarded("search", &service, &registry);
+    let One {
+        registry: _registry,
+        mock,
+        upstream,
+        service: _service,
+        client,
+    } = One::start(&["query"]).await;
     open_by_outage(&client, &upstream).await;
     mock.increment(COOLDOWN);
 
@@ -648,10 +694,13 @@ async fn a_dropped_probe_future_cancels_the_call_and_frees_the_slot() {
 /// call: free, and the next call is the probe.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_aborted_probe_task_frees_the_slot() {
-    let (registry, mock) = registry();
-    let upstream = Upstream::start(&["query"]).await;
-    let service = connect(&upstream.url).await;
-    let client = guarded("search", &service, &registry);
+    let One {
+        registry: _registry,
+        mock,
+        upstream,
+        service: _service,
+        client,
+    } = One::start(&["query"]).await;
     open_by_outage(&client, &upstream).await;
     mock.increment(COOLDOWN);
 
@@ -944,10 +993,13 @@ async fn classified(
 /// fails as `connect`.
 #[tokio::test]
 async fn classify_closed_transport_as_connect() {
-    let (registry, _mock) = registry();
-    let upstream = Upstream::start(&["query"]).await;
-    let service = connect(&upstream.url).await;
-    let client = guarded("search", &service, &registry);
+    let One {
+        registry: _registry,
+        mock: _mock,
+        upstream,
+        service,
+        client,
+    } = One::start(&["query"]).await;
     let peer = service.peer().clone();
     service.cancel().await.unwrap();
 

@@ -557,14 +557,7 @@ async fn a_cancelled_probe_frees_the_slot() {
         c["cancelled"] == 1
     })
     .await;
-    assert_eq!(
-        client.breaker().state(),
-        State::HalfOpen,
-        "nothing was recorded"
-    );
-    let permit = client.breaker().try_acquire().expect("the slot is free");
-    assert!(permit.is_probe());
-    drop(permit);
+    common::assert_probe_slot_free(client.breaker());
 
     let probe = client.call_tool(&run(), doing("query", "answer")).await;
     assert_answered(&probe, "query");

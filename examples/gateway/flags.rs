@@ -1,11 +1,21 @@
 //! The gateway's numeric command-line values (`--duration`, `--concurrency`), read with messages
 //! that say what is wrong: not a number, too small, or too large with the largest accepted,
-//! whatever the size of the number given.
+//! whatever the size of the number given; and how a flag's value is written (`--flag=value`).
 //!
 //! Shared by the example (`main.rs`) and the integration test (`tests/gateway.rs`).
 
 use std::num::IntErrorKind;
 use std::time::Duration;
+
+/// A command-line word as a flag and the value written into it: `--flag=value` is `("--flag",
+/// Some("value"))`; anything else is itself, with no value (its value, if it takes one, is the
+/// next word).
+pub fn split(arg: String) -> (String, Option<String>) {
+    match arg.split_once('=') {
+        Some((flag, value)) if flag.starts_with("--") => (flag.to_owned(), Some(value.to_owned())),
+        _ => (arg, None),
+    }
+}
 
 /// `text`, the value of `flag`, as a whole number from `min` to `max`.
 ///

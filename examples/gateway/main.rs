@@ -253,12 +253,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => {
-                (flag.to_owned(), Some(value.to_owned()))
-            }
-            _ => (arg, None),
-        };
+        let (flag, inline) = flags::split(arg);
         let mut value = |what: &str| {
             inline
                 .clone()

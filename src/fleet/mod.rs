@@ -44,7 +44,7 @@ use std::sync::atomic::Ordering;
 use smol_str::SmolStr;
 
 use crate::breaker::{CircuitBreaker, Outbox, Tap};
-use crate::config::{ConfigError, Problem, duration_field};
+use crate::config::{ConfigError, Problem, duration_field, name_field};
 
 mod agent;
 mod script;
@@ -170,19 +170,12 @@ impl FleetBuilder {
     /// - [`FleetError::Url`] if the URL is not a Redis URL;
     /// - [`FleetError::NoRuntime`] if called outside a Tokio runtime (the agent runs on it).
     pub fn build(self) -> Result<Fleet, FleetError> {
-        let text_field = |field: &'static str, text: &str| {
-            if text.is_empty() || text.chars().any(|c| c.is_whitespace() || c.is_control()) {
-                Err(ConfigError::new(field, Problem::Empty))
-            } else {
-                Ok(())
-            }
-        };
-        text_field("prefix", &self.prefix)?;
+        name_field("prefix", &self.prefix)?;
         let instance = match self.instance {
             Some(instance) => instance,
             None => default_instance(),
         };
-        text_field("instance", &instance)?;
+        name_field("instance", &instance)?;
         if self.failure_threshold == Some(0) {
             return Err(ConfigError::new("fleet_failure_threshold", Problem::Zero).into());
         }

@@ -13,7 +13,7 @@ use rmcp::service::{Peer, RoleClient};
 use super::classify::McpClassifier;
 use crate::agent::{AgentRun, Attempt, RetryPolicy, ToolGuard, ToolResult};
 use crate::breaker::CircuitBreaker;
-use crate::config::{ConfigError, Problem, duration_field};
+use crate::config::{ConfigError, Problem, duration_field, name_field};
 use crate::registry::Registry;
 
 /// How a [`GuardedClient`] words an error for the model: a function from rmcp's error to the
@@ -336,7 +336,9 @@ impl<'r> GuardedClientBuilder<'r> {
     /// holds a `.`, whitespace or a control character (a gateway names tools `server.tool`), or
     /// `per_call_timeout` when the guard's is zero or too long.
     pub fn build(self) -> Result<GuardedClient, ConfigError> {
-        if !valid_server_name(&self.server) {
+        // A gateway names tools `server.tool`: the name holds no `.` either.
+        name_field("server", &self.server)?;
+        if self.server.contains('.') {
             return Err(ConfigError::new("server", Problem::Empty));
         }
         duration_field("per_call_timeout", self.guard.per_call_timeout())?;
@@ -371,13 +373,4 @@ impl<'r> GuardedClientBuilder<'r> {
             }),
         })
     }
-}
-
-/// A server's name: non-empty, no `.` (the gateway's separator), no whitespace or control
-/// characters.
-pub(crate) fn valid_server_name(name: &str) -> bool {
-    !name.is_empty()
-        && !name
-            .chars()
-            .any(|c| c == '.' || c.is_whitespace() || c.is_control())
 }

@@ -172,6 +172,8 @@ impl McpGateway {
         };
         let tool = tool.to_owned();
         params.name = tool.into();
+        // Relaxed: the number only tells runs apart in what the model and the traces read; no
+        // other memory is published with it.
         let number = self.inner.calls.fetch_add(1, Ordering::Relaxed);
         let run = AgentRun::new(
             format!("gateway-{number}"),

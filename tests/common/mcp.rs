@@ -458,6 +458,19 @@ impl Drop for Upstream {
     }
 }
 
+/// Asserts that `breaker` is half-open with its probe slot free (nothing was recorded): a permit
+/// taken now is the probe, and is given back unused.
+pub fn assert_probe_slot_free(breaker: &toolbreaker::CircuitBreaker) {
+    assert_eq!(
+        breaker.state(),
+        toolbreaker::State::HalfOpen,
+        "nothing was recorded"
+    );
+    let permit = breaker.try_acquire().expect("the slot is free");
+    assert!(permit.is_probe());
+    drop(permit);
+}
+
 /// A JSON object literal as rmcp's argument map.
 pub fn object(value: Value) -> JsonObject {
     value.as_object().expect("an object").clone()
