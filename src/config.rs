@@ -24,34 +24,201 @@ pub(crate) const MAX_DURATION_MS: u64 = 1 << 40;
 /// A validated breaker configuration.
 ///
 /// Durations are kept in whole milliseconds: a duration with a fraction of a millisecond is
-/// rounded up to the next one, so a cooldown never ends early.
+/// rounded up to the next one, so a cooldown never ends early. (The slow-call threshold is kept
+/// as given.)
+///
+/// Two kinds of rule trip a closed breaker, and either or both may be set:
+/// - the *consecutive* rule: `failure_threshold` counted failures in a row ([`Config::new`], and
+///   the default: 5);
+/// - the *rate* rules, judged over a [`Window`] of recent calls once it holds `minimum_calls`:
+///   the failure rate ([`Builder::failure_rate`](crate::breaker::Builder::failure_rate)) and the
+///   slow-call rate ([`Builder::slow_calls`](crate::breaker::Builder::slow_calls)).
+///
+/// With a rate rule set, the consecutive rule applies only if `failure_threshold` was set too;
+/// see [`Builder::failure_rate`](crate::breaker::Builder::failure_rate) for the defaults.
 ///
 /// # Examples
 ///
 /// ```
 /// use std::time::Duration;
-/// use toolbreaker::Config;
+/// use toolbreaker::{CircuitBreaker, Config, Window};
 ///
 /// let config = Config::new(3, Duration::from_secs(10), Duration::from_secs(5))?;
-/// assert_eq!(config.failure_threshold(), 3);
+/// assert_eq!(config.failure_threshold(), Some(3));
 /// assert_eq!(config.cooldown(), Duration::from_secs(10));
-/// assert_eq!(Config::default().failure_threshold(), 5);
+/// assert_eq!(Config::default().failure_threshold(), Some(5));
+/// assert_eq!(config.failure_rate(), None);
+///
+/// let rated = CircuitBreaker::builder().failure_rate(0.5).build_config()?;
+/// assert_eq!(rated.failure_rate(), Some(0.5));
+/// assert_eq!(rated.window(), Some(Window::Calls(100)));
+/// assert_eq!(rated.minimum_calls(), Some(10));
+/// assert_eq!(rated.failure_threshold(), None, "only the rule that was set");
 /// # Ok::<(), toolbreaker::ConfigError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
-    failure_threshold: u32,
+    /// `None`: the consecutive rule is off (a rate rule is set).
+    failure_threshold: Option<u32>,
     cooldown_ms: u64,
     probe_timeout_ms: u64,
+    rates: Option<Rates>,
+}
+
+/// Which recent calls a rate rule judges.
+///
+/// Only judged calls enter a window: those recorded as a success or a counted failure. An
+/// `Ignored` outcome, a dropped permit and a probe are not judged. Every transition empties the
+/// window.
+///
+/// - `Calls(n)`: the last `n` judged calls, counted in 32 buckets of `⌈n/32⌉` calls each. The
+///   oldest bucket leaves the window whole, so a window of `n` judges between `n` and
+///   `n + ⌈n/32⌉ − 1` calls once it has filled: exactly the last `n` when `n ≤ 32`.
+/// - `Time(t)`: the judged calls of the last `t`, counted in 10 buckets of `⌈t/10⌉` ms each (the
+///   rolling windows Polly counts in). A call leaves the window when the bucket 10 after its own
+///   begins: between `0.9 t` and `t` after it was recorded, and never later. Recording into a
+///   time window reads the breaker's clock once per call.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use toolbreaker::{CircuitBreaker, Window};
+///
+/// let config = CircuitBreaker::builder()
+///     .failure_rate(0.5)
+///     .window(Window::Time(Duration::from_secs(30)))
+///     .build_config()?;
+/// assert_eq!(config.window(), Some(Window::Time(Duration::from_secs(30))));
+/// # Ok::<(), toolbreaker::ConfigError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Window {
+    /// The last `n` judged calls (at least 1).
+    Calls(u32),
+    /// The judged calls of the last duration, in whole milliseconds (at least 1 ms, at most
+    /// [`MAX_DURATION`]).
+    Time(Duration),
+}
+
+/// The window a rate rule uses unless one is set: the last 100 calls, as resilience4j's default.
+pub const DEFAULT_WINDOW: Window = Window::Calls(100);
+/// The fewest calls a rate rule judges unless set, or the window's size if smaller: 10.
+pub const DEFAULT_MINIMUM_CALLS: u32 = 10;
+
+/// The rate rules of a [`Config`], validated. Ratios are kept in millionths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rates {
+    /// Trip when counted failures / judged calls reach this, in millionths; 0: no failure-rate rule.
+    pub(crate) failure_ppm: u32,
+    /// Trip when slow calls / judged calls reach this, in millionths; 0: no slow-call rule.
+    pub(crate) slow_ppm: u32,
+    /// A call that took at least this long is slow.
+    pub(crate) slow_threshold: Duration,
+    /// `Calls`: the count; `Time`: whole ms.
+    pub(crate) window: WindowLimit,
+    pub(crate) minimum_calls: u32,
+}
+
+/// A [`Window`] in the word's units.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WindowLimit {
+    Calls(u32),
+    TimeMs(u64),
+}
+
+impl Rates {
+    /// Whether a slow-call rule is set: the calls are timed.
+    pub(crate) const fn times_calls(&self) -> bool {
+        self.slow_ppm != 0
+    }
+}
+
+/// What a rate rule holds before validation.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct RateSettings {
+    pub(crate) failure_rate: Option<f64>,
+    pub(crate) slow_calls: Option<(Duration, f64)>,
+    pub(crate) window: Option<Window>,
+    pub(crate) minimum_calls: Option<u32>,
+}
+
+const MILLION: f64 = 1_000_000.0;
+
+/// A ratio in (0, 1], in millionths (at least 1), else [`Problem::OutOfRange`] naming `field`.
+fn ratio_field(field: &'static str, ratio: f64) -> Result<u32, ConfigError> {
+    if !(ratio > 0.0 && ratio <= 1.0) {
+        return Err(ConfigError::new(field, Problem::OutOfRange));
+    }
+    // In range, so the product is in (0, 1e6]: the cast cannot overflow.
+    Ok(((ratio * MILLION).round() as u32).max(1))
+}
+
+impl RateSettings {
+    /// The validated rules; `None` when no rate rule is set.
+    ///
+    /// # Errors
+    ///
+    /// A ratio outside (0, 1] (`failure_rate`, `slow_call_rate`), a zero slow-call threshold
+    /// (`slow_call_threshold`), a window of 0 or longer than [`MAX_DURATION`] (`window`),
+    /// `minimum_calls` of 0 or above a count window, and a window or minimum set without a rate
+    /// rule (`window`, `minimum_calls`: [`Problem::NoRule`]).
+    pub(crate) fn validate(&self) -> Result<Option<Rates>, ConfigError> {
+        let failure_ppm = match self.failure_rate {
+            Some(ratio) => ratio_field("failure_rate", ratio)?,
+            None => 0,
+        };
+        let (slow_threshold, slow_ppm) = match self.slow_calls {
+            Some((threshold, ratio)) => {
+                if threshold.is_zero() {
+                    return Err(ConfigError::new("slow_call_threshold", Problem::Zero));
+                }
+                (threshold, ratio_field("slow_call_rate", ratio)?)
+            }
+            None => (Duration::ZERO, 0),
+        };
+        let window = match self.window.unwrap_or(DEFAULT_WINDOW) {
+            Window::Calls(0) => return Err(ConfigError::new("window", Problem::Zero)),
+            Window::Calls(n) => WindowLimit::Calls(n),
+            Window::Time(t) => WindowLimit::TimeMs(duration_field("window", t)?),
+        };
+        let minimum_calls = match (self.minimum_calls, window) {
+            (Some(0), _) => return Err(ConfigError::new("minimum_calls", Problem::Zero)),
+            (Some(m), WindowLimit::Calls(n)) if m > n => {
+                return Err(ConfigError::new("minimum_calls", Problem::TooLarge));
+            }
+            (Some(m), _) => m,
+            (None, WindowLimit::Calls(n)) => DEFAULT_MINIMUM_CALLS.min(n),
+            (None, WindowLimit::TimeMs(_)) => DEFAULT_MINIMUM_CALLS,
+        };
+        if failure_ppm == 0 && slow_ppm == 0 {
+            if self.window.is_some() {
+                return Err(ConfigError::new("window", Problem::NoRule));
+            }
+            if self.minimum_calls.is_some() {
+                return Err(ConfigError::new("minimum_calls", Problem::NoRule));
+            }
+            return Ok(None);
+        }
+        Ok(Some(Rates {
+            failure_ppm,
+            slow_ppm,
+            slow_threshold,
+            window,
+            minimum_calls,
+        }))
+    }
 }
 
 impl Config {
-    /// Validate a configuration.
+    /// Validate a configuration with the consecutive rule only.
     ///
     /// - `failure_threshold`: consecutive counted failures that trip the breaker (closed → open).
     /// - `cooldown`: how long the breaker stays open before it admits one probe.
     /// - `probe_timeout`: the probe's lease; a probe that has not reported within it counts as a
     ///   failed probe, and the cooldown restarts from the lease's end.
+    ///
+    /// Rate rules are set with the [builder](crate::CircuitBreaker::builder).
     ///
     /// # Errors
     ///
@@ -62,18 +229,44 @@ impl Config {
         cooldown: Duration,
         probe_timeout: Duration,
     ) -> Result<Config, ConfigError> {
-        if failure_threshold == 0 {
+        Config::with_rules(
+            Some(failure_threshold),
+            cooldown,
+            probe_timeout,
+            &RateSettings::default(),
+        )
+    }
+
+    /// The whole validation: the consecutive rule (`None`: off, if a rate rule is set; the
+    /// default if not), the durations, the rate rules.
+    pub(crate) fn with_rules(
+        failure_threshold: Option<u32>,
+        cooldown: Duration,
+        probe_timeout: Duration,
+        rates: &RateSettings,
+    ) -> Result<Config, ConfigError> {
+        if failure_threshold == Some(0) {
             return Err(ConfigError::new("failure_threshold", Problem::Zero));
         }
+        let cooldown_ms = duration_field("cooldown", cooldown)?;
+        let probe_timeout_ms = duration_field("probe_timeout", probe_timeout)?;
+        let rates = rates.validate()?;
+        let failure_threshold = match (failure_threshold, rates) {
+            (Some(threshold), _) => Some(threshold),
+            (None, Some(_)) => None,
+            (None, None) => Some(DEFAULT_FAILURE_THRESHOLD),
+        };
         Ok(Config {
             failure_threshold,
-            cooldown_ms: duration_field("cooldown", cooldown)?,
-            probe_timeout_ms: duration_field("probe_timeout", probe_timeout)?,
+            cooldown_ms,
+            probe_timeout_ms,
+            rates,
         })
     }
 
-    /// Consecutive counted failures that trip the breaker.
-    pub const fn failure_threshold(&self) -> u32 {
+    /// Consecutive counted failures that trip the breaker; `None` when the consecutive rule is
+    /// off (a rate rule was set and no threshold).
+    pub const fn failure_threshold(&self) -> Option<u32> {
         self.failure_threshold
     }
 
@@ -87,32 +280,80 @@ impl Config {
         Duration::from_millis(self.probe_timeout_ms)
     }
 
+    /// The failure-rate rule's ratio (counted failures / judged calls that trips), kept to the
+    /// millionth; `None` when not set.
+    pub fn failure_rate(&self) -> Option<f64> {
+        let rates = self.rates?;
+        (rates.failure_ppm != 0).then(|| f64::from(rates.failure_ppm) / MILLION)
+    }
+
+    /// The slow-call rule: the threshold at or above which a call is slow, and the ratio (slow
+    /// calls / judged calls, kept to the millionth) that trips; `None` when not set.
+    pub fn slow_calls(&self) -> Option<(Duration, f64)> {
+        let rates = self.rates?;
+        (rates.slow_ppm != 0).then(|| (rates.slow_threshold, f64::from(rates.slow_ppm) / MILLION))
+    }
+
+    /// The window the rate rules judge; `None` when no rate rule is set.
+    pub fn window(&self) -> Option<Window> {
+        Some(match self.rates?.window {
+            WindowLimit::Calls(n) => Window::Calls(n),
+            WindowLimit::TimeMs(ms) => Window::Time(Duration::from_millis(ms)),
+        })
+    }
+
+    /// The fewest judged calls in the window before a rate is judged; `None` when no rate rule
+    /// is set.
+    pub fn minimum_calls(&self) -> Option<u32> {
+        Some(self.rates?.minimum_calls)
+    }
+
+    /// The rate rules as settings, for a builder starting from this configuration.
+    pub(crate) fn rate_settings(&self) -> RateSettings {
+        RateSettings {
+            failure_rate: self.failure_rate(),
+            slow_calls: self.slow_calls(),
+            window: self.window(),
+            minimum_calls: self.minimum_calls(),
+        }
+    }
+
     /// The configuration a breaker's live settings hold; they were validated on the way in.
     pub(crate) fn from_limits(limits: Limits) -> Config {
         Config {
-            failure_threshold: u32::try_from(limits.failure_threshold).unwrap_or(u32::MAX),
+            failure_threshold: (limits.failure_threshold != CONSECUTIVE_OFF)
+                .then(|| u32::try_from(limits.failure_threshold).unwrap_or(u32::MAX)),
             cooldown_ms: limits.cooldown_ms,
             probe_timeout_ms: limits.probe_timeout_ms,
+            rates: limits.rates,
         }
     }
 
     pub(crate) const fn limits(&self) -> Limits {
         Limits {
-            failure_threshold: self.failure_threshold as u64,
+            failure_threshold: match self.failure_threshold {
+                Some(threshold) => threshold as u64,
+                None => CONSECUTIVE_OFF,
+            },
             cooldown_ms: self.cooldown_ms,
             probe_timeout_ms: self.probe_timeout_ms,
+            rates: self.rates,
         }
     }
 }
 
+/// The threshold of a breaker whose consecutive rule is off: above every count the word holds.
+pub(crate) const CONSECUTIVE_OFF: u64 = u64::MAX;
+
 impl Default for Config {
     /// Threshold [`DEFAULT_FAILURE_THRESHOLD`], cooldown [`DEFAULT_COOLDOWN`], probe timeout
-    /// [`DEFAULT_PROBE_TIMEOUT`].
+    /// [`DEFAULT_PROBE_TIMEOUT`], no rate rule.
     fn default() -> Self {
         Config {
-            failure_threshold: DEFAULT_FAILURE_THRESHOLD,
+            failure_threshold: Some(DEFAULT_FAILURE_THRESHOLD),
             cooldown_ms: millis_ceil(DEFAULT_COOLDOWN),
             probe_timeout_ms: millis_ceil(DEFAULT_PROBE_TIMEOUT),
+            rates: None,
         }
     }
 }
@@ -120,12 +361,15 @@ impl Default for Config {
 /// A validated configuration in the word's units.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Limits {
-    /// Consecutive counted failures that trip the breaker, at least 1.
+    /// Consecutive counted failures that trip the breaker, at least 1; [`CONSECUTIVE_OFF`] when
+    /// the consecutive rule is off.
     pub(crate) failure_threshold: u64,
     /// Cooldown in ms, at least 1.
     pub(crate) cooldown_ms: u64,
     /// Probe lease in ms, at least 1.
     pub(crate) probe_timeout_ms: u64,
+    /// The rate rules, if any.
+    pub(crate) rates: Option<Rates>,
 }
 
 /// A name field (a fleet's `prefix` and `instance`, an MCP `server`): non-empty text with no
@@ -165,6 +409,14 @@ pub enum Problem {
     /// The duration is no longer than one it must exceed (an MCP gateway's `call_time_limit`,
     /// which must be longer than every upstream's per-call timeout).
     TooShort,
+    /// The number is outside its range: a ratio (`failure_rate`, `slow_call_rate`) must be in
+    /// (0, 1].
+    OutOfRange,
+    /// The number is larger than one it may not exceed: `minimum_calls` above a count window.
+    TooLarge,
+    /// The field belongs to a rule that is not set: a `window` or `minimum_calls` with neither
+    /// a failure-rate nor a slow-call rule.
+    NoRule,
 }
 
 /// An invalid configuration, naming the field.
@@ -190,7 +442,8 @@ impl ConfigError {
         ConfigError { field, problem }
     }
 
-    /// The offending field: `failure_threshold`, `cooldown` or `probe_timeout`; for a fleet
+    /// The offending field: `failure_threshold`, `cooldown`, `probe_timeout`, `failure_rate`,
+    /// `slow_call_threshold`, `slow_call_rate`, `window` or `minimum_calls`; for a fleet
     /// (feature `redis`), `prefix`, `instance`, `fleet_failure_threshold`, `min_instances`, `window`,
     /// `sync_interval`, `command_timeout` or `probe_window`; for MCP (feature `mcp`), `server`,
     /// `upstream`, `per_call_timeout` or `call_time_limit`.
@@ -226,6 +479,24 @@ impl fmt::Display for ConfigError {
                 "`call_time_limit` must be longer than every upstream's per-call timeout"
             ),
             (Problem::TooShort, _) => write!(f, "`{field}` is too short"),
+            (Problem::OutOfRange, _) => {
+                write!(f, "`{field}` must be a ratio above 0 and at most 1")
+            }
+            (Problem::TooLarge, "minimum_calls") => write!(
+                f,
+                "`minimum_calls` must be at most the window's number of calls"
+            ),
+            (Problem::TooLarge, _) => write!(f, "`{field}` is too large"),
+            (Problem::NoRule, _) => write!(
+                f,
+                "`{field}` needs a rate rule (`failure_rate` or `slow_calls`)"
+            ),
+            (Problem::Zero, "slow_call_threshold") => {
+                write!(f, "`slow_call_threshold` must be longer than zero")
+            }
+            (Problem::Zero, "window" | "minimum_calls") => {
+                write!(f, "`{field}` must be at least 1 (1 ms for a time window)")
+            }
             (Problem::Zero, _) => write!(f, "`{field}` must be at least 1 ms"),
             (Problem::TooLong, _) => write!(
                 f,
@@ -274,7 +545,7 @@ mod tests {
     #[test]
     fn the_limits_of_every_field_are_accepted() {
         let c = Config::new(u32::MAX, MAX_DURATION, Duration::from_millis(1)).unwrap();
-        assert_eq!(c.failure_threshold(), u32::MAX);
+        assert_eq!(c.failure_threshold(), Some(u32::MAX));
         assert_eq!(c.cooldown(), MAX_DURATION);
         assert_eq!(c.probe_timeout(), Duration::from_millis(1));
     }
@@ -291,7 +562,7 @@ mod tests {
         let c = Config::default();
         assert_eq!(
             (c.failure_threshold(), c.cooldown(), c.probe_timeout()),
-            (5, Duration::from_secs(30), Duration::from_secs(30))
+            (Some(5), Duration::from_secs(30), Duration::from_secs(30))
         );
     }
 }

@@ -91,7 +91,7 @@ pub use agent::{AgentRun, RetryPolicy, ToolGuard};
 pub use agent::{StopReason, ToolResult};
 pub use breaker::{CallError, CircuitBreaker, Permit};
 pub use classify::{Classify, FailureKind, Outcome};
-pub use config::{Config, ConfigError};
+pub use config::{Config, ConfigError, Window};
 #[cfg(feature = "redis")]
 pub use fleet::{Fleet, FleetError};
 pub use registry::{Registry, RegistryConfig};
@@ -120,7 +120,12 @@ pub mod fuzzing {
     /// A word of `kind` (0 closed, 1 open, 2 probing, 3 half-open) built by its constructor.
     pub fn pack(kind: u8, generation: u32, payload: u64) -> u64 {
         match kind % 4 {
-            0 => Word::closed(generation, payload),
+            // A closed payload is its flags and its count: any payload up to the field's top.
+            0 => {
+                let payload = payload.min((1 << word::PAYLOAD_BITS) - 1);
+                let count = payload & ((1 << (word::PAYLOAD_BITS - 2)) - 1);
+                Word::closed_with(generation, count, payload)
+            }
             1 => Word::open(generation, payload),
             2 => Word::probing(generation, payload),
             _ => Word::half_open(generation),

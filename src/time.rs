@@ -53,6 +53,24 @@ impl Origin {
     }
 }
 
+impl Origin {
+    /// The clock's raw reading, to time a call with (see [`Origin::since`]).
+    #[inline]
+    pub(crate) fn raw(&self) -> u64 {
+        self.clock.raw()
+    }
+
+    /// The time since the raw reading `start`; zero if the clock stepped back.
+    #[inline]
+    pub(crate) fn since(&self, start: u64) -> Duration {
+        let now = self.clock.raw();
+        if now <= start {
+            return Duration::ZERO;
+        }
+        Duration::from_nanos(self.clock.delta_as_nanos(start, now))
+    }
+}
+
 /// Whole milliseconds in `d`, rounded down, saturating at `u64::MAX`: for elapsed times and
 /// figures reported (JSON, events).
 pub(crate) fn millis_floor(d: Duration) -> u64 {

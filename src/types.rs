@@ -88,6 +88,12 @@ pub enum TransitionReason {
     /// Closed → open: the consecutive counted failures reached the threshold (or a lowered
     /// threshold was already reached when the configuration changed).
     FailureThreshold,
+    /// Closed → open: counted failures reached the failure-rate rule's share of the judged calls
+    /// in the window, which held at least its minimum.
+    FailureRate,
+    /// Closed → open: slow calls reached the slow-call rule's share of the judged calls in the
+    /// window, which held at least its minimum.
+    SlowCallRate,
     /// Open → half-open: the cooldown elapsed and a caller took the probe slot.
     CooldownElapsed,
     /// Half-open → closed: the probe succeeded.
@@ -106,7 +112,8 @@ pub enum TransitionReason {
 }
 
 impl TransitionReason {
-    /// The reason as used in logs, metrics and JSON: `failure_threshold`, `cooldown_elapsed`,
+    /// The reason as used in logs, metrics and JSON: `failure_threshold`, `failure_rate`,
+    /// `slow_call_rate`, `cooldown_elapsed`,
     /// `probe_succeeded`, `probe_failed`, `probe_timed_out`, `manual` or `fleet`.
     ///
     /// # Examples
@@ -117,6 +124,8 @@ impl TransitionReason {
     pub const fn as_str(self) -> &'static str {
         match self {
             TransitionReason::FailureThreshold => "failure_threshold",
+            TransitionReason::FailureRate => "failure_rate",
+            TransitionReason::SlowCallRate => "slow_call_rate",
             TransitionReason::CooldownElapsed => "cooldown_elapsed",
             TransitionReason::ProbeSucceeded => "probe_succeeded",
             TransitionReason::ProbeFailed => "probe_failed",

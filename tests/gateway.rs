@@ -596,7 +596,7 @@ mod reload {
                 format!("reloaded {shown}: weather: cooldown_ms 500 -> 1000"),
             ])
         );
-        assert_eq!(search.config().failure_threshold(), 3);
+        assert_eq!(search.config().failure_threshold(), Some(3));
         assert_eq!(weather.config().cooldown().as_millis(), 1000);
 
         // A threshold lowered to the failures a closed breaker already has trips it, and the
@@ -646,7 +646,7 @@ mod reload {
             "{line}"
         );
         assert_eq!(registry.configuration(), in_force);
-        assert_eq!(search.config().failure_threshold(), 2);
+        assert_eq!(search.config().failure_threshold(), Some(2));
         assert_eq!(
             search.state(),
             State::Open,
@@ -702,7 +702,7 @@ mod reload {
         assert_eq!(registry.configuration(), in_force);
         assert_eq!(
             search.config().failure_threshold(),
-            settings::FAILURE_THRESHOLD
+            Some(settings::FAILURE_THRESHOLD)
         );
 
         // Each unknown section is named; a name near no tool lists the tools instead.
@@ -732,7 +732,7 @@ mod reload {
         let config = settings::initial(Some(&path)).unwrap();
         assert_eq!(config.dependencies().count(), 4);
         assert_eq!(settings::reload(&registry, &path).unwrap().len(), 4);
-        assert_eq!(search.config().failure_threshold(), 2);
+        assert_eq!(search.config().failure_threshold(), Some(2));
         std::fs::remove_file(path).unwrap();
     }
 }

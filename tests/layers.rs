@@ -22,7 +22,8 @@ const FILES: &[(&str, &[&str])] = &[
     (
         "breaker",
         &[
-            "word", "decide", "store", "tap", "machine", "permit", "call", "builder", "mod",
+            "word", "decide", "store", "tap", "window", "machine", "permit", "call", "builder",
+            "mod",
         ],
     ),
     ("classify", &["mod", "http", "reqwest"]),

@@ -57,11 +57,32 @@ fn bytes_per_breaker_and_per_registry_entry() {
     );
     assert_eq!(
         per_arc,
-        256 + 96,
+        256 + 104,
         "the Arc's counts take a padded block of their own; the cold part (the herald: the \
-         listener and the queue that tells transitions in order; the fleet's tap) is a box of \
-         96 B beside it"
+         listener and the queue that tells transitions in order; the fleet's tap; the lock that \
+         serialises reconfigurations) is a box of 104 B beside it"
     );
     assert!(per_entry <= 512, "{per_entry} B per registry entry");
     drop(registry);
+
+    // A rate rule adds its window: the stripes (one padded block per thread, at most 16) and
+    // 64 shared buckets of 16 B.
+    let region = Region::new(GLOBAL);
+    let rated = Arc::new(
+        CircuitBreaker::builder()
+            .failure_rate(0.5)
+            .build()
+            .expect("valid"),
+    );
+    let window = live(&region) - per_arc;
+    let stripes = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .next_power_of_two()
+        .min(16);
+    eprintln!("a rate rule's window: {window} B with {stripes} stripes");
+    assert!(
+        window <= 128 + 128 * stripes + 64 * 16 + 128,
+        "{window} B for {stripes} stripes"
+    );
+    drop(rated);
 }

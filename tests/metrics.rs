@@ -350,7 +350,8 @@ fn the_registry_snapshot_holds_every_dependency_by_name() {
                 "ignored": 0,
                 "dropped": 0,
                 "transitions": {
-                    "failure_threshold": 1, "cooldown_elapsed": 0, "probe_succeeded": 0,
+                    "failure_threshold": 1, "failure_rate": 0, "slow_call_rate": 0,
+                    "cooldown_elapsed": 0, "probe_succeeded": 0,
                     "probe_failed": 0, "probe_timed_out": 0, "manual": 0, "fleet": 0
                 }
             },
@@ -363,7 +364,8 @@ fn the_registry_snapshot_holds_every_dependency_by_name() {
                 "ignored": 0,
                 "dropped": 0,
                 "transitions": {
-                    "failure_threshold": 1, "cooldown_elapsed": 0, "probe_succeeded": 0,
+                    "failure_threshold": 1, "failure_rate": 0, "slow_call_rate": 0,
+                    "cooldown_elapsed": 0, "probe_succeeded": 0,
                     "probe_failed": 0, "probe_timed_out": 0, "manual": 0, "fleet": 0
                 }
             },
@@ -376,7 +378,8 @@ fn the_registry_snapshot_holds_every_dependency_by_name() {
                 "ignored": 0,
                 "dropped": 0,
                 "transitions": {
-                    "failure_threshold": 0, "cooldown_elapsed": 0, "probe_succeeded": 0,
+                    "failure_threshold": 0, "failure_rate": 0, "slow_call_rate": 0,
+                    "cooldown_elapsed": 0, "probe_succeeded": 0,
                     "probe_failed": 0, "probe_timed_out": 0, "manual": 0, "fleet": 0
                 }
             }

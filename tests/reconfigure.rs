@@ -332,7 +332,7 @@ fn a_closed_breaker_keeps_its_count_when_the_threshold_is_raised() {
     let (breaker, _mock) = breaker(cfg(5, 10 * S, S));
     assert_eq!(fail_n(&breaker, 3), None);
     assert_eq!(breaker.reconfigure(cfg(10, 10 * S, S)), None);
-    assert_eq!(breaker.config().failure_threshold(), 10);
+    assert_eq!(breaker.config().failure_threshold(), Some(10));
     for i in 4..10 {
         assert_eq!(fail(&breaker), None, "failure {i} of 10");
         assert_eq!(breaker.state(), State::Closed);
@@ -866,7 +866,7 @@ fn failures_racing_threshold_changes_and_resets_never_leave_a_closed_breaker_pas
         // Everyone has joined. If the breaker is closed, its count must be below the threshold:
         // the failures that trip it must then number exactly the threshold on the trip.
         if breaker.state() == State::Closed {
-            let threshold = u64::from(breaker.config().failure_threshold());
+            let threshold = u64::from(breaker.config().failure_threshold().unwrap());
             let trip = loop {
                 if let Some(trip) = fail(&breaker) {
                     break trip;

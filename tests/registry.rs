@@ -58,9 +58,15 @@ fn per_dependency_configuration_overrides_the_default() {
         .dependency("search", config(1))
         .dependency("search", config(2)) // a later one replaces an earlier one
         .build();
-    assert_eq!(registry.get("search").config().failure_threshold(), 2);
-    assert_eq!(registry.get("weather").config().failure_threshold(), 5);
-    assert_eq!(registry.config_for("never-called").failure_threshold(), 5);
+    assert_eq!(registry.get("search").config().failure_threshold(), Some(2));
+    assert_eq!(
+        registry.get("weather").config().failure_threshold(),
+        Some(5)
+    );
+    assert_eq!(
+        registry.config_for("never-called").failure_threshold(),
+        Some(5)
+    );
     assert_eq!(registry.len(), 2, "config_for creates nothing");
     let mut names = registry.dependencies();
     names.sort();

@@ -118,7 +118,7 @@ fn quoted_names_may_hold_dots_and_other_characters() {
     );
     assert_eq!(config.config_for("api.example.com").cooldown(), 10 * S);
     assert_eq!(config.config_for("api").cooldown(), Duration::from_secs(30));
-    assert_eq!(config.config_for("météo v2").failure_threshold(), 9);
+    assert_eq!(config.config_for("météo v2").failure_threshold(), Some(9));
     assert_eq!(config.config_for("literal.name").probe_timeout(), 3 * MS);
     assert_eq!(config.dependencies().count(), 3);
 }
@@ -129,7 +129,7 @@ fn the_largest_values_are_accepted_and_one_more_is_refused() {
         "[default]\nfailure_threshold = {}\ncooldown_ms = {MAX_MS}\nprobe_timeout_ms = {MAX_MS}\n",
         u32::MAX
     ));
-    assert_eq!(config.default_config().failure_threshold(), u32::MAX);
+    assert_eq!(config.default_config().failure_threshold(), Some(u32::MAX));
     assert_eq!(
         config.default_config().cooldown(),
         toolbreaker::config::MAX_DURATION
@@ -541,7 +541,7 @@ fn a_number_of_any_size_is_too_large_or_negative_naming_the_section_and_field() 
     );
     // And the largest values written other ways are still accepted.
     let config = parse("[default]\nfailure_threshold = 0xFFFF_FFFF\ncooldown_ms = +1_000\n");
-    assert_eq!(config.default_config().failure_threshold(), u32::MAX);
+    assert_eq!(config.default_config().failure_threshold(), Some(u32::MAX));
     assert_eq!(config.default_config().cooldown(), S);
 }
 
@@ -771,7 +771,7 @@ fn a_reload_file_names_the_sections_no_breaker_uses() {
     assert_eq!(reload.unmatched(), ["serch"]);
     assert_eq!(
         search.config().failure_threshold(),
-        1,
+        Some(1),
         "search keeps its own"
     );
     assert_eq!(

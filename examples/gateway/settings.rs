@@ -109,9 +109,25 @@ pub fn reload(registry: &Registry, path: &Path) -> Result<Vec<String>, String> {
 
 /// One breaker configuration in words, as the gateway's header line prints it.
 pub fn describe(config: Config) -> String {
+    let mut rules = Vec::new();
+    if let Some(threshold) = config.failure_threshold() {
+        rules.push(format!("threshold {threshold}"));
+    }
+    if let Some(rate) = config.failure_rate() {
+        let window = match config.window() {
+            Some(toolbreaker::Window::Calls(n)) => format!("last {n} calls"),
+            Some(toolbreaker::Window::Time(t)) => format!("last {} ms", t.as_millis()),
+            None => String::new(),
+        };
+        rules.push(format!(
+            "failure rate {:.0} % of the {window} (at least {})",
+            rate * 100.0,
+            config.minimum_calls().unwrap_or(0)
+        ));
+    }
     format!(
-        "threshold {}, cooldown {} ms, probe timeout {} ms",
-        config.failure_threshold(),
+        "{}, cooldown {} ms, probe timeout {} ms",
+        rules.join(" or "),
         config.cooldown().as_millis(),
         config.probe_timeout().as_millis()
     )

@@ -6,7 +6,7 @@ use smol_str::SmolStr;
 
 use super::machine::{CircuitBreaker, Extras};
 use crate::config::{
-    Config, ConfigError, DEFAULT_COOLDOWN, DEFAULT_FAILURE_THRESHOLD, DEFAULT_PROBE_TIMEOUT,
+    Config, ConfigError, DEFAULT_COOLDOWN, DEFAULT_PROBE_TIMEOUT, RateSettings, Window,
 };
 use crate::observe::{Listener, TransitionEvent};
 
@@ -26,7 +26,9 @@ impl CircuitBreaker {
 #[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct Builder {
-    failure_threshold: u32,
+    /// `None`: not set (5 unless a rate rule is set; then off).
+    failure_threshold: Option<u32>,
+    rates: RateSettings,
     cooldown: Duration,
     probe_timeout: Duration,
     clock: Option<quanta::Clock>,
@@ -38,7 +40,8 @@ pub struct Builder {
 impl Default for Builder {
     fn default() -> Self {
         Builder {
-            failure_threshold: DEFAULT_FAILURE_THRESHOLD,
+            failure_threshold: None,
+            rates: RateSettings::default(),
             cooldown: DEFAULT_COOLDOWN,
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             clock: None,
@@ -50,9 +53,93 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// Consecutive counted failures that trip the breaker (default 5). Validated by `build`.
+    /// Consecutive counted failures that trip the breaker (the consecutive rule). Default 5
+    /// when no rate rule is set; with a rate rule, the consecutive rule applies only if this is
+    /// set. Validated by `build`.
     pub fn failure_threshold(mut self, failures: u32) -> Self {
-        self.failure_threshold = failures;
+        self.failure_threshold = Some(failures);
+        self
+    }
+
+    /// The failure-rate rule: trip when counted failures / judged calls in the
+    /// [window](Self::window) reach `ratio`, once the window holds
+    /// [`minimum_calls`](Self::minimum_calls). Judged calls are those recorded as a success or
+    /// a counted failure: `Ignored` outcomes (and dropped permits) are not judged. The ratio is
+    /// kept to the millionth. Validated by `build`: it must be in (0, 1] (`failure_rate`).
+    ///
+    /// With only a rate rule set, the defaults are: window [`Window::Calls`]`(100)`, minimum
+    /// calls 10 (or the window's size if smaller), and no consecutive rule. Set
+    /// [`failure_threshold`](Self::failure_threshold) as well to keep both rules: the first
+    /// that is met trips.
+    ///
+    /// | | toolbreaker | resilience4j 2.x | Polly v8 |
+    /// |---|---|---|---|
+    /// | failure ratio | none: set it | 50 % | 0.1 |
+    /// | window | last 100 calls | last 100 calls | 30 s |
+    /// | minimum calls | 10 | 100 | 100 |
+    /// | slow calls | off: set them | 60 s, 100 % | none |
+    /// | probes in half-open | 1 | 10 | 1 |
+    /// | open for | 30 s | 60 s | 5 s |
+    ///
+    /// The window follows resilience4j (a count window, which judges a tool called a few times a
+    /// minute as well as one called thousands of times). The minimum does not: an agent calls a
+    /// tool a few dozen times in a run, and a minimum of 100 would never let the rule judge; 10
+    /// still keeps one unlucky call from tripping the breaker. No ratio is assumed, because the
+    /// two libraries disagree by five times and the right one depends on the tool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{CircuitBreaker, FailureKind, Outcome, State, TransitionReason, Window};
+    ///
+    /// // A dependency that fails every third call: never 5 failures in a row, but a third of
+    /// // its calls.
+    /// let breaker = CircuitBreaker::builder()
+    ///     .failure_rate(0.3)
+    ///     .window(Window::Calls(10))
+    ///     .minimum_calls(6)
+    ///     .build()?;
+    /// let failed = Outcome::Failure(FailureKind::Unavailable);
+    /// let mut trip = None;
+    /// for call in 1..=6 {
+    ///     let outcome = if call % 3 == 0 { failed } else { Outcome::Success };
+    ///     trip = breaker.try_acquire().unwrap().record(outcome);
+    /// }
+    /// assert_eq!(trip.unwrap().reason(), TransitionReason::FailureRate, "2 of 6 ≥ 30 %");
+    /// assert_eq!(breaker.state(), State::Open);
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn failure_rate(mut self, ratio: f64) -> Self {
+        self.rates.failure_rate = Some(ratio);
+        self
+    }
+
+    /// The slow-call rule: a call that took at least `threshold` is slow, whether it succeeded
+    /// or failed; trip when slow calls / judged calls in the window reach `ratio`, under the same
+    /// window and minimum as the failure rate. Calls are timed by
+    /// [`CircuitBreaker::call`] and [`run`](CircuitBreaker::run) (on the breaker's clock) and by
+    /// the guard pipeline (on tokio's) when this rule is set; a caller holding a permit reports
+    /// the time with [`Permit::record_elapsed`](super::Permit::record_elapsed). Validated by
+    /// `build`: `threshold` above zero (`slow_call_threshold`), `ratio` in (0, 1]
+    /// (`slow_call_rate`).
+    pub fn slow_calls(mut self, threshold: Duration, ratio: f64) -> Self {
+        self.rates.slow_calls = Some((threshold, ratio));
+        self
+    }
+
+    /// The window the rate rules judge (default [`Window::Calls`]`(100)`); see [`Window`] for
+    /// its buckets. Validated by `build`: at least 1 call or 1 ms, and a rate rule must be set.
+    pub fn window(mut self, window: Window) -> Self {
+        self.rates.window = Some(window);
+        self
+    }
+
+    /// The fewest judged calls in the window before a rate is judged (default 10, or a count
+    /// window's size if smaller). Once the window holds this many, the rates are judged on
+    /// every call, before the window fills. Validated by `build`: at least 1, at most a count
+    /// window's size, and a rate rule must be set.
+    pub fn minimum_calls(mut self, calls: u32) -> Self {
+        self.rates.minimum_calls = Some(calls);
         self
     }
 
@@ -71,6 +158,7 @@ impl Builder {
     /// Start from a validated [`Config`].
     pub fn config(mut self, config: Config) -> Self {
         self.failure_threshold = config.failure_threshold();
+        self.rates = config.rate_settings();
         self.cooldown = config.cooldown();
         self.probe_timeout = config.probe_timeout();
         self
@@ -153,7 +241,10 @@ impl Builder {
     ///
     /// # Errors
     ///
-    /// As [`Config::new`].
+    /// As [`Config::new`], and for the rate rules: a ratio outside (0, 1] (`failure_rate`,
+    /// `slow_call_rate`), a zero slow-call threshold (`slow_call_threshold`), a window of 0 or
+    /// longer than [`MAX_DURATION`](crate::config::MAX_DURATION) (`window`), `minimum_calls` of 0
+    /// or above a count window, and a `window` or `minimum_calls` with no rate rule.
     ///
     /// # Examples
     ///
@@ -169,7 +260,12 @@ impl Builder {
     /// # Ok::<(), toolbreaker::ConfigError>(())
     /// ```
     pub fn build_config(&self) -> Result<Config, ConfigError> {
-        Config::new(self.failure_threshold, self.cooldown, self.probe_timeout)
+        Config::with_rules(
+            self.failure_threshold,
+            self.cooldown,
+            self.probe_timeout,
+            &self.rates,
+        )
     }
 
     /// Build the breaker, closed with no failures.

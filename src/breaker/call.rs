@@ -120,8 +120,9 @@ impl CircuitBreaker {
         classify: impl Classify<T, E>,
     ) -> Result<T, CallError<E>> {
         let permit = self.try_acquire().map_err(CallError::Blocked)?;
+        let started = self.start_timing();
         let result = op();
-        permit.record(classify.classify(&result));
+        permit.record_elapsed_if(classify.classify(&result), self.timed_since(started));
         result.map_err(CallError::Inner)
     }
 
@@ -201,13 +202,17 @@ impl CircuitBreaker {
         F: Future<Output = Result<T, E>>,
     {
         let permit = self.try_acquire().map_err(CallError::Blocked)?;
+        let started = self.start_timing();
         match tokio::time::timeout(timeout, fut).await {
             Ok(result) => {
-                permit.record(classify.classify(&result));
+                permit.record_elapsed_if(classify.classify(&result), self.timed_since(started));
                 result.map_err(CallError::Inner)
             }
             Err(_elapsed) => {
-                permit.record(crate::Outcome::Failure(crate::FailureKind::Timeout));
+                permit.record_elapsed_if(
+                    crate::Outcome::Failure(crate::FailureKind::Timeout),
+                    self.timed_since(started),
+                );
                 Err(CallError::TimedOut(timeout))
             }
         }
@@ -232,7 +237,8 @@ pin_project_lite::pin_project! {
 
 enum Stage<'a> {
     Start,
-    Admitted(Permit<'a>),
+    /// The permit, and the clock's reading when the call began if calls are timed.
+    Admitted(Permit<'a>, Option<u64>),
     Done,
 }
 
@@ -240,7 +246,7 @@ impl<F, C> fmt::Debug for RunFuture<'_, F, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let stage = match self.stage {
             Stage::Start => "start",
-            Stage::Admitted(_) => "admitted",
+            Stage::Admitted(..) => "admitted",
             Stage::Done => "done",
         };
         f.debug_struct("RunFuture")
@@ -261,18 +267,19 @@ where
         let this = self.project();
         match this.stage {
             Stage::Start => match this.breaker.try_acquire() {
-                Ok(permit) => *this.stage = Stage::Admitted(permit),
+                Ok(permit) => *this.stage = Stage::Admitted(permit, this.breaker.start_timing()),
                 Err(blocked) => {
                     *this.stage = Stage::Done;
                     return Poll::Ready(Err(CallError::Blocked(blocked)));
                 }
             },
-            Stage::Admitted(_) => {}
+            Stage::Admitted(..) => {}
             Stage::Done => panic!("`RunFuture` polled after completion"),
         }
         let result = ready!(this.fut.poll(cx));
-        if let Stage::Admitted(permit) = core::mem::replace(this.stage, Stage::Done) {
-            permit.record(this.classify.classify(&result));
+        if let Stage::Admitted(permit, started) = core::mem::replace(this.stage, Stage::Done) {
+            let elapsed = this.breaker.timed_since(started);
+            permit.record_elapsed_if(this.classify.classify(&result), elapsed);
         }
         Poll::Ready(result.map_err(CallError::Inner))
     }

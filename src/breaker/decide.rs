@@ -5,7 +5,7 @@
 //! exhaustively below and reused by other storage (the split of governor's `gcra.rs` and its
 //! state store). The word's layout and the meaning of generations are in `word`.
 
-use super::word::{Kind, Word, next_generation};
+use super::word::{Kind, RATED, WATCH, Word, next_generation};
 use crate::config::Limits;
 use crate::types::{BlockedReason, State, Transition, TransitionReason};
 
@@ -35,6 +35,53 @@ fn trip(generation: u32, failures: u64, now_ms: u64, limits: &Limits) -> Step {
             limits,
         )),
     }
+}
+
+/// The flags a closed word entered by a transition starts with: `RATED` when a rate rule is set.
+pub(crate) const fn closed_flags(limits: &Limits) -> u64 {
+    if limits.rates.is_some() { RATED } else { 0 }
+}
+
+/// A trip decided by a rate rule's window: a closed word still of `generation` opens at `now_ms`,
+/// with `reason` and the window's counted failures (or slow calls). `None` if the word has moved
+/// on (another trip, a change by hand): the window judged a generation that is over.
+pub(crate) fn window_trip(
+    word: Word,
+    generation: u32,
+    reason: TransitionReason,
+    counted: u64,
+    now_ms: u64,
+    limits: &Limits,
+) -> Option<Step> {
+    if word.closed_generation() != Some(generation) {
+        return None;
+    }
+    let next = next_generation(generation);
+    Some(Step {
+        next: Word::open(next, now_ms),
+        transition: Some(Transition::new(
+            State::Closed,
+            State::Open,
+            next,
+            reason,
+            counted,
+            limits,
+        )),
+    })
+}
+
+/// A closed word of `generation` with its `WATCH` flag set to `on`; `None` if it already is, or
+/// if the word has moved on.
+pub(crate) fn watch(word: Word, generation: u32, on: bool) -> Option<Word> {
+    if word.closed_generation() != Some(generation) || (word.flags() & WATCH != 0) == on {
+        return None;
+    }
+    let flags = if on {
+        word.flags() | WATCH
+    } else {
+        word.flags() & !WATCH
+    };
+    Some(Word::closed_with(generation, word.failures(), flags))
 }
 
 /// The effective state of a word at a time, with what a caller needs to know about it.
@@ -284,11 +331,13 @@ pub(crate) fn report(
     }
     match (word.kind(), probe) {
         (Kind::Closed, false) => {
-            let failures = word.payload();
+            // The flags stay as they are: the window's judge sets and clears `WATCH`.
+            let failures = word.failures();
+            let flags = word.flags();
             match report {
                 Report::Success if failures == 0 => None,
                 Report::Success => Some(Step {
-                    next: Word::closed(generation, 0),
+                    next: Word::closed_with(generation, 0, flags),
                     transition: None,
                 }),
                 Report::Failure => {
@@ -297,7 +346,7 @@ pub(crate) fn report(
                         Some(trip(generation, failures, now(), limits))
                     } else {
                         Some(Step {
-                            next: Word::closed(generation, failures),
+                            next: Word::closed_with(generation, failures, flags),
                             transition: None,
                         })
                     }
@@ -313,7 +362,7 @@ pub(crate) fn report(
             let next = next_generation(generation);
             Some(match report {
                 Report::Success => Step {
-                    next: Word::closed(next, 0),
+                    next: Word::closed_with(next, 0, closed_flags(limits)),
                     transition: Some(Transition::new(
                         State::HalfOpen,
                         State::Closed,
@@ -392,23 +441,27 @@ pub(crate) fn manual(word: Word, action: Manual, limits: &Limits) -> Option<Step
     let generation = next_generation(word.generation());
     let (failures, to, next) = match (action, word.closed_generation()) {
         (Manual::ForceOpen, _) if word.is_isolated() => return None,
-        (Manual::ForceOpen, Some(_)) => (word.payload(), State::Open, Word::isolated(generation)),
+        (Manual::ForceOpen, Some(_)) => (word.failures(), State::Open, Word::isolated(generation)),
         (Manual::ForceOpen, None) => (0, State::Open, Word::isolated(generation)),
         (Manual::ForceClosed, Some(_)) => return None,
         // Nothing to clear: nothing changes, and the generation stays (it moves without a
         // transition only when there is a count to clear, so listeners' order keeps up with it).
+        // A breaker with a rate rule may hold calls in its window: it always has a count to clear.
         (Manual::Reset, Some(_)) if word.payload() == 0 => return None,
         // Closed stays closed, with no failures, in a new generation: no call admitted before
-        // the reset counts after it. The state does not change, so it is no transition.
+        // the reset counts after it, and the window starts empty. The state does not change, so
+        // it is no transition.
         (Manual::Reset, Some(_)) => {
             return Some(Step {
-                next: Word::closed(generation, 0),
+                next: Word::closed_with(generation, 0, closed_flags(limits)),
                 transition: None,
             });
         }
-        (Manual::ForceClosed | Manual::Reset, None) => {
-            (0, State::Closed, Word::closed(generation, 0))
-        }
+        (Manual::ForceClosed | Manual::Reset, None) => (
+            0,
+            State::Closed,
+            Word::closed_with(generation, 0, closed_flags(limits)),
+        ),
     };
     Some(Step {
         next,
@@ -451,7 +504,7 @@ pub(crate) fn check_threshold(
     now: impl FnOnce() -> u64,
 ) -> Option<Step> {
     let generation = word.closed_generation()?;
-    let failures = word.payload();
+    let failures = word.failures();
     if failures == 0 || failures < limits.failure_threshold {
         return None;
     }
@@ -500,7 +553,7 @@ pub(crate) fn adopt(
 ) -> Option<Step> {
     let generation = next_generation(word.generation());
     let failures = if word.kind() == Kind::Closed {
-        word.payload()
+        word.failures()
     } else {
         0
     };
@@ -519,7 +572,10 @@ pub(crate) fn adopt(
             (Word::open(generation, opened_at_ms), State::Open)
         }
         Remote::Closed if word.kind() == Kind::Closed => return None,
-        Remote::Closed => (Word::closed(generation, 0), State::Closed),
+        Remote::Closed => (
+            Word::closed_with(generation, 0, closed_flags(limits)),
+            State::Closed,
+        ),
         Remote::Isolated if word.is_isolated() => return None,
         Remote::Isolated => (Word::isolated(generation), State::Open),
         Remote::ProbeHere if word.kind() == Kind::Open && !word.is_isolated() => {
@@ -559,6 +615,7 @@ mod tests {
         failure_threshold: 3,
         cooldown_ms: 100,
         probe_timeout_ms: 1_000,
+        rates: None,
     };
 
     fn never() -> u64 {
@@ -584,10 +641,16 @@ mod tests {
     fn every_kind_round_trips_at_the_limits_of_its_fields() {
         for generation in [0, 1, MAX_GENERATION / 2, MAX_GENERATION] {
             for payload in [0, 1, PAYLOAD_MASK - 1, PAYLOAD_MASK] {
+                // A closed payload is two flags and a count: the count saturates below them.
                 let closed = Word::closed(generation, payload);
                 assert_eq!(
                     (closed.kind(), closed.generation(), closed.payload()),
-                    (Kind::Closed, generation, payload)
+                    (Kind::Closed, generation, payload.min(MAX_FAILURES))
+                );
+                let flagged = Word::closed_with(generation, payload, payload);
+                assert_eq!(
+                    (flagged.failures(), flagged.flags()),
+                    (payload.min(MAX_FAILURES), payload & CLOSED_FLAGS)
                 );
                 // Times stop at MAX_TIME_MS, one below the payload's top, which marks isolation.
                 let time = payload.min(MAX_TIME_MS);
@@ -791,6 +854,7 @@ mod tests {
             failure_threshold: 1,
             cooldown_ms: MAX_TIME_MS,
             probe_timeout_ms: MAX_TIME_MS,
+            rates: None,
         };
         assert_eq!(
             view(word, &limits, || u64::MAX),

@@ -5,13 +5,15 @@
 use core::time::Duration;
 
 use crossbeam_utils::CachePadded;
+use once_cell::race::OnceBox;
 use smol_str::SmolStr;
 
 use super::decide::{self, Admission, Manual, Remote, Report, Step, View};
-use super::store::Store;
+use super::store::{Store, Updated};
 use super::tap::{Gate, Tap};
-use super::word::{MAX_TIME_MS, Word};
-use crate::config::{Config, Limits};
+use super::window::{self, Rule, Windows};
+use super::word::{MAX_TIME_MS, RATED, WATCH, Word};
+use crate::config::{Config, Limits, Rates, WindowLimit};
 use crate::observe::{self, Counter, Counters, Herald, Listener, Metrics};
 use crate::sync::{self, AtomicU64, Mutex, Ordering, RelaxedU64};
 use crate::time::Origin;
@@ -90,11 +92,11 @@ struct Inner {
     origin: Origin,
     /// Counters, when counting is on (`Builder::metrics`).
     metrics: Option<Box<Counters>>,
+    /// The rate rules' window, made when the breaker first has one (see `window`).
+    windows: OnceBox<Windows>,
     name: SmolStr,
     /// The herald and the fleet's tap, boxed: only the slow paths reach them.
     cold: Box<Cold>,
-    /// Serialises reconfigurations, so two never interleave their fields.
-    reconfigure: Mutex<()>,
 }
 
 /// What only the slow paths read, boxed so the hot block stays one cache line's pair: the herald,
@@ -104,6 +106,14 @@ struct Inner {
 struct Cold {
     herald: Herald,
     tap: Option<std::sync::Arc<Tap>>,
+    /// Serialises reconfigurations, so two never interleave their fields.
+    reconfigure: Mutex<()>,
+}
+
+/// Whether a call that took `elapsed` is slow under `rates`; an untimed call never is.
+#[inline]
+fn is_slow(rates: &Rates, elapsed: Option<Duration>) -> bool {
+    rates.times_calls() && elapsed.is_some_and(|elapsed| elapsed >= rates.slow_threshold)
 }
 
 /// Gives a probe's slot back if dropped, that is, if the code between taking the permit's flags
@@ -154,13 +164,14 @@ impl LiveLimits {
         }
     }
 
-    /// Relaxed loads: see the type's docs.
+    /// Relaxed loads: see the type's docs. The rate rules live with the window (`Windows`).
     #[inline]
-    fn load(&self) -> Limits {
+    fn load(&self, rates: Option<Rates>) -> Limits {
         Limits {
             failure_threshold: self.failure_threshold.load(Ordering::Relaxed),
             cooldown_ms: self.cooldown_ms.load(Ordering::Relaxed),
             probe_timeout_ms: self.probe_timeout_ms.load(Ordering::Relaxed),
+            rates,
         }
     }
 
@@ -198,18 +209,29 @@ impl CircuitBreaker {
     }
 
     pub(crate) fn with_extras(config: Config, clock: quanta::Clock, extras: Extras) -> Self {
+        let limits = config.limits();
+        let windows = OnceBox::new();
+        let mut first = Word::INITIAL;
+        if let Some(rates) = limits.rates {
+            let made = Box::new(Windows::new());
+            made.set_rates(Some(rates));
+            made.rebase(0, &rates, 0);
+            let _ = windows.set(made);
+            first = Word::closed_with(0, 0, RATED);
+        }
         CircuitBreaker {
             inner: CachePadded::new(Inner {
-                store: Store::new(Word::INITIAL),
-                limits: LiveLimits::new(config.limits()),
+                store: Store::new(first),
+                limits: LiveLimits::new(limits),
                 origin: Origin::new(clock),
                 metrics: extras.metrics.then(|| Box::new(Counters::new())),
+                windows,
                 name: extras.name,
                 cold: Box::new(Cold {
                     herald: Herald::new(extras.listener),
                     tap: extras.tap,
+                    reconfigure: Mutex::new(()),
                 }),
-                reconfigure: Mutex::new(()),
             }),
         }
     }
@@ -228,7 +250,13 @@ impl CircuitBreaker {
 
     #[inline]
     fn limits(&self) -> Limits {
-        self.inner.limits.load()
+        self.inner.limits.load(self.rates())
+    }
+
+    /// The rate rules in force, if any (kept with the window).
+    #[inline]
+    fn rates(&self) -> Option<Rates> {
+        self.inner.windows.get()?.rates()
     }
 
     /// A snapshot of this breaker's counters, or `None` when counting is off (the default; turn
@@ -282,7 +310,7 @@ impl CircuitBreaker {
     ) -> Result<P, Blocked> {
         let limits = self.limits();
         let mut now = None;
-        let updated = self.inner.store.update(word, |word| {
+        let updated = self.update(word, |word| {
             let (admission, next) =
                 decide::acquire(word, &limits, || *now.get_or_insert_with(|| self.now_ms()));
             // In fleet mode the fleet says which instance takes the probe slot.
@@ -379,18 +407,80 @@ impl CircuitBreaker {
         decide::is_current(word, generation, probe, &self.limits(), || self.now_ms())
     }
 
+    /// Apply `decide` through the store (see `Store::update`); a write that lands a closed word
+    /// of a new generation starts the window afresh: every transition empties it.
+    #[inline]
+    fn update<R>(&self, word: Word, decide: impl FnMut(Word) -> (Option<Word>, R)) -> Updated<R> {
+        let updated = self.inner.store.update(word, decide);
+        if let Some(after) = updated.after
+            && after.flags() & RATED != 0
+            && after.closed_generation().is_some()
+            && updated.before.closed_generation() != Some(after.generation())
+        {
+            self.rebase(after.generation());
+        }
+        updated
+    }
+
+    /// Start `generation`'s window (see `update`).
+    #[cold]
+    fn rebase(&self, generation: u32) {
+        if let Some(windows) = self.inner.windows.get()
+            && let Some(rates) = windows.rates()
+        {
+            windows.rebase(generation, &rates, self.window_now(&rates));
+        }
+    }
+
+    /// The clock for a window: read for a time window only.
+    #[inline]
+    fn window_now(&self, rates: &Rates) -> u64 {
+        match rates.window {
+            WindowLimit::Calls(_) => 0,
+            WindowLimit::TimeMs(_) => self.now_ms(),
+        }
+    }
+
+    /// Count a healthy call into the window: the whole of a rated breaker's healthy report,
+    /// unless `elapsed` makes it slow (then `false`: the caller takes the slow path).
+    #[inline]
+    pub(crate) fn count_healthy(&self, elapsed: Option<Duration>) -> bool {
+        let Some(windows) = self.inner.windows.get() else {
+            return true;
+        };
+        let Some(rates) = windows.rates() else {
+            return true;
+        };
+        if is_slow(&rates, elapsed) {
+            return false;
+        }
+        windows.add_call(&rates, || self.now_ms());
+        true
+    }
+
+    /// Whether calls are to be timed: a slow-call rule is set.
+    #[inline]
+    pub(crate) fn times_calls(&self) -> bool {
+        self.rates().is_some_and(|rates| rates.times_calls())
+    }
+
+    /// The breaker's clock, read raw to time a call, if a slow-call rule is set (`call` and
+    /// `run` time their calls only then); `None` reads no clock.
+    #[inline]
+    pub(crate) fn start_timing(&self) -> Option<u64> {
+        self.times_calls().then(|| self.inner.origin.raw())
+    }
+
+    /// The time since `start_timing`'s reading, on the breaker's clock.
+    #[inline]
+    pub(crate) fn timed_since(&self, start: Option<u64>) -> Option<Duration> {
+        start.map(|start| self.inner.origin.since(start))
+    }
+
     /// The word now (see `Store::load`).
     #[inline(always)]
     pub(crate) fn word(&self) -> Word {
         self.inner.store.load()
-    }
-
-    /// Whether the word is closed in `generation` with no failures to clear: an ordinary permit
-    /// of that generation reporting a success or an ignored outcome changes nothing. The whole
-    /// healthy path of a report: one load; no store, no clock read.
-    #[inline(always)]
-    pub(crate) fn is_clear(&self, generation: u32) -> bool {
-        self.inner.store.load() == Word::closed(generation, 0)
     }
 
     /// Everything a report does besides the healthy path: counting, the failure event, clearing
@@ -425,7 +515,7 @@ impl CircuitBreaker {
             Counter::Ignored => Report::Ignored,
             _ => Report::Failure,
         };
-        self.report(generation, probe, report)
+        self.report_timed(generation, probe, report, elapsed)
     }
 
     /// A permit dropped unrecorded: count it if it is counted, give the probe slot back if it
@@ -448,9 +538,20 @@ impl CircuitBreaker {
         probe: bool,
         report: Report,
     ) -> Option<Transition> {
+        self.report_timed(generation, probe, report, None)
+    }
+
+    /// [`report`](Self::report) of a call that took `elapsed`, if it was timed.
+    fn report_timed(
+        &self,
+        generation: u32,
+        probe: bool,
+        report: Report,
+        elapsed: Option<Duration>,
+    ) -> Option<Transition> {
         let limits = self.limits();
         let mut now = None;
-        let updated = self.inner.store.update(self.inner.store.load(), |word| {
+        let updated = self.update(self.inner.store.load(), |word| {
             split(decide::report(
                 word,
                 generation,
@@ -471,6 +572,17 @@ impl CircuitBreaker {
             self.announce(transition);
             return Some(transition);
         }
+        // A judged call of a current ordinary permit of a breaker with a rate rule: into the
+        // window, and judged.
+        if !probe
+            && matches!(report, Report::Success | Report::Failure)
+            && updated.before.closed_generation() == Some(generation)
+            && updated.before.flags() & RATED != 0
+            && let Some(transition) =
+                self.judge_window(generation, report == Report::Failure, elapsed, &limits)
+        {
+            return Some(transition);
+        }
         match updated.after {
             // A failure counted below the threshold read before the swap. If the threshold was
             // lowered meanwhile, the reconfiguration's read-modify-write of the word came before
@@ -481,13 +593,52 @@ impl CircuitBreaker {
         }
     }
 
+    /// Record a judged call into the window and judge it: trip the word if a rate is reached
+    /// (one compare-and-swap, fenced by `generation`), else set or clear its `WATCH` flag.
+    #[cold]
+    fn judge_window(
+        &self,
+        generation: u32,
+        failure: bool,
+        elapsed: Option<Duration>,
+        limits: &Limits,
+    ) -> Option<Transition> {
+        let rates = limits.rates?;
+        let windows = self.inner.windows.get()?;
+        let now_ms = self.window_now(&rates);
+        let slow = is_slow(&rates, elapsed);
+        let judged = windows.record(generation, &rates, now_ms, failure, slow);
+        if let Some((rule, counted)) = window::verdict(&judged, &rates) {
+            let reason = match rule {
+                Rule::FailureRate => crate::types::TransitionReason::FailureRate,
+                Rule::SlowCallRate => crate::types::TransitionReason::SlowCallRate,
+            };
+            let mut now = None;
+            let updated = self.update(self.word(), |word| {
+                let now_ms = *now.get_or_insert_with(|| self.now_ms());
+                split(decide::window_trip(
+                    word, generation, reason, counted, now_ms, limits,
+                ))
+            });
+            let transition = updated.answer?;
+            self.announce(transition);
+            return Some(transition);
+        }
+        let watch = window::watch(&judged, &rates);
+        let word = self.word();
+        if word.closed_generation() == Some(generation) && (word.flags() & WATCH != 0) != watch {
+            self.update(word, |word| (decide::watch(word, generation, watch), ()));
+        }
+        None
+    }
+
     /// Trip `judged`, the word this caller just stored, if its count reaches the threshold in
     /// force now; nothing if the word has moved on (whoever moved it checks for themselves).
     #[cold]
     fn check_threshold(&self, judged: Word) -> Option<Transition> {
         let limits = self.limits();
         let mut now = None;
-        let updated = self.inner.store.update(judged, |word| {
+        let updated = self.update(judged, |word| {
             if word != judged {
                 return (None, None);
             }
@@ -502,7 +653,7 @@ impl CircuitBreaker {
 
     /// Apply a change made by hand to the newest word.
     fn manual(&self, action: Manual) -> Option<Transition> {
-        let updated = self.inner.store.update(self.inner.store.load(), |word| {
+        let updated = self.update(self.inner.store.load(), |word| {
             let limits = self.limits();
             // A probe that outlived its lease is written down first, in the same write, as the
             // next caller would: the change follows a transition that is heard.
@@ -639,20 +790,39 @@ impl CircuitBreaker {
     /// `reconfigure` without announcing the transition: the registry announces after releasing
     /// its own lock.
     pub(crate) fn reconfigure_silently(&self, config: Config) -> Option<Transition> {
-        let _serialised = sync::lock(&self.inner.reconfigure);
+        let _serialised = sync::lock(&self.inner.cold.reconfigure);
         let limits = config.limits();
+        // A rate rule's window exists before any word says the breaker has one.
+        if limits.rates.is_some() {
+            self.inner.windows.get_or_init(|| Box::new(Windows::new()));
+        }
+        let rates_changed = self.rates() != limits.rates;
         self.inner.limits.store(limits);
+        if let Some(windows) = self.inner.windows.get() {
+            windows.set_rates(limits.rates);
+        }
         // A read-modify-write of the word, even when it writes the same value: it comes after the
         // stores above, so a report whose swap reads from it (or from a later write) sees the new
         // settings, and one that swapped before it is seen here (loom model 9 fails if this is a
         // plain load). The store's write is the release that publishes the settings.
         let mut now = None;
-        let updated = self.inner.store.update(self.inner.store.load(), |word| {
+        let updated = self.update(self.inner.store.load(), |word| {
             let step = decide::check_threshold(word, &limits, || {
                 *now.get_or_insert_with(|| self.now_ms())
             });
             match step {
                 Some(step) => (Some(step.next), step.transition),
+                // New rate rules start a closed breaker's window afresh, in a new generation
+                // (as a reset does, and without a transition): no judgement of the old window,
+                // and no permit counted into it, meets the new rules.
+                None if rates_changed && word.closed_generation().is_some() => (
+                    Some(Word::closed_with(
+                        super::word::next_generation(word.generation()),
+                        word.failures(),
+                        decide::closed_flags(&limits),
+                    )),
+                    None,
+                ),
                 None => (Some(word), None),
             }
         });
@@ -665,7 +835,7 @@ impl CircuitBreaker {
     pub(crate) fn adopt(&self, remote: Remote) -> (Word, Option<Transition>) {
         let limits = self.limits();
         let mut now = None;
-        let updated = self.inner.store.update(self.inner.store.load(), |word| {
+        let updated = self.update(self.inner.store.load(), |word| {
             split(decide::adopt(word, remote, &limits, || {
                 *now.get_or_insert_with(|| self.now_ms())
             }))
@@ -689,7 +859,7 @@ impl CircuitBreaker {
     ) -> Result<(u32, Option<Transition>), ()> {
         let limits = self.limits();
         let mut now = None;
-        let updated = self.inner.store.update(self.inner.store.load(), |word| {
+        let updated = self.update(self.inner.store.load(), |word| {
             if word.generation() != generation {
                 return (None, Err(()));
             }

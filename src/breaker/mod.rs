@@ -6,7 +6,8 @@
 //! word and its one read-modify-write), `machine` (the breaker: it reads the clock and the live
 //! settings, applies the decisions through the store and tells the observers), `permit` (the
 //! permits, and the methods that issue them), `call` (guarded calls) and `builder`. `tap` (what
-//! the slow paths tell the fleet agent, feature `redis`) sits between `store` and `machine`.
+//! the slow paths tell the fleet agent, feature `redis`) and `window` (the rate rules' counts,
+//! beside the word) sit between `store` and `machine`.
 
 mod builder;
 mod call;
@@ -15,6 +16,7 @@ mod machine;
 mod permit;
 mod store;
 mod tap;
+mod window;
 mod word;
 
 pub use self::builder::Builder;

@@ -5,7 +5,7 @@ use core::time::Duration;
 use std::sync::Arc;
 
 use super::machine::CircuitBreaker;
-use super::word::Word;
+use super::word::{RATED, Word};
 use crate::classify::Outcome;
 use crate::observe::Counter;
 use crate::types::{Blocked, Transition};
@@ -144,11 +144,53 @@ impl<'a> Permit<'a> {
         self.ticket.record(outcome, None)
     }
 
-    /// [`record`](Self::record) for a caller that timed the call: a counted failure's event
-    /// carries `elapsed`.
+    /// [`record`](Self::record) for a call that took `elapsed`: a slow-call rule
+    /// ([`Builder::slow_calls`](super::Builder::slow_calls)) judges the call slow when `elapsed`
+    /// is at least its threshold, whether it succeeded or failed, and a counted failure's event
+    /// carries `elapsed`. (An outcome recorded with [`record`](Self::record) is never slow.)
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolbreaker::{CircuitBreaker, Outcome, State, TransitionReason, Window};
+    ///
+    /// let breaker = CircuitBreaker::builder()
+    ///     .slow_calls(Duration::from_secs(2), 0.5)
+    ///     .window(Window::Calls(4))
+    ///     .minimum_calls(4)
+    ///     .build()?;
+    /// let fast = Duration::from_millis(300);
+    /// let slow = Duration::from_secs(2);
+    /// for elapsed in [fast, slow, fast] {
+    ///     assert_eq!(breaker.try_acquire().unwrap().record_elapsed(Outcome::Success, elapsed), None);
+    /// }
+    /// // The fourth call reaches the minimum: 2 slow of 4 is the rule's 50 %.
+    /// let trip = breaker.try_acquire().unwrap().record_elapsed(Outcome::Success, slow).unwrap();
+    /// assert_eq!(trip.reason(), TransitionReason::SlowCallRate);
+    /// assert_eq!(breaker.state(), State::Open);
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn record_elapsed(self, outcome: Outcome, elapsed: Duration) -> Option<Transition> {
+        self.ticket.record(outcome, Some(elapsed))
+    }
+
+    /// [`record`](Self::record), or [`record_elapsed`](Self::record_elapsed) for a call that was
+    /// timed.
+    #[inline(always)]
+    pub(crate) fn record_elapsed_if(
+        self,
+        outcome: Outcome,
+        elapsed: Option<Duration>,
+    ) -> Option<Transition> {
+        self.ticket.record(outcome, elapsed)
+    }
+
+    /// [`record_elapsed`](Self::record_elapsed), for the crate's own timed calls.
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn record_timed(self, outcome: Outcome, elapsed: Duration) -> Option<Transition> {
-        self.ticket.record(outcome, Some(elapsed))
+        self.record_elapsed(outcome, elapsed)
     }
 
     /// The same permit, holding its breaker by `Arc` so it can outlive this borrow (move into a
@@ -214,6 +256,12 @@ impl OwnedPermit {
         self.ticket.record(outcome, None)
     }
 
+    /// As [`Permit::record_elapsed`].
+    #[inline]
+    pub fn record_elapsed(self, outcome: Outcome, elapsed: Duration) -> Option<Transition> {
+        self.ticket.record(outcome, Some(elapsed))
+    }
+
     /// As [`Permit::is_current`].
     pub fn is_current(&self) -> bool {
         self.ticket.is_current()
@@ -248,11 +296,19 @@ impl<B: Deref<Target = CircuitBreaker>> Ticket<B> {
         let counting = core::mem::take(&mut self.counting);
         // The healthy path first, inline: nothing to write, and at most one count. Everything
         // else is one out-of-line call with plain arguments.
-        if !probe && !counter.is_failure() && self.breaker.is_clear(self.generation) {
-            if counting {
-                self.breaker.count(counter);
+        if !probe && !counter.is_failure() {
+            // One load: the consecutive-only breaker's healthy word, or a rated breaker's, whose
+            // success (not slow) is counted into its window and no more.
+            let word = self.breaker.word();
+            if word == Word::closed(self.generation, 0)
+                || (word == Word::closed_with(self.generation, 0, RATED)
+                    && (counter != Counter::Success || self.breaker.count_healthy(elapsed)))
+            {
+                if counting {
+                    self.breaker.count(counter);
+                }
+                return None;
             }
-            return None;
         }
         self.breaker
             .record_slow(self.generation, probe, counting, counter, elapsed)

@@ -11,7 +11,7 @@
 //!  63 62 61                  42 41                                         0
 //! | kind | generation (20 bits) | payload (42 bits)                          |
 //!
-//! kind = CLOSED    payload = consecutive counted failures
+//! kind = CLOSED    payload = RATED (bit 41) | WATCH (bit 40) | consecutive counted failures (40 bits)
 //! kind = OPEN      payload = opened-at, ms since the breaker's time origin; all ones: isolated
 //! kind = PROBING   payload = probe-started-at, ms since the origin (the probe slot is taken)
 //! kind = HALF_OPEN payload = 0 (the cooldown is over and the probe slot is free)
@@ -49,6 +49,12 @@
 //! that moves the generation without a transition; half a million of them with no transition
 //! between would also put a listener's order (`Transition::is_after`) past its half cycle.
 //!
+//! A closed word's two flags serve the rate rules (`window`): `RATED` says the breaker has one, so
+//! a healthy report knows from the one load it already makes whether to count the call into the
+//! window; `WATCH` says the window holds failures or slow calls that a success may have to judge
+//! (a success that brings the window to its minimum). A closed word with neither flag and no
+//! failures is the consecutive-only breaker's healthy word, unchanged.
+//!
 //! Half-open is usually not stored: it is an open word whose cooldown has elapsed, or a probing
 //! word whose lease has run out plus a cooldown. It is stored only after a probe gives its slot back
 //! (outcome `Ignored`, or dropped), because then there is no time to derive it from.
@@ -78,8 +84,14 @@ pub(crate) const MAX_GENERATION: u32 = GENERATION_MASK as u32;
 pub(crate) const MAX_TIME_MS: u64 = PAYLOAD_MASK - 1;
 /// The opened-at payload of a breaker forced open by hand: above every time, so it never cools down.
 const ISOLATED_AT: u64 = PAYLOAD_MASK;
-/// The largest consecutive-failure count the word holds.
-pub(crate) const MAX_FAILURES: u64 = PAYLOAD_MASK;
+/// A closed word's flag: the breaker has a rate rule; healthy calls are counted into its window.
+pub(crate) const RATED: u64 = 1 << (PAYLOAD_BITS - 1);
+/// A closed word's flag: the window holds failures or slow calls, so successes are judged too.
+pub(crate) const WATCH: u64 = 1 << (PAYLOAD_BITS - 2);
+/// The flags of a closed word.
+pub(crate) const CLOSED_FLAGS: u64 = RATED | WATCH;
+/// The largest consecutive-failure count the word holds: 2^40 − 1.
+pub(crate) const MAX_FAILURES: u64 = WATCH - 1;
 
 // A transition's order (`Transition::is_after`) wraps with the generation field.
 const _: () = assert!(GENERATION_BITS == crate::types::TRANSITION_GENERATION_BITS);
@@ -121,6 +133,25 @@ impl Word {
 
     pub(crate) const fn closed(generation: u32, failures: u64) -> Word {
         Word::pack(CLOSED, generation, clamp(failures, MAX_FAILURES))
+    }
+
+    /// A closed word with `flags` (`RATED`, `WATCH`) beside its count.
+    pub(crate) const fn closed_with(generation: u32, failures: u64, flags: u64) -> Word {
+        Word::pack(
+            CLOSED,
+            generation,
+            clamp(failures, MAX_FAILURES) | (flags & CLOSED_FLAGS),
+        )
+    }
+
+    /// A closed word's consecutive counted failures (its payload without the flags).
+    pub(crate) const fn failures(self) -> u64 {
+        self.payload() & MAX_FAILURES
+    }
+
+    /// A closed word's flags.
+    pub(crate) const fn flags(self) -> u64 {
+        self.payload() & CLOSED_FLAGS
     }
 
     pub(crate) const fn open(generation: u32, opened_at_ms: u64) -> Word {

@@ -435,7 +435,9 @@ impl Agent {
         }
         for transition in &drained.transitions {
             match transition.reason() {
-                TransitionReason::FailureThreshold => {
+                TransitionReason::FailureThreshold
+                | TransitionReason::FailureRate
+                | TransitionReason::SlowCallRate => {
                     dep.local_trip = true;
                     dep.pending.report = true;
                 }
@@ -562,10 +564,11 @@ impl Agent {
                 .is_some_and(|r| r.state == Shared::Closed);
             if fleet_closed && (count.is_some() || dep.local_trip) {
                 let config = dep.breaker.config();
-                let threshold = settings
-                    .failure_threshold
-                    .unwrap_or(config.failure_threshold());
-                let count = count.unwrap_or(u64::from(config.failure_threshold()));
+                // A breaker with only a rate rule counts no consecutive failures the fleet could
+                // add up: its shared threshold is out of reach, and its trips are shared as trips.
+                let own = config.failure_threshold().unwrap_or(u32::MAX);
+                let threshold = settings.failure_threshold.unwrap_or(own);
+                let count = count.unwrap_or(u64::from(own));
                 let mut invocation = script::invocation(&scripts.report, &dep.keys, &dep.name);
                 invocation
                     .arg(&settings.instance)

@@ -30,7 +30,7 @@ pub(crate) enum Counter {
 }
 
 const COUNTERS: usize = 9;
-const REASONS: usize = 7;
+const REASONS: usize = 9;
 
 impl Counter {
     /// The counter of a recorded outcome.
@@ -80,6 +80,8 @@ fn reason_index(reason: TransitionReason) -> usize {
         TransitionReason::ProbeTimedOut => 4,
         TransitionReason::Manual => 5,
         TransitionReason::Fleet => 6,
+        TransitionReason::FailureRate => 7,
+        TransitionReason::SlowCallRate => 8,
     }
 }
 
@@ -89,7 +91,7 @@ const MAX_STRIPES: usize = 16;
 
 /// The stripes per breaker: the machine's parallelism rounded up to a power of two, at most
 /// [`MAX_STRIPES`].
-fn stripe_count() -> usize {
+pub(crate) fn stripe_count() -> usize {
     static STRIPES: OnceLock<usize> = OnceLock::new();
     *STRIPES.get_or_init(|| {
         std::thread::available_parallelism()
@@ -102,7 +104,7 @@ fn stripe_count() -> usize {
 /// This thread's index, handed out in order of first use, so consecutive threads (a runtime's
 /// workers) land on different stripes.
 #[inline]
-fn thread_index() -> usize {
+pub(crate) fn thread_index() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
         static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
@@ -194,6 +196,8 @@ impl Counters {
             ignored: self.sum(Counter::Ignored),
             transitions: TransitionCounts {
                 failure_threshold: t(TransitionReason::FailureThreshold),
+                failure_rate: t(TransitionReason::FailureRate),
+                slow_call_rate: t(TransitionReason::SlowCallRate),
                 cooldown_elapsed: t(TransitionReason::CooldownElapsed),
                 probe_succeeded: t(TransitionReason::ProbeSucceeded),
                 probe_failed: t(TransitionReason::ProbeFailed),
@@ -267,8 +271,12 @@ impl FailureCounts {
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct TransitionCounts {
-    /// Trips: closed → open.
+    /// Trips by the consecutive rule: closed → open.
     pub failure_threshold: u64,
+    /// Trips by the failure-rate rule.
+    pub failure_rate: u64,
+    /// Trips by the slow-call rule.
+    pub slow_call_rate: u64,
     /// Open → half-open, counted when a probe takes the slot.
     pub cooldown_elapsed: u64,
     /// Half-open → closed.
@@ -287,6 +295,8 @@ impl TransitionCounts {
     /// All transitions.
     pub fn total(&self) -> u64 {
         self.failure_threshold
+            + self.failure_rate
+            + self.slow_call_rate
             + self.cooldown_elapsed
             + self.probe_succeeded
             + self.probe_failed

@@ -51,6 +51,8 @@ impl Metrics {
         let t = &self.transitions;
         for (reason, count) in [
             ("failure_threshold", t.failure_threshold),
+            ("failure_rate", t.failure_rate),
+            ("slow_call_rate", t.slow_call_rate),
             ("cooldown_elapsed", t.cooldown_elapsed),
             ("probe_succeeded", t.probe_succeeded),
             ("probe_failed", t.probe_failed),

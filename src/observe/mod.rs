@@ -17,7 +17,7 @@ mod counters;
 #[cfg(feature = "metrics")]
 mod export;
 
-pub(crate) use self::counters::{Counter, Counters};
+pub(crate) use self::counters::{Counter, Counters, stripe_count, thread_index};
 pub use self::counters::{FailureCounts, Metrics, TransitionCounts};
 
 use crate::sync::{self, Mutex};

@@ -287,14 +287,49 @@ impl fmt::Display for ConfigChange {
         f.write_str(self.dependency().unwrap_or("default"))?;
         let (b, a) = (self.before, self.after);
         let mut sep = ": ";
+        let threshold = |c: Config| match c.failure_threshold() {
+            Some(n) => n.to_string(),
+            None => "off".to_owned(),
+        };
         if b.failure_threshold() != a.failure_threshold() {
             write!(
                 f,
                 "{sep}failure_threshold {} -> {}",
-                b.failure_threshold(),
-                a.failure_threshold()
+                threshold(b),
+                threshold(a)
             )?;
             sep = ", ";
+        }
+        // The rate rules, each as the file spells it.
+        let rate = |r: Option<f64>| r.map_or("off".to_owned(), |r| r.to_string());
+        let slow = |c: Config| {
+            c.slow_calls().map_or("off".to_owned(), |(t, r)| {
+                format!("{} ms at {r}", millis_floor(t))
+            })
+        };
+        let window = |c: Config| match c.window() {
+            None => "off".to_owned(),
+            Some(crate::Window::Calls(n)) => format!("{n} calls"),
+            Some(crate::Window::Time(t)) => format!("{} ms", millis_floor(t)),
+        };
+        let minimum = |c: Config| {
+            c.minimum_calls()
+                .map_or("off".to_owned(), |m| m.to_string())
+        };
+        for (name, old, new) in [
+            (
+                "failure_rate",
+                rate(b.failure_rate()),
+                rate(a.failure_rate()),
+            ),
+            ("slow_calls", slow(b), slow(a)),
+            ("window", window(b), window(a)),
+            ("minimum_calls", minimum(b), minimum(a)),
+        ] {
+            if old != new {
+                write!(f, "{sep}{name} {old} -> {new}")?;
+                sep = ", ";
+            }
         }
         for (name, old, new) in [
             ("cooldown_ms", b.cooldown(), a.cooldown()),

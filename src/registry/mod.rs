@@ -52,7 +52,7 @@ use crate::sync::{self, RwLock};
 /// search.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Unavailable));
 /// assert_eq!(search.state(), State::Open);
 /// assert_eq!(registry.get("weather").state(), State::Closed, "one outage never blocks another");
-/// assert_eq!(registry.get("weather").config().failure_threshold(), 5);
+/// assert_eq!(registry.get("weather").config().failure_threshold(), Some(5));
 /// # Ok::<(), toolbreaker::ConfigError>(())
 /// ```
 #[derive(Debug)]

@@ -7,9 +7,11 @@ use std::path::Path;
 use toml::de::{DeInteger, DeTable, DeValue};
 
 use super::{Registry, RegistryConfig, Reload};
-use crate::config::{Config, DEFAULT_FAILURE_THRESHOLD, MAX_DURATION_MS};
+use crate::config::{Config, DEFAULT_FAILURE_THRESHOLD, MAX_DURATION_MS, Window};
 
-const FIELDS: &str = "`failure_threshold`, `cooldown_ms`, `probe_timeout_ms`";
+const FIELDS: &str = "`failure_threshold`, `cooldown_ms`, `probe_timeout_ms`, `failure_rate`, \
+                      `slow_call_threshold_ms`, `slow_call_rate`, `window_calls`, `window_ms`, \
+                      `minimum_calls`";
 
 /// A configuration file that could not be read, parsed or validated. Nothing was changed.
 ///
@@ -138,7 +140,7 @@ impl RegistryConfig {
     ///     "[default]\ncooldown_ms = 5000\n[dependencies.search]\nfailure_threshold = 2\n",
     /// )?;
     /// let search = config.config_for("search");
-    /// assert_eq!(search.failure_threshold(), 2);
+    /// assert_eq!(search.failure_threshold(), Some(2));
     /// assert_eq!(search.cooldown(), Duration::from_secs(5), "inherited from [default]");
     ///
     /// let err = RegistryConfig::from_toml("[dependencies.search]\ncooldown_ms = 0\n").unwrap_err();
@@ -169,7 +171,9 @@ impl RegistryConfig {
         let mut dependencies = None;
         for (key, value) in document.get_ref() {
             match key.get_ref().as_ref() {
-                "default" => default = Some(section(None, value.get_ref(), Config::default())?),
+                "default" => {
+                    default = Some(section(None, value.get_ref(), (Config::default(), false))?);
+                }
                 "dependencies" => {
                     let DeValue::Table(deps) = value.get_ref() else {
                         return Err(ConfigFileError::at(
@@ -203,11 +207,11 @@ impl RegistryConfig {
                  (an empty [default] table asks for the crate's defaults)",
             ));
         }
-        let default = default.unwrap_or_default();
-        let mut config = RegistryConfig::new(default);
+        let default = default.unwrap_or((Config::default(), false));
+        let mut config = RegistryConfig::new(default.0);
         for (name, value) in dependencies.into_iter().flatten() {
             let name: &str = name.get_ref();
-            let own = section(Some(name), value.get_ref(), default)?;
+            let (own, _) = section(Some(name), value.get_ref(), default)?;
             config = config.dependency(name, own);
         }
         Ok(config)
@@ -242,12 +246,14 @@ fn locate(text: &str, offset: usize) -> (usize, Option<String>, Option<String>) 
     (line, dependency, field)
 }
 
-/// One section: its keys over `base`, validated.
+/// One section: its keys over `base`, validated; with whether `failure_threshold` was set here or
+/// in `base` (so a rate rule set in a dependency's section keeps the consecutive rule only if
+/// some section asked for it, as the builder does).
 fn section(
     dependency: Option<&str>,
     value: &DeValue<'_>,
-    base: Config,
-) -> Result<Config, ConfigFileError> {
+    (base, base_threshold_set): (Config, bool),
+) -> Result<(Config, bool), ConfigFileError> {
     let DeValue::Table(table) = value else {
         // The error's `Display` names a dependency's section; `[default]` is named here.
         let section = if dependency.is_some() {
@@ -264,9 +270,13 @@ fn section(
             ),
         ));
     };
-    let mut threshold = base.failure_threshold();
+    let mut threshold = base.failure_threshold().filter(|_| base_threshold_set);
     let mut cooldown = base.cooldown();
     let mut probe_timeout = base.probe_timeout();
+    let mut rates = base.rate_settings();
+    let mut slow_threshold = rates.slow_calls.map(|(threshold, _)| threshold);
+    let mut slow_rate = rates.slow_calls.map(|(_, rate)| rate);
+    let mut window_key = None;
     for (key, value) in table {
         let key: &str = key.get_ref();
         let value = value.get_ref();
@@ -276,7 +286,29 @@ fn section(
         };
         match key {
             "failure_threshold" => {
-                threshold = number(u64::from(u32::MAX), "failures")? as u32;
+                threshold = Some(number(u64::from(u32::MAX), "failures")? as u32);
+            }
+            "failure_rate" => rates.failure_rate = Some(ratio(value, dependency, key)?),
+            "slow_call_rate" => slow_rate = Some(ratio(value, dependency, key)?),
+            "slow_call_threshold_ms" => {
+                slow_threshold = Some(Duration::from_millis(number(MAX_DURATION_MS, "ms")?));
+            }
+            "window_calls" | "window_ms" => {
+                if let Some(other) = window_key.replace(key) {
+                    return Err(ConfigFileError::at(
+                        dependency,
+                        Some(key),
+                        format!("a section sets one window: `{other}` or `{key}`, not both"),
+                    ));
+                }
+                rates.window = Some(if key == "window_calls" {
+                    Window::Calls(number(u64::from(u32::MAX), "calls")? as u32)
+                } else {
+                    Window::Time(Duration::from_millis(number(MAX_DURATION_MS, "ms")?))
+                });
+            }
+            "minimum_calls" => {
+                rates.minimum_calls = Some(number(u64::from(u32::MAX), "calls")? as u32);
             }
             "cooldown_ms" => cooldown = Duration::from_millis(number(MAX_DURATION_MS, "ms")?),
             "probe_timeout_ms" => {
@@ -298,10 +330,30 @@ fn section(
             }
         }
     }
-    Config::new(threshold, cooldown, probe_timeout).map_err(|e| {
+    rates.slow_calls = match (slow_threshold, slow_rate) {
+        (Some(threshold), Some(rate)) => Some((threshold, rate)),
+        (None, None) => None,
+        (Some(_), None) | (None, Some(_)) => {
+            let (set, missing) = if slow_rate.is_some() {
+                ("slow_call_rate", "slow_call_threshold_ms")
+            } else {
+                ("slow_call_threshold_ms", "slow_call_rate")
+            };
+            return Err(ConfigFileError::at(
+                dependency,
+                Some(set),
+                format!("the slow-call rule needs `{missing}` as well"),
+            ));
+        }
+    };
+    let threshold_set = threshold.is_some();
+    let config = Config::with_rules(threshold, cooldown, probe_timeout, &rates);
+    config.map(|config| (config, threshold_set)).map_err(|e| {
         let field = match e.field() {
             "cooldown" => "cooldown_ms",
             "probe_timeout" => "probe_timeout_ms",
+            "slow_call_threshold" => "slow_call_threshold_ms",
+            "window" => window_key.unwrap_or("window_calls"),
             other => other,
         };
         // The `ConfigError`'s words, for the file's field; not kept as a source, whose text
@@ -312,6 +364,25 @@ fn section(
             .unwrap_or(&problem)
             .replace(&format!("`{}`", e.field()), "it");
         ConfigFileError::at(dependency, Some(field), problem)
+    })
+}
+
+/// `value` as a ratio, or what is wrong with it (a ratio out of range is `Config`'s to refuse).
+fn ratio(value: &DeValue<'_>, dependency: Option<&str>, key: &str) -> Result<f64, ConfigFileError> {
+    let number = match value {
+        DeValue::Float(float) => float.as_str().replace('_', "").parse::<f64>().ok(),
+        DeValue::Integer(integer) => integer_value(integer).ok().map(|n| n as f64),
+        _ => None,
+    };
+    number.ok_or_else(|| {
+        ConfigFileError::at(
+            dependency,
+            Some(key),
+            format!(
+                "must be a ratio above 0 and at most 1 (such as 0.5), not a {}",
+                value.type_str()
+            ),
+        )
     })
 }
 
@@ -380,7 +451,7 @@ impl Registry {
     ///
     /// let err = registry.reload_toml("[dependencies.search]\nfailure_threshold = -1\n").unwrap_err();
     /// assert_eq!(err.field(), Some("failure_threshold"));
-    /// assert_eq!(search.config().failure_threshold(), 2, "the configuration in force stays");
+    /// assert_eq!(search.config().failure_threshold(), Some(2), "the configuration in force stays");
     ///
     /// // A section for a dependency nothing has asked for: most often a misspelt name.
     /// let reload = registry.reload_toml("[dependencies.serch]\nfailure_threshold = 2\n")?;
