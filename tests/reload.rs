@@ -347,7 +347,9 @@ fn the_error_message_names_the_section_field_and_problem() {
     assert_eq!(
         refuse("[default]\ncooldown = 5\n").to_string(),
         "invalid breaker configuration file, [default] `cooldown`: unknown key; expected \
-         `failure_threshold`, `cooldown_ms`, `probe_timeout_ms`"
+         `failure_threshold`, `cooldown_ms`, `probe_timeout_ms`, `failure_rate`, \
+         `slow_call_threshold_ms`, `slow_call_rate`, `window_calls`, `window_ms`, \
+         `minimum_calls`"
     );
     assert_eq!(
         refuse(&format!(
