@@ -94,7 +94,7 @@ pub use classify::{Classify, FailureKind, Outcome};
 pub use config::{Config, ConfigError, Window};
 #[cfg(feature = "redis")]
 pub use fleet::{Fleet, FleetError};
-pub use registry::{Registry, RegistryConfig};
+pub use registry::{Registry, RegistryConfig, RegistryFull};
 pub use types::{Blocked, BlockedReason, State, Transition, TransitionReason};
 
 /// Internals for the fuzz targets (`fuzz/`), built only under `--cfg fuzzing`; not part of the

@@ -108,6 +108,11 @@ impl RegistryConfig {
     pub(crate) fn dependency_names(&self) -> impl Iterator<Item = &str> + '_ {
         self.dependencies.keys().map(|name| &**name)
     }
+
+    /// Whether `dependency` has a configuration of its own.
+    pub(crate) fn has_own(&self, dependency: &str) -> bool {
+        self.dependencies.contains_key(dependency)
+    }
 }
 
 /// The name among `candidates` nearest to `name`, if near enough to be a likely misspelling of
