@@ -927,7 +927,16 @@ impl CircuitBreaker {
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn closed_failures(&self) -> Option<u64> {
         let word = self.word();
-        word.closed_generation().map(|_| word.payload())
+        word.closed_generation().map(|_| word.failures())
+    }
+
+    /// Whether the word is closed with nothing counted: no consecutive failures, and no failure
+    /// or slow call in a rate rule's window that a success must be judged against (`WATCH`).
+    /// (A count window that reached its minimum may still hold failures; it loses nothing a
+    /// new generation would not.)
+    pub(crate) fn is_closed_and_clear(&self) -> bool {
+        let word = self.word();
+        word.closed_generation().is_some() && word.failures() == 0 && word.flags() & WATCH == 0
     }
 
     /// The fleet's tap, if this breaker has one.

@@ -225,7 +225,7 @@ impl Registry {
             now.saturating_sub(idle.last_lookup_ms(entry.seen.load(Ordering::Relaxed)))
                 >= idle.period_ms
                 && Arc::strong_count(&entry.breaker) == 1
-                && entry.breaker.closed_failures() == Some(0)
+                && entry.breaker.is_closed_and_clear()
                 && !configs.has_own(name)
         };
         let mut evicted = 0;
