@@ -120,6 +120,41 @@ pub mod contract {
     //!     frees a probe's slot for the next caller.
     //! 24. **One upstream's outage is fenced.** A gateway's upstreams have a breaker each; an open
     //!     one answers at once and the others' calls are forwarded as before.
+    //!
+    //! # Rate rules and bounds
+    //!
+    //! With [`Builder::failure_rate`](crate::breaker::Builder::failure_rate) or
+    //! [`Builder::slow_calls`](crate::breaker::Builder::slow_calls), and a bounded
+    //! [`Registry`](crate::Registry):
+    //!
+    //! 25. **Judged calls only.** A window holds the judged calls of the closed generation: those
+    //!     recorded as a success or a counted failure. `Ignored` outcomes, dropped permits and
+    //!     probes are never judged. A call is slow when its reported time is at least the
+    //!     threshold, whether it succeeded or failed; a call recorded without a time is never
+    //!     slow.
+    //! 26. **The minimum, then at once.** No rate is judged while the window holds fewer than
+    //!     `minimum_calls`; from the call that reaches it (a success included) every judged call
+    //!     is judged, before the window fills. A trip is made when counted failures (or slow
+    //!     calls) over judged calls reach the ratio, with reason `failure_rate` (or
+    //!     `slow_call_rate`). A count window of `n ≤ 32` judges exactly the last `n` calls; a
+    //!     larger one, whole buckets of `⌈n/32⌉`; a time window of `t`, 10 buckets of `⌈t/10⌉`
+    //!     (a call leaves between `0.9 t` and `t` after it was recorded). Under racing reports, a
+    //!     judgement may miss a call being recorded at that instant; the next one counts it.
+    //! 27. **One trip, fenced.** A window's trip is one compare-and-swap of the word from the
+    //!     generation it judged: a judgement of a generation that is over (tripped, probed,
+    //!     reset) trips nothing. Every transition, and every change of the rate rules, empties
+    //!     the window. With a rate rule and a `failure_threshold`, whichever rule is met first
+    //!     trips; with a rate rule alone there is no consecutive rule.
+    //! 28. **The healthy path stays local.** A healthy call of a breaker with a count-window rule
+    //!     writes one count to its thread's stripe and nothing shared; with a time window it
+    //!     also reads the clock. A breaker with the consecutive rule alone has today's path: one
+    //!     load to admit, one load and no store to record a success, no clock.
+    //! 29. **A registry has bounds.** With `max_dependencies`, names past the bound that have no
+    //!     configuration of their own are refused by `try_get` (`RegistryFull`) and share one
+    //!     overflow breaker through `get`; the map never grows past the bound (plus the
+    //!     configured names). `idle_eviction` removes only breakers that are closed with nothing
+    //!     counted, looked up by no one for the whole period and held by no handle: never an
+    //!     open, half-open or isolated one.
 }
 
 pub mod layers {
@@ -136,7 +171,7 @@ pub mod layers {
     //! | [`classify`](crate::classify) | outcomes, failure kinds, the `Classify` trait, HTTP and `reqwest` |
     //! | `types` | the values a breaker reports: [`State`](crate::State), [`Blocked`](crate::Blocked), [`Transition`](crate::Transition) |
     //! | [`observe`](crate::observe) | listeners and the order they hear in, counters, tracing events, metrics export |
-    //! | [`breaker`](crate::breaker) | `word` (layout), `decide` (pure transitions), `store` (the seam), `tap` (what the slow paths tell the fleet), `machine`, `permit`, `call`, `builder` |
+    //! | [`breaker`](crate::breaker) | `word` (layout), `decide` (pure transitions), `store` (the seam), `tap` (what the slow paths tell the fleet), `window` (the rate rules' counts), `machine`, `permit`, `call`, `builder` |
     //! | `fleet` | fleet mode (feature `redis`): `status` (settings, counters, events), `script` (the shared record and its Lua scripts), `agent` (the task), the API |
     //! | [`registry`](crate::registry) | breakers by dependency, their configuration, TOML, reload |
     //! | [`agent`](crate::agent) | the result the model sees and the guard pipeline |
@@ -146,7 +181,8 @@ pub mod layers {
     //! # The store seam
     //!
     //! A breaker's state is one packed `u64`: 2 bits of kind (closed, open, probing, half-open),
-    //! 20 bits of generation and 42 bits of payload (the failure count, or a time in ms since the
+    //! 20 bits of generation and 42 bits of payload (the failure count and two flags of the rate
+    //! rules, or a time in ms since the
     //! breaker's origin). One type owns it, and every read-modify-write goes through its one
     //! helper: a pure decision from `decide` is applied to the newest word with a
     //! compare-and-swap, and decided again from any word that beat it. The decision functions

@@ -803,3 +803,90 @@ fn a_lost_fleet_probe_racing_the_local_claim_leaves_no_current_probe() {
     });
     assert_all_seen(&SEEN, &["claimed before the loss", "blocked"]);
 }
+
+/// A breaker with only a failure-rate rule: 50 % of a window of 2 calls, judged from 2.
+fn rated_breaker() -> (&'static CircuitBreaker, Arc<Mock>) {
+    let (clock, mock) = Clock::mock();
+    let breaker = CircuitBreaker::builder()
+        .failure_rate(0.5)
+        .window(toolbreaker::Window::Calls(2))
+        .minimum_calls(2)
+        .cooldown(COOLDOWN)
+        .probe_timeout(Duration::from_secs(1))
+        .clock(clock)
+        .build()
+        .unwrap();
+    (Box::leak(Box::new(breaker)), mock)
+}
+
+/// Model 17: A window trip racing a probe's verdict. One success is in the window, so either of
+/// two failures trips it; the thread that finds it open waits out the cooldown, takes the probe
+/// and closes it. The failure that lost the trip judged a generation that is over: its window
+/// trip, fenced by generation, never reopens the closed breaker, and exactly one trip is made.
+#[test]
+fn a_window_trip_racing_a_probe_verdict_never_reopens_the_new_generation() {
+    loom::model(|| {
+        let (breaker, mock) = rated_breaker();
+        breaker.try_acquire().unwrap().record(Outcome::Success);
+        let late = breaker.try_acquire().unwrap();
+        let first = breaker.try_acquire().unwrap();
+        let judge = thread::spawn(move || late.record(FAIL));
+        let prober = thread::spawn(move || {
+            let trip = first.record(FAIL);
+            // Open, by this failure or by the other.
+            assert_eq!(breaker.state(), State::Open);
+            mock.increment(COOLDOWN);
+            let probe = breaker.try_acquire().expect("the probe after the cooldown");
+            assert!(probe.is_probe());
+            let close = probe.record(Outcome::Success).expect("the probe closes it");
+            (trip, close)
+        });
+        let late_trip = judge.join().unwrap();
+        let (first_trip, close) = prober.join().unwrap();
+        assert_eq!(close.to(), State::Closed);
+        assert_eq!(
+            breaker.state(),
+            State::Closed,
+            "the stale judgement never reopened it"
+        );
+        let trips: Vec<_> = [late_trip, first_trip].into_iter().flatten().collect();
+        assert_eq!(trips.len(), 1, "{trips:?}");
+        assert_eq!(
+            trips[0].reason(),
+            toolbreaker::TransitionReason::FailureRate
+        );
+        assert!(close.is_after(&trips[0]));
+    });
+}
+
+/// Model 18: A window trip racing a reset by hand. Whichever lands first, the breaker ends
+/// closed: the trip is undone by the reset (which reports `open → closed`), or the reset moves
+/// the generation and the failure's judgement, fenced by it, trips nothing. The window the reset
+/// starts is empty: one failure after it is below the minimum.
+#[test]
+fn a_window_trip_racing_a_reset_ends_closed_with_an_empty_window() {
+    loom::model(|| {
+        let (breaker, _mock) = rated_breaker();
+        breaker.try_acquire().unwrap().record(Outcome::Success);
+        let permit = breaker.try_acquire().unwrap();
+        let judge = thread::spawn(move || permit.record(FAIL));
+        let resetter = thread::spawn(move || breaker.reset());
+        let trip = judge.join().unwrap();
+        let reset = resetter.join().unwrap();
+        assert_eq!(breaker.state(), State::Closed);
+        match trip {
+            Some(trip) => {
+                let reset = reset.expect("the reset undid the trip");
+                assert_eq!((reset.from(), reset.to()), (State::Open, State::Closed));
+                assert!(reset.is_after(&trip));
+            }
+            None => assert_eq!(reset, None, "closed to closed is no transition"),
+        }
+        assert_eq!(
+            breaker.try_acquire().unwrap().record(FAIL),
+            None,
+            "1 call in the window"
+        );
+        assert_eq!(breaker.state(), State::Closed);
+    });
+}

@@ -530,3 +530,22 @@ fn racing_threads_trip_a_window_once() {
         assert_eq!(breaker.state(), State::Open);
     }
 }
+
+#[test]
+fn idle_eviction_removes_a_rated_breaker_with_nothing_counted_and_keeps_one_that_is_watching() {
+    let (clock, mock) = toolbreaker::quanta::Clock::mock();
+    let config = rated(0.5, Window::Time(Duration::from_secs(60)), 5)
+        .build_config()
+        .unwrap();
+    let registry = toolbreaker::Registry::builder()
+        .default_config(config)
+        .idle_eviction(Duration::from_secs(10))
+        .clock(clock)
+        .build();
+    registry.with("healthy", |b| assert_eq!(record(b, Outcome::Success), None));
+    // One failure below the minimum: successes must be judged against it, so it is kept.
+    registry.with("watching", |b| assert_eq!(record(b, FAILED), None));
+    mock.increment(Duration::from_secs(10));
+    assert_eq!(registry.evict_idle(), 1);
+    assert_eq!(registry.dependencies(), ["watching"]);
+}

@@ -464,11 +464,11 @@ impl CircuitBreaker {
         self.rates().is_some_and(|rates| rates.times_calls())
     }
 
-    /// The breaker's clock, read raw to time a call, if a slow-call rule is set (`call` and
-    /// `run` time their calls only then); `None` reads no clock.
+    /// The breaker's clock, read raw to time `permit`'s call, if a slow-call rule is set (`call`
+    /// and `run` time their calls only then); `None` reads no clock.
     #[inline]
-    pub(crate) fn start_timing(&self) -> Option<u64> {
-        self.times_calls().then(|| self.inner.origin.raw())
+    pub(crate) fn start_timing(&self, permit: &super::Permit<'_>) -> Option<u64> {
+        permit.times_call().then(|| self.inner.origin.raw())
     }
 
     /// The time since `start_timing`'s reading, on the breaker's clock.

@@ -25,7 +25,8 @@ impl CircuitBreaker {
         let word = self.word();
         // The healthy path, kept small enough to inline: closed admits on the one load.
         match word.closed_generation() {
-            Some(generation) => Ok(Permit::new(self, generation, false, self.counting())),
+            Some(generation) => Ok(Permit::new(self, generation, false, self.counting())
+                .rated(word.flags() & RATED != 0)),
             None => self.try_acquire_not_closed(word),
         }
     }
@@ -97,8 +98,24 @@ impl<'a> Permit<'a> {
                 generation,
                 probe,
                 counting,
+                rated: false,
             },
         }
+    }
+
+    /// The permit of a closed word with a rate rule (`RATED`): its call may be timed.
+    #[inline(always)]
+    fn rated(mut self, rated: bool) -> Self {
+        self.ticket.rated = rated;
+        self
+    }
+
+    /// Whether the call is to be timed: the permit came from a breaker with a slow-call rule.
+    /// Read from the word the permit was issued from, so a breaker without a rate rule decides it
+    /// with no load.
+    #[inline(always)]
+    pub(crate) fn times_call(&self) -> bool {
+        self.ticket.rated && self.ticket.breaker.times_calls()
     }
 
     /// The generation the permit was issued in (20 bits: it wraps to 0 after 1,048,575).
@@ -212,6 +229,7 @@ impl<'a> Permit<'a> {
                 // The slot, if any, and the count now belong to the owned permit.
                 probe: core::mem::take(&mut ticket.probe),
                 counting: core::mem::take(&mut ticket.counting),
+                rated: ticket.rated,
             },
         }
     }
@@ -281,6 +299,8 @@ struct Ticket<B: Deref<Target = CircuitBreaker>> {
     generation: u32,
     probe: bool,
     counting: bool,
+    /// Issued from a closed word with a rate rule.
+    rated: bool,
 }
 
 impl<B: Deref<Target = CircuitBreaker>> Ticket<B> {

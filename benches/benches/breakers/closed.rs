@@ -3,6 +3,7 @@
 use std::hint::black_box;
 
 use criterion::Criterion;
+use toolbreaker::Window;
 
 use crate::peers::*;
 use crate::sketch::Sketch;
@@ -15,6 +16,9 @@ pub fn healthy(c: &mut Criterion) {
     let sk = Sketch::new();
     let tb = toolbreaker(5, LONG);
     let tm = toolbreaker_counting(5, LONG);
+    let rate = toolbreaker_rate(Window::Calls(100));
+    let rate_time = toolbreaker_rate(Window::Time(LONG));
+    let slow = toolbreaker_slow();
     let fc = failsafe_consecutive(5, LONG);
     let fd = failsafe_default();
     let rc = recloser(0.5, 100, LONG);
@@ -29,6 +33,15 @@ pub fn healthy(c: &mut Criterion) {
     g.bench_function("toolbreaker_counting", |b| {
         b.iter(|| call_toolbreaker(&tm, false))
     });
+    g.bench_function("toolbreaker_failure_rate", |b| {
+        b.iter(|| call_toolbreaker(&rate, false))
+    });
+    g.bench_function("toolbreaker_failure_rate_time", |b| {
+        b.iter(|| call_toolbreaker(&rate_time, false))
+    });
+    g.bench_function("toolbreaker_slow_calls", |b| {
+        b.iter(|| call_toolbreaker(&slow, false))
+    });
     g.bench_function("failsafe_consecutive", |b| {
         b.iter(|| call_failsafe(&fc, false))
     });
@@ -37,6 +50,9 @@ pub fn healthy(c: &mut Criterion) {
     g.finish();
     // Every breaker must still be closed, or the group measured rejections instead.
     assert!(call_sketch(&sk, false) && call_toolbreaker(&tb, false));
+    for rated in [&rate, &rate_time, &slow] {
+        assert_eq!(rated.state(), toolbreaker::State::Closed);
+    }
 }
 
 /// Group 2: The healthy path with two threads sharing one breaker: per-call time per thread.
@@ -44,6 +60,8 @@ pub fn two_threads(c: &mut Criterion) {
     let mut g = c.benchmark_group("closed_healthy_2_threads");
     let tb = toolbreaker(5, LONG);
     let tm = toolbreaker_counting(5, LONG);
+    let rate = toolbreaker_rate(Window::Calls(100));
+    let rate_time = toolbreaker_rate(Window::Time(LONG));
     let fc = failsafe_consecutive(5, LONG);
     let fd = failsafe_default();
     let rc = recloser(0.5, 100, LONG);
@@ -55,6 +73,12 @@ pub fn two_threads(c: &mut Criterion) {
     });
     g.bench_function("toolbreaker_counting", |b| {
         b.iter_custom(|n| on_two_threads(n, || call_toolbreaker(&tm, false)))
+    });
+    g.bench_function("toolbreaker_failure_rate", |b| {
+        b.iter_custom(|n| on_two_threads(n, || call_toolbreaker(&rate, false)))
+    });
+    g.bench_function("toolbreaker_failure_rate_time", |b| {
+        b.iter_custom(|n| on_two_threads(n, || call_toolbreaker(&rate_time, false)))
     });
     g.bench_function("failsafe_consecutive", |b| {
         b.iter_custom(|n| on_two_threads(n, || call_failsafe(&fc, false)))

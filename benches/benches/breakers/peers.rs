@@ -56,6 +56,29 @@ pub fn toolbreaker_counting(threshold: u32, cooldown: Duration) -> CircuitBreake
         .expect("valid")
 }
 
+/// A rate rule alone (`Builder::failure_rate`, 50 %) over `window`, minimum 10: a healthy call is
+/// counted into its thread's stripe of the window.
+pub fn toolbreaker_rate(window: toolbreaker::Window) -> CircuitBreaker {
+    CircuitBreaker::builder()
+        .failure_rate(0.5)
+        .window(window)
+        .cooldown(LONG)
+        .probe_timeout(LONG)
+        .build()
+        .expect("valid")
+}
+
+/// A slow-call rule (1 s, 50 %) over the default count window: `call` times each call on the
+/// breaker's clock.
+pub fn toolbreaker_slow() -> CircuitBreaker {
+    CircuitBreaker::builder()
+        .slow_calls(Duration::from_secs(1), 0.5)
+        .cooldown(LONG)
+        .probe_timeout(LONG)
+        .build()
+        .expect("valid")
+}
+
 pub fn failsafe_consecutive(threshold: u32, cooldown: Duration) -> FailsafeConsecutive {
     let policy = failsafe::failure_policy::consecutive_failures(
         threshold,
