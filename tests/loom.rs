@@ -825,6 +825,7 @@ fn rated_breaker() -> (&'static CircuitBreaker, Arc<Mock>) {
 /// trip, fenced by generation, never reopens the closed breaker, and exactly one trip is made.
 #[test]
 fn a_window_trip_racing_a_probe_verdict_never_reopens_the_new_generation() {
+    static SEEN: [AtomicBool; 2] = [const { AtomicBool::new(false) }; 2];
     loom::model(|| {
         let (breaker, mock) = rated_breaker();
         breaker.try_acquire().unwrap().record(Outcome::Success);
@@ -856,7 +857,12 @@ fn a_window_trip_racing_a_probe_verdict_never_reopens_the_new_generation() {
             toolbreaker::TransitionReason::FailureRate
         );
         assert!(close.is_after(&trips[0]));
+        SEEN[usize::from(late_trip.is_some())].store(true, Relaxed);
     });
+    assert_all_seen(
+        &SEEN,
+        &["the prober's failure trips", "the late failure trips"],
+    );
 }
 
 /// Model 18: A window trip racing a reset by hand. Whichever lands first, the breaker ends
@@ -865,6 +871,7 @@ fn a_window_trip_racing_a_probe_verdict_never_reopens_the_new_generation() {
 /// starts is empty: one failure after it is below the minimum.
 #[test]
 fn a_window_trip_racing_a_reset_ends_closed_with_an_empty_window() {
+    static SEEN: [AtomicBool; 2] = [const { AtomicBool::new(false) }; 2];
     loom::model(|| {
         let (breaker, _mock) = rated_breaker();
         breaker.try_acquire().unwrap().record(Outcome::Success);
@@ -882,6 +889,7 @@ fn a_window_trip_racing_a_reset_ends_closed_with_an_empty_window() {
             }
             None => assert_eq!(reset, None, "closed to closed is no transition"),
         }
+        SEEN[usize::from(trip.is_some())].store(true, Relaxed);
         assert_eq!(
             breaker.try_acquire().unwrap().record(FAIL),
             None,
@@ -889,4 +897,5 @@ fn a_window_trip_racing_a_reset_ends_closed_with_an_empty_window() {
         );
         assert_eq!(breaker.state(), State::Closed);
     });
+    assert_all_seen(&SEEN, &["the reset first", "the trip first"]);
 }
