@@ -63,6 +63,71 @@ pub struct Config {
     cooldown_ms: u64,
     probe_timeout_ms: u64,
     rates: Option<Rates>,
+    shape: Shape,
+}
+
+/// How the cooldown grows and spreads: validated, in millionths and whole milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    /// Each reopen without a close multiplies the cooldown by this, in millionths; 1,000,000:
+    /// no backoff.
+    pub(crate) multiplier_ppm: u64,
+    /// The longest a backed-off cooldown grows, in ms (the cooldown itself without backoff).
+    pub(crate) max_cooldown_ms: u64,
+    /// Each cooldown is spread by ± this fraction of itself, in millionths (below 1,000,000).
+    pub(crate) jitter_ppm: u64,
+}
+
+impl Shape {
+    /// A cooldown that neither backs off nor spreads.
+    pub(crate) const FIXED: Shape = Shape {
+        multiplier_ppm: 1_000_000,
+        max_cooldown_ms: 0,
+        jitter_ppm: 0,
+    };
+
+    /// Whether the cooldown in force can differ from the configured one.
+    pub(crate) const fn is_shaped(&self) -> bool {
+        self.multiplier_ppm != 1_000_000 || self.jitter_ppm != 0
+    }
+}
+
+/// What a cooldown's shape holds before validation.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct ShapeSettings {
+    pub(crate) backoff: Option<(f64, Duration)>,
+    pub(crate) jitter: Option<f64>,
+}
+
+impl ShapeSettings {
+    /// # Errors
+    ///
+    /// A multiplier below 1 or not finite (`cooldown_multiplier`), a maximum shorter than the
+    /// cooldown or longer than [`MAX_DURATION`] (`max_cooldown`), a jitter outside [0, 1)
+    /// (`cooldown_jitter`).
+    fn validate(&self, cooldown_ms: u64) -> Result<Shape, ConfigError> {
+        let mut shape = Shape::FIXED;
+        if let Some((multiplier, max)) = self.backoff {
+            if !(multiplier.is_finite() && multiplier >= 1.0) {
+                return Err(ConfigError::new("cooldown_multiplier", Problem::OutOfRange));
+            }
+            let max_ms = duration_field("max_cooldown", max)?;
+            if max_ms < cooldown_ms {
+                return Err(ConfigError::new("max_cooldown", Problem::TooShort));
+            }
+            // At most 2^53 millionths are kept exactly; a larger multiplier reaches the
+            // maximum at the first reopen anyway.
+            shape.multiplier_ppm = (multiplier * MILLION).round().min(9.0e15) as u64;
+            shape.max_cooldown_ms = max_ms;
+        }
+        if let Some(jitter) = self.jitter {
+            if !(0.0..1.0).contains(&jitter) {
+                return Err(ConfigError::new("cooldown_jitter", Problem::OutOfRange));
+            }
+            shape.jitter_ppm = ((jitter * MILLION).round() as u64).min(999_999);
+        }
+        Ok(shape)
+    }
 }
 
 /// Which recent calls a rate rule judges.
@@ -234,6 +299,7 @@ impl Config {
             cooldown,
             probe_timeout,
             &RateSettings::default(),
+            &ShapeSettings::default(),
         )
     }
 
@@ -244,6 +310,7 @@ impl Config {
         cooldown: Duration,
         probe_timeout: Duration,
         rates: &RateSettings,
+        shape: &ShapeSettings,
     ) -> Result<Config, ConfigError> {
         if failure_threshold == Some(0) {
             return Err(ConfigError::new("failure_threshold", Problem::Zero));
@@ -251,6 +318,7 @@ impl Config {
         let cooldown_ms = duration_field("cooldown", cooldown)?;
         let probe_timeout_ms = duration_field("probe_timeout", probe_timeout)?;
         let rates = rates.validate()?;
+        let shape = shape.validate(cooldown_ms)?;
         let failure_threshold = match (failure_threshold, rates) {
             (Some(threshold), _) => Some(threshold),
             (None, Some(_)) => None,
@@ -261,7 +329,33 @@ impl Config {
             cooldown_ms,
             probe_timeout_ms,
             rates,
+            shape,
         })
+    }
+
+    /// The cooldown's backoff: the multiplier each reopen without a close applies (kept to the
+    /// millionth), and the longest the cooldown grows to; `None` when the cooldown is fixed.
+    pub fn cooldown_backoff(&self) -> Option<(f64, Duration)> {
+        (self.shape.multiplier_ppm != 1_000_000).then(|| {
+            (
+                self.shape.multiplier_ppm as f64 / MILLION,
+                Duration::from_millis(self.shape.max_cooldown_ms),
+            )
+        })
+    }
+
+    /// The fraction each cooldown is spread by, either way (kept to the millionth); 0 when not
+    /// spread.
+    pub fn cooldown_jitter(&self) -> f64 {
+        self.shape.jitter_ppm as f64 / MILLION
+    }
+
+    /// The cooldown's shape as settings, for a builder starting from this configuration.
+    pub(crate) fn shape_settings(&self) -> ShapeSettings {
+        ShapeSettings {
+            backoff: self.cooldown_backoff(),
+            jitter: (self.shape.jitter_ppm != 0).then(|| self.cooldown_jitter()),
+        }
     }
 
     /// Consecutive counted failures that trip the breaker; `None` when the consecutive rule is
@@ -326,6 +420,7 @@ impl Config {
             cooldown_ms: limits.cooldown_ms,
             probe_timeout_ms: limits.probe_timeout_ms,
             rates: limits.rates,
+            shape: limits.shape,
         }
     }
 
@@ -338,6 +433,7 @@ impl Config {
             cooldown_ms: self.cooldown_ms,
             probe_timeout_ms: self.probe_timeout_ms,
             rates: self.rates,
+            shape: self.shape,
         }
     }
 }
@@ -354,6 +450,7 @@ impl Default for Config {
             cooldown_ms: millis_ceil(DEFAULT_COOLDOWN),
             probe_timeout_ms: millis_ceil(DEFAULT_PROBE_TIMEOUT),
             rates: None,
+            shape: Shape::FIXED,
         }
     }
 }
@@ -370,6 +467,8 @@ pub(crate) struct Limits {
     pub(crate) probe_timeout_ms: u64,
     /// The rate rules, if any.
     pub(crate) rates: Option<Rates>,
+    /// How the cooldown backs off and spreads.
+    pub(crate) shape: Shape,
 }
 
 /// A name field (a fleet's `prefix` and `instance`, an MCP `server`): non-empty text with no
@@ -410,7 +509,7 @@ pub enum Problem {
     /// which must be longer than every upstream's per-call timeout).
     TooShort,
     /// The number is outside its range: a ratio (`failure_rate`, `slow_call_rate`) must be in
-    /// (0, 1].
+    /// (0, 1], a `cooldown_multiplier` at least 1, a `cooldown_jitter` in [0, 1).
     OutOfRange,
     /// The number is larger than one it may not exceed: `minimum_calls` above a count window.
     TooLarge,
@@ -443,7 +542,8 @@ impl ConfigError {
     }
 
     /// The offending field: `failure_threshold`, `cooldown`, `probe_timeout`, `failure_rate`,
-    /// `slow_call_threshold`, `slow_call_rate`, `window` or `minimum_calls`; for a fleet
+    /// `slow_call_threshold`, `slow_call_rate`, `window`, `minimum_calls`,
+    /// `cooldown_multiplier`, `max_cooldown` or `cooldown_jitter`; for a fleet
     /// (feature `redis`), `prefix`, `instance`, `fleet_failure_threshold`, `min_instances`, `window`,
     /// `sync_interval`, `command_timeout` or `probe_window`; for MCP (feature `mcp`), `server`,
     /// `upstream`, `per_call_timeout` or `call_time_limit`.
@@ -478,7 +578,20 @@ impl fmt::Display for ConfigError {
                 f,
                 "`call_time_limit` must be longer than every upstream's per-call timeout"
             ),
+            (Problem::TooShort, "max_cooldown") => {
+                write!(f, "`max_cooldown` must be at least the cooldown")
+            }
             (Problem::TooShort, _) => write!(f, "`{field}` is too short"),
+            (Problem::OutOfRange, "cooldown_multiplier") => {
+                write!(
+                    f,
+                    "`cooldown_multiplier` must be a finite number of at least 1"
+                )
+            }
+            (Problem::OutOfRange, "cooldown_jitter") => write!(
+                f,
+                "`cooldown_jitter` must be a fraction of at least 0 and below 1"
+            ),
             (Problem::OutOfRange, _) => {
                 write!(f, "`{field}` must be a ratio above 0 and at most 1")
             }

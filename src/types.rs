@@ -180,6 +180,12 @@ impl Transition {
         }
     }
 
+    /// The same transition with `cooldown_ms` in force (a backed-off or spread cooldown).
+    pub(crate) const fn with_cooldown_ms(mut self, cooldown_ms: u64) -> Self {
+        self.cooldown_ms = cooldown_ms;
+        self
+    }
+
     /// The state before the transition.
     pub const fn from(&self) -> State {
         self.from

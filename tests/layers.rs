@@ -29,7 +29,10 @@ const FILES: &[(&str, &[&str])] = &[
     ("classify", &["mod", "http", "reqwest"]),
     ("fleet", &["status", "script", "agent", "mod"]),
     ("observe", &["counters", "export", "mod"]),
-    ("registry", &["config", "mod", "toml", "export"]),
+    (
+        "registry",
+        &["config", "bounds", "mod", "eviction", "toml", "export"],
+    ),
     (
         "agent",
         &["result", "retry", "run", "spans", "guard", "mod"],

@@ -6,7 +6,8 @@ use smol_str::SmolStr;
 
 use super::machine::{CircuitBreaker, Extras};
 use crate::config::{
-    Config, ConfigError, DEFAULT_COOLDOWN, DEFAULT_PROBE_TIMEOUT, RateSettings, Window,
+    Config, ConfigError, DEFAULT_COOLDOWN, DEFAULT_PROBE_TIMEOUT, RateSettings, ShapeSettings,
+    Window,
 };
 use crate::observe::{Listener, TransitionEvent};
 
@@ -29,6 +30,7 @@ pub struct Builder {
     /// `None`: not set (5 unless a rate rule is set; then off).
     failure_threshold: Option<u32>,
     rates: RateSettings,
+    shape: ShapeSettings,
     cooldown: Duration,
     probe_timeout: Duration,
     clock: Option<quanta::Clock>,
@@ -42,6 +44,7 @@ impl Default for Builder {
         Builder {
             failure_threshold: None,
             rates: RateSettings::default(),
+            shape: ShapeSettings::default(),
             cooldown: DEFAULT_COOLDOWN,
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             clock: None,
@@ -149,6 +152,76 @@ impl Builder {
         self
     }
 
+    /// Let the cooldown back off while the dependency keeps failing its probes: each reopen
+    /// that comes without a close in between (a failed or timed-out probe) multiplies the
+    /// cooldown by `multiplier`, up to `max`; a close resets it to the configured
+    /// [`cooldown`](Self::cooldown). A trip from closed always starts from the configured one.
+    /// [`Blocked::retry_after`](crate::Blocked::retry_after), the model's `retry_after_ms` and
+    /// [`Transition::cooldown`](crate::Transition::cooldown) give the cooldown in force.
+    /// Validated by `build`: `multiplier` finite and at least 1 (`cooldown_multiplier`), `max`
+    /// at least the cooldown and at most [`MAX_DURATION`](crate::config::MAX_DURATION)
+    /// (`max_cooldown`).
+    ///
+    /// In fleet mode the probe lease the fleet grants waits out the cooldown in force on the
+    /// instance that asks for it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolbreaker::{CircuitBreaker, FailureKind, Outcome};
+    ///
+    /// let (clock, mock) = toolbreaker::quanta::Clock::mock();
+    /// let breaker = CircuitBreaker::builder()
+    ///     .failure_threshold(1)
+    ///     .cooldown(Duration::from_secs(1))
+    ///     .cooldown_backoff(2.0, Duration::from_secs(3))
+    ///     .clock(clock)
+    ///     .build()?;
+    /// let failed = Outcome::Failure(FailureKind::Unavailable);
+    /// breaker.try_acquire().unwrap().record(failed);
+    /// let mut cooldowns = vec![breaker.try_acquire().unwrap_err().retry_after()];
+    /// for _ in 0..3 {
+    ///     mock.increment(*cooldowns.last().unwrap());
+    ///     breaker.try_acquire().expect("the probe").record(failed); // reopens
+    ///     cooldowns.push(breaker.try_acquire().unwrap_err().retry_after());
+    /// }
+    /// let secs = |s| Duration::from_secs(s);
+    /// assert_eq!(cooldowns, [secs(1), secs(2), secs(3), secs(3)], "doubled, up to the cap");
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn cooldown_backoff(mut self, multiplier: f64, max: Duration) -> Self {
+        self.shape.backoff = Some((multiplier, max));
+        self
+    }
+
+    /// Spread each cooldown by up to ± `fraction` of itself (default 0), so that breakers that
+    /// opened together do not all probe at once. The spread of an open period is fixed when it
+    /// begins (every caller reads the same end) and differs from one period, and one breaker, to
+    /// the next. It applies after the backoff, so a cooldown may end up to `fraction` above its
+    /// `max`. Validated by `build`: `fraction` in [0, 1) (`cooldown_jitter`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolbreaker::{CircuitBreaker, FailureKind, Outcome};
+    ///
+    /// let breaker = CircuitBreaker::builder()
+    ///     .failure_threshold(1)
+    ///     .cooldown(Duration::from_secs(10))
+    ///     .cooldown_jitter(0.2)
+    ///     .build()?;
+    /// breaker.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Timeout));
+    /// let wait = breaker.try_acquire().unwrap_err().retry_after();
+    /// assert!(wait >= Duration::from_secs(8) && wait <= Duration::from_secs(12), "{wait:?}");
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn cooldown_jitter(mut self, fraction: f64) -> Self {
+        self.shape.jitter = Some(fraction);
+        self
+    }
+
     /// The probe's lease (default 30 s). Validated by `build`.
     pub fn probe_timeout(mut self, probe_timeout: Duration) -> Self {
         self.probe_timeout = probe_timeout;
@@ -159,6 +232,7 @@ impl Builder {
     pub fn config(mut self, config: Config) -> Self {
         self.failure_threshold = config.failure_threshold();
         self.rates = config.rate_settings();
+        self.shape = config.shape_settings();
         self.cooldown = config.cooldown();
         self.probe_timeout = config.probe_timeout();
         self
@@ -265,6 +339,7 @@ impl Builder {
             self.cooldown,
             self.probe_timeout,
             &self.rates,
+            &self.shape,
         )
     }
 

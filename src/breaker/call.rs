@@ -120,7 +120,7 @@ impl CircuitBreaker {
         classify: impl Classify<T, E>,
     ) -> Result<T, CallError<E>> {
         let permit = self.try_acquire().map_err(CallError::Blocked)?;
-        let started = self.start_timing(&permit);
+        let started = self.start_timing(permit.times_call());
         let result = op();
         permit.record_elapsed_if(classify.classify(&result), self.timed_since(started));
         result.map_err(CallError::Inner)
@@ -202,7 +202,7 @@ impl CircuitBreaker {
         F: Future<Output = Result<T, E>>,
     {
         let permit = self.try_acquire().map_err(CallError::Blocked)?;
-        let started = self.start_timing(&permit);
+        let started = self.start_timing(permit.times_call());
         match tokio::time::timeout(timeout, fut).await {
             Ok(result) => {
                 permit.record_elapsed_if(classify.classify(&result), self.timed_since(started));
@@ -268,7 +268,7 @@ where
         match this.stage {
             Stage::Start => match this.breaker.try_acquire() {
                 Ok(permit) => {
-                    let started = this.breaker.start_timing(&permit);
+                    let started = this.breaker.start_timing(permit.times_call());
                     *this.stage = Stage::Admitted(permit, started);
                 }
                 Err(blocked) => {

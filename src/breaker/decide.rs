@@ -616,6 +616,7 @@ mod tests {
         cooldown_ms: 100,
         probe_timeout_ms: 1_000,
         rates: None,
+        shape: crate::config::Shape::FIXED,
     };
 
     fn never() -> u64 {
@@ -855,6 +856,7 @@ mod tests {
             cooldown_ms: MAX_TIME_MS,
             probe_timeout_ms: MAX_TIME_MS,
             rates: None,
+            shape: crate::config::Shape::FIXED,
         };
         assert_eq!(
             view(word, &limits, || u64::MAX),

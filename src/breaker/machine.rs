@@ -12,8 +12,8 @@ use super::decide::{self, Admission, Manual, Remote, Report, Step, View};
 use super::store::{Store, Updated};
 use super::tap::{Gate, Tap};
 use super::window::{self, Rule, Windows};
-use super::word::{MAX_TIME_MS, RATED, WATCH, Word};
-use crate::config::{Config, Limits, Rates, WindowLimit};
+use super::word::{Kind, MAX_TIME_MS, RATED, WATCH, Word, next_generation};
+use crate::config::{Config, Limits, Rates, Shape, WindowLimit};
 use crate::observe::{self, Counter, Counters, Herald, Listener, Metrics};
 use crate::sync::{self, AtomicU64, Mutex, Ordering, RelaxedU64};
 use crate::time::Origin;
@@ -108,7 +108,34 @@ struct Cold {
     tap: Option<std::sync::Arc<Tap>>,
     /// Serialises reconfigurations, so two never interleave their fields.
     reconfigure: Mutex<()>,
+    /// How the cooldown backs off and spreads (`Builder::cooldown_backoff`,
+    /// `Builder::cooldown_jitter`), read only when the live cooldown carries `SHAPED`.
+    shape: LiveShape,
 }
+
+/// The cooldown's live shape, and the cooldown in force.
+///
+/// The cooldown of an open period is fixed when the period begins: its *base* (the configured
+/// cooldown at a trip, the previous base times the multiplier, capped, at a reopen) is written
+/// with the generation the period entered, `(generation << 44) | base_ms`, and the spread is a
+/// pure function of the generation and the breaker's seed, so every caller reads the same end.
+/// The base is written before the compare-and-swap that enters the generation and again by the
+/// writer that landed it: every writer racing into one generation reads the same previous one,
+/// so they write the same base (but for a fleet's probe grant racing a probe's failure, where the
+/// landed writer's second write settles it).
+#[derive(Debug)]
+struct LiveShape {
+    multiplier_ppm: RelaxedU64,
+    max_cooldown_ms: RelaxedU64,
+    jitter_ppm: RelaxedU64,
+    in_force: RelaxedU64,
+    seed: u64,
+}
+
+/// The live cooldown's flag: its shape is not fixed.
+const SHAPED: u64 = 1 << 63;
+const BASE_BITS: u32 = 44;
+const BASE_MASK: u64 = (1 << BASE_BITS) - 1;
 
 /// Whether a call that took `elapsed` is slow under `rates`; an untimed call never is.
 #[inline]
@@ -157,21 +184,30 @@ struct LiveLimits {
 
 impl LiveLimits {
     fn new(limits: Limits) -> Self {
-        LiveLimits {
+        let live = LiveLimits {
             failure_threshold: AtomicU64::new(limits.failure_threshold),
             cooldown_ms: RelaxedU64::new(limits.cooldown_ms),
             probe_timeout_ms: RelaxedU64::new(limits.probe_timeout_ms),
-        }
+        };
+        live.store(limits);
+        live
     }
 
-    /// Relaxed loads: see the type's docs. The rate rules live with the window (`Windows`).
+    /// Relaxed loads: see the type's docs. The rate rules live with the window (`Windows`), the
+    /// cooldown's shape in the cold part: `shape` reads it when the cooldown is shaped.
     #[inline]
-    fn load(&self, rates: Option<Rates>) -> Limits {
+    fn load(&self, rates: Option<Rates>, shape: impl FnOnce() -> Shape) -> Limits {
+        let cooldown = self.cooldown_ms.load(Ordering::Relaxed);
         Limits {
             failure_threshold: self.failure_threshold.load(Ordering::Relaxed),
-            cooldown_ms: self.cooldown_ms.load(Ordering::Relaxed),
+            cooldown_ms: cooldown & !SHAPED,
             probe_timeout_ms: self.probe_timeout_ms.load(Ordering::Relaxed),
             rates,
+            shape: if cooldown & SHAPED != 0 {
+                shape()
+            } else {
+                Shape::FIXED
+            },
         }
     }
 
@@ -179,10 +215,121 @@ impl LiveLimits {
     fn store(&self, limits: Limits) {
         self.failure_threshold
             .store(limits.failure_threshold, Ordering::Relaxed);
+        let shaped = if limits.shape.is_shaped() { SHAPED } else { 0 };
         self.cooldown_ms
-            .store(limits.cooldown_ms, Ordering::Relaxed);
+            .store(limits.cooldown_ms | shaped, Ordering::Relaxed);
         self.probe_timeout_ms
             .store(limits.probe_timeout_ms, Ordering::Relaxed);
+    }
+}
+
+impl LiveShape {
+    fn new(shape: Shape) -> Self {
+        let live = LiveShape {
+            multiplier_ppm: RelaxedU64::new(0),
+            max_cooldown_ms: RelaxedU64::new(0),
+            jitter_ppm: RelaxedU64::new(0),
+            in_force: RelaxedU64::new(0),
+            // A seed of the breaker's own, so breakers of one name in separate processes spread
+            // apart too.
+            seed: std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), 0u64),
+        };
+        live.store(shape);
+        live
+    }
+
+    /// Relaxed, as the other live settings.
+    fn load(&self) -> Shape {
+        Shape {
+            multiplier_ppm: self.multiplier_ppm.load(Ordering::Relaxed),
+            max_cooldown_ms: self.max_cooldown_ms.load(Ordering::Relaxed),
+            jitter_ppm: self.jitter_ppm.load(Ordering::Relaxed),
+        }
+    }
+
+    fn store(&self, shape: Shape) {
+        self.multiplier_ppm
+            .store(shape.multiplier_ppm, Ordering::Relaxed);
+        self.max_cooldown_ms
+            .store(shape.max_cooldown_ms, Ordering::Relaxed);
+        self.jitter_ppm.store(shape.jitter_ppm, Ordering::Relaxed);
+    }
+
+    /// The base cooldown of the open period that entered `generation`: the one written for it,
+    /// or the configured one if none was (the first period after construction or a change of
+    /// shape).
+    fn base_of(&self, generation: u32, limits: &Limits) -> u64 {
+        let in_force = self.in_force.load(Ordering::Relaxed);
+        if (in_force >> BASE_BITS) as u32 == generation {
+            in_force & BASE_MASK
+        } else {
+            limits.cooldown_ms
+        }
+    }
+
+    /// The base after one more reopen: times the multiplier, up to the maximum.
+    fn backed_off(base: u64, limits: &Limits) -> u64 {
+        let shape = &limits.shape;
+        if shape.multiplier_ppm == 1_000_000 {
+            return base;
+        }
+        let grown = u128::from(base) * u128::from(shape.multiplier_ppm) / 1_000_000;
+        u64::try_from(grown)
+            .unwrap_or(u64::MAX)
+            .min(shape.max_cooldown_ms)
+            .max(base.min(shape.max_cooldown_ms))
+    }
+
+    /// `base` spread by the jitter drawn for `generation`: `base × (1 + j·u)`, `u` in [−1, 1)
+    /// from a hash of the generation and the seed; at least 1 ms.
+    fn effective(&self, generation: u32, base: u64, limits: &Limits) -> u64 {
+        let jitter = limits.shape.jitter_ppm;
+        if jitter == 0 {
+            return base;
+        }
+        // splitmix64's finaliser over the seed and the generation.
+        let mut z = self.seed ^ u64::from(generation).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        // u in millionths: −1,000,000 ..= 999,999.
+        let u = (z % 2_000_000) as i128 - 1_000_000;
+        let delta = i128::from(base) * i128::from(jitter) * u / 1_000_000_000_000;
+        u64::try_from((i128::from(base) + delta).max(1)).unwrap_or(u64::MAX)
+    }
+
+    /// The cooldown in force for `word`: an open word's period's; a probing word's the one its
+    /// lease's end would begin (a reopen); otherwise the configured one.
+    fn cooldown_of(&self, word: Word, limits: &Limits) -> u64 {
+        let generation = word.generation();
+        match word.kind() {
+            Kind::Open => self.effective(generation, self.base_of(generation, limits), limits),
+            Kind::Probing => {
+                let next = next_generation(generation);
+                let base = Self::backed_off(self.base_of(generation, limits), limits);
+                self.effective(next, base, limits)
+            }
+            Kind::Closed | Kind::HalfOpen => limits.cooldown_ms,
+        }
+    }
+
+    /// The record of the period `after` enters, if it enters one: from closed, the configured
+    /// cooldown; from a probe (failed, timed out, or claimed again after its lease), one more
+    /// backoff; from open or half-open (a fleet's grant, an isolation), the same.
+    fn entered(&self, before: Word, after: Word, limits: &Limits) -> Option<u64> {
+        if after.generation() == before.generation() || after.kind() == Kind::Closed {
+            return None;
+        }
+        let base = match before.kind() {
+            Kind::Closed => limits.cooldown_ms,
+            Kind::Probing => Self::backed_off(self.base_of(before.generation(), limits), limits),
+            Kind::Open | Kind::HalfOpen => self.base_of(before.generation(), limits),
+        };
+        Some((u64::from(after.generation()) << BASE_BITS) | (base & BASE_MASK))
+    }
+
+    fn write(&self, in_force: u64) {
+        self.in_force.store(in_force, Ordering::Relaxed);
     }
 }
 
@@ -231,6 +378,7 @@ impl CircuitBreaker {
                     herald: Herald::new(extras.listener),
                     tap: extras.tap,
                     reconfigure: Mutex::new(()),
+                    shape: LiveShape::new(limits.shape),
                 }),
             }),
         }
@@ -250,7 +398,41 @@ impl CircuitBreaker {
 
     #[inline]
     fn limits(&self) -> Limits {
-        self.inner.limits.load(self.rates())
+        self.inner
+            .limits
+            .load(self.rates(), || self.inner.cold.shape.load())
+    }
+
+    /// The limits to judge `word` by: with a shaped cooldown, the cooldown in force for it.
+    #[inline]
+    fn limits_at(&self, word: Word, limits: &Limits) -> Limits {
+        let mut at = *limits;
+        if limits.shape.is_shaped() {
+            at.cooldown_ms = self.inner.cold.shape.cooldown_of(word, limits);
+        }
+        at
+    }
+
+    /// `transition` with the cooldown in force for the generation it entered, when shaped.
+    fn shaped(&self, transition: Transition, limits: &Limits) -> Transition {
+        if !limits.shape.is_shaped() || transition.to() != State::Open {
+            return transition;
+        }
+        let shape = &self.inner.cold.shape;
+        let generation = transition.generation();
+        transition.with_cooldown_ms(shape.effective(
+            generation,
+            shape.base_of(generation, limits),
+            limits,
+        ))
+    }
+
+    /// The cooldown in force now: for an open breaker, its open period's; else the one the next
+    /// trip would start with (the configured one, spread if jitter is set, is drawn at the trip).
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
+    pub(crate) fn cooldown_in_force(&self) -> Duration {
+        let limits = self.limits();
+        Duration::from_millis(self.limits_at(self.word(), &limits).cooldown_ms)
     }
 
     /// The rate rules in force, if any (kept with the window).
@@ -294,7 +476,8 @@ impl CircuitBreaker {
     #[inline]
     pub fn state(&self) -> State {
         let word = self.inner.store.load();
-        decide::view(word, &self.limits(), || self.now_ms()).state()
+        let limits = self.limits();
+        decide::view(word, &self.limits_at(word, &limits), || self.now_ms()).state()
     }
 
     /// Decide an admission for a word that is not closed, and apply it: the rest of
@@ -311,8 +494,9 @@ impl CircuitBreaker {
         let limits = self.limits();
         let mut now = None;
         let updated = self.update(word, |word| {
-            let (admission, next) =
-                decide::acquire(word, &limits, || *now.get_or_insert_with(|| self.now_ms()));
+            let (admission, next) = decide::acquire(word, &self.limits_at(word, &limits), || {
+                *now.get_or_insert_with(|| self.now_ms())
+            });
             // In fleet mode the fleet says which instance takes the probe slot.
             if let (
                 Admission::Admit {
@@ -349,7 +533,7 @@ impl CircuitBreaker {
             // Only the caller whose write landed reports what it wrote.
             let landed = decide::acquire_transitions(updated.before, after, &limits);
             if landed.0.iter().any(Option::is_some) {
-                self.announce_all(&landed.0);
+                self.announce_all(&landed.0.map(|t| t.map(|t| self.shaped(t, &limits))));
             }
         }
         // After the transition that explains it (a timed-out probe found by this caller).
@@ -372,7 +556,9 @@ impl CircuitBreaker {
     pub(crate) fn would_admit(&self) -> bool {
         let word = self.word();
         word.closed_generation().is_some()
-            || decide::view(word, &self.limits(), || self.now_ms()) == View::HalfOpen
+            || decide::view(word, &self.limits_at(word, &self.limits()), || {
+                self.now_ms()
+            }) == View::HalfOpen
     }
 
     /// `Blocked` if the breaker is open (or isolated) now, as [`try_acquire`](Self::try_acquire)
@@ -386,7 +572,11 @@ impl CircuitBreaker {
         if word.closed_generation().is_some() {
             return Ok(());
         }
-        match decide::acquire(word, &self.limits(), || self.now_ms()).0 {
+        match decide::acquire(word, &self.limits_at(word, &self.limits()), || {
+            self.now_ms()
+        })
+        .0
+        {
             Admission::Reject {
                 state: State::Open,
                 reason,
@@ -410,8 +600,32 @@ impl CircuitBreaker {
     /// Apply `decide` through the store (see `Store::update`); a write that lands a closed word
     /// of a new generation starts the window afresh: every transition empties it.
     #[inline]
-    fn update<R>(&self, word: Word, decide: impl FnMut(Word) -> (Option<Word>, R)) -> Updated<R> {
-        let updated = self.inner.store.update(word, decide);
+    fn update<R>(
+        &self,
+        word: Word,
+        mut decide: impl FnMut(Word) -> (Option<Word>, R),
+    ) -> Updated<R> {
+        let limits = self.limits();
+        let shaped = limits.shape.is_shaped();
+        // The base the last decision's write enters, written before its swap and again once it
+        // has landed (see `LiveShape`).
+        let mut entered = None;
+        let updated = self.inner.store.update(word, |word| {
+            let (next, answer) = decide(word);
+            entered = None;
+            if shaped && let Some(next) = next {
+                entered = self.inner.cold.shape.entered(word, next, &limits);
+                if let Some(in_force) = entered {
+                    self.inner.cold.shape.write(in_force);
+                }
+            }
+            (next, answer)
+        });
+        if updated.after.is_some()
+            && let Some(in_force) = entered
+        {
+            self.inner.cold.shape.write(in_force);
+        }
         if let Some(after) = updated.after
             && after.flags() & RATED != 0
             && after.closed_generation().is_some()
@@ -464,11 +678,11 @@ impl CircuitBreaker {
         self.rates().is_some_and(|rates| rates.times_calls())
     }
 
-    /// The breaker's clock, read raw to time `permit`'s call, if a slow-call rule is set (`call`
-    /// and `run` time their calls only then); `None` reads no clock.
+    /// The breaker's clock, read raw to time a call if `timed` (its permit says a slow-call rule
+    /// is set: `call` and `run` time their calls only then); `None` reads no clock.
     #[inline]
-    pub(crate) fn start_timing(&self, permit: &super::Permit<'_>) -> Option<u64> {
-        permit.times_call().then(|| self.inner.origin.raw())
+    pub(crate) fn start_timing(&self, timed: bool) -> Option<u64> {
+        timed.then(|| self.inner.origin.raw())
     }
 
     /// The time since `start_timing`'s reading, on the breaker's clock.
@@ -569,6 +783,7 @@ impl CircuitBreaker {
             tap.count_changed();
         }
         if let Some(transition) = updated.answer {
+            let transition = self.shaped(transition, &limits);
             self.announce(transition);
             return Some(transition);
         }
@@ -620,7 +835,7 @@ impl CircuitBreaker {
                     word, generation, reason, counted, now_ms, limits,
                 ))
             });
-            let transition = updated.answer?;
+            let transition = self.shaped(updated.answer?, limits);
             self.announce(transition);
             return Some(transition);
         }
@@ -646,15 +861,16 @@ impl CircuitBreaker {
                 *now.get_or_insert_with(|| self.now_ms())
             }))
         });
-        let transition = updated.answer?;
+        let transition = self.shaped(updated.answer?, &limits);
         self.announce(transition);
         Some(transition)
     }
 
     /// Apply a change made by hand to the newest word.
     fn manual(&self, action: Manual) -> Option<Transition> {
+        let in_force = self.limits();
         let updated = self.update(self.inner.store.load(), |word| {
-            let limits = self.limits();
+            let limits = self.limits_at(word, &in_force);
             // A probe that outlived its lease is written down first, in the same write, as the
             // next caller would: the change follows a transition that is heard.
             let expired = decide::expired_probe(word, &limits, || self.now_ms());
@@ -673,11 +889,12 @@ impl CircuitBreaker {
         {
             tap.reset();
         }
+        let answer = updated.answer.map(|t| t.map(|t| self.shaped(t, &in_force)));
         // Announced once the change has landed, so a listener's panic cannot stop it.
-        if updated.answer.iter().any(Option::is_some) {
-            self.announce_all(&updated.answer);
+        if answer.iter().any(Option::is_some) {
+            self.announce_all(&answer);
         }
-        updated.answer[1]
+        answer[1]
     }
 
     /// Isolate the dependency: open now, and stay open, admitting no probe, until
@@ -797,6 +1014,7 @@ impl CircuitBreaker {
             self.inner.windows.get_or_init(|| Box::new(Windows::new()));
         }
         let rates_changed = self.rates() != limits.rates;
+        self.inner.cold.shape.store(limits.shape);
         self.inner.limits.store(limits);
         if let Some(windows) = self.inner.windows.get() {
             windows.set_rates(limits.rates);
@@ -826,7 +1044,7 @@ impl CircuitBreaker {
                 None => (Some(word), None),
             }
         });
-        updated.answer
+        updated.answer.map(|t| self.shaped(t, &limits))
     }
 
     /// Adopt a state learned from the fleet (see `decide::adopt`); returns the word after it and
@@ -840,10 +1058,11 @@ impl CircuitBreaker {
                 *now.get_or_insert_with(|| self.now_ms())
             }))
         });
-        if let Some(transition) = updated.answer {
+        let answer = updated.answer.map(|t| self.shaped(t, &limits));
+        if let Some(transition) = answer {
             self.announce(transition);
         }
-        (updated.after.unwrap_or(updated.before), updated.answer)
+        (updated.after.unwrap_or(updated.before), answer)
     }
 
     /// [`adopt`](Self::adopt), but only while the word is still in local `generation` (read by
@@ -868,7 +1087,7 @@ impl CircuitBreaker {
             }));
             (next, Ok(transition))
         });
-        let transition = updated.answer?;
+        let transition = updated.answer?.map(|t| self.shaped(t, &limits));
         if let Some(transition) = transition {
             self.announce(transition);
         }

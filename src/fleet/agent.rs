@@ -612,7 +612,8 @@ impl Agent {
             return;
         }
         let config = dep.breaker.config();
-        let cooldown_ms = u64::try_from(config.cooldown().as_millis()).unwrap_or(u64::MAX);
+        let cooldown_ms =
+            u64::try_from(dep.breaker.cooldown_in_force().as_millis()).unwrap_or(u64::MAX);
         let probe_ms = u64::try_from(config.probe_timeout().as_millis()).unwrap_or(u64::MAX);
         let lease_ms = probe_ms.saturating_add(self.settings.probe_window_ms);
         let mut invocation = script::invocation(&scripts.claim, &dep.keys, &dep.name);
@@ -1008,7 +1009,7 @@ impl Agent {
                 {
                     self.status.adopted.fetch_add(1, Ordering::Relaxed);
                 }
-                let cooldown = dep.breaker.config().cooldown();
+                let cooldown = dep.breaker.cooldown_in_force();
                 dep.claim_at = Some(now + cooldown);
             }
             if dep.want && dep.claim_at.is_some_and(|at| at <= now) {

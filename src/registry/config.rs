@@ -321,6 +321,12 @@ impl fmt::Display for ConfigChange {
             c.minimum_calls()
                 .map_or("off".to_owned(), |m| m.to_string())
         };
+        let backoff = |c: Config| {
+            c.cooldown_backoff().map_or("off".to_owned(), |(m, max)| {
+                format!("{m} up to {} ms", millis_floor(max))
+            })
+        };
+        let jitter = |c: Config| c.cooldown_jitter().to_string();
         for (name, old, new) in [
             (
                 "failure_rate",
@@ -330,6 +336,8 @@ impl fmt::Display for ConfigChange {
             ("slow_calls", slow(b), slow(a)),
             ("window", window(b), window(a)),
             ("minimum_calls", minimum(b), minimum(a)),
+            ("cooldown_backoff", backoff(b), backoff(a)),
+            ("cooldown_jitter", jitter(b), jitter(a)),
         ] {
             if old != new {
                 write!(f, "{sep}{name} {old} -> {new}")?;

@@ -9,6 +9,7 @@ use smol_str::SmolStr;
 
 mod bounds;
 mod config;
+mod eviction;
 #[cfg(feature = "metrics")]
 mod export;
 #[cfg(feature = "toml")]

@@ -11,7 +11,8 @@ use crate::config::{Config, DEFAULT_FAILURE_THRESHOLD, MAX_DURATION_MS, Window};
 
 const FIELDS: &str = "`failure_threshold`, `cooldown_ms`, `probe_timeout_ms`, `failure_rate`, \
                       `slow_call_threshold_ms`, `slow_call_rate`, `window_calls`, `window_ms`, \
-                      `minimum_calls`";
+                      `minimum_calls`, `cooldown_multiplier`, `max_cooldown_ms`, \
+                      `cooldown_jitter`";
 
 /// A configuration file that could not be read, parsed or validated. Nothing was changed.
 ///
@@ -277,6 +278,9 @@ fn section(
     let mut slow_threshold = rates.slow_calls.map(|(threshold, _)| threshold);
     let mut slow_rate = rates.slow_calls.map(|(_, rate)| rate);
     let mut window_key = None;
+    let mut shape = base.shape_settings();
+    let mut multiplier = shape.backoff.map(|(m, _)| m);
+    let mut max_cooldown = shape.backoff.map(|(_, max)| max);
     for (key, value) in table {
         let key: &str = key.get_ref();
         let value = value.get_ref();
@@ -307,6 +311,11 @@ fn section(
                     Window::Time(Duration::from_millis(number(MAX_DURATION_MS, "ms")?))
                 });
             }
+            "cooldown_multiplier" => multiplier = Some(ratio(value, dependency, key)?),
+            "max_cooldown_ms" => {
+                max_cooldown = Some(Duration::from_millis(number(MAX_DURATION_MS, "ms")?));
+            }
+            "cooldown_jitter" => shape.jitter = Some(ratio(value, dependency, key)?),
             "minimum_calls" => {
                 rates.minimum_calls = Some(number(u64::from(u32::MAX), "calls")? as u32);
             }
@@ -346,13 +355,30 @@ fn section(
             ));
         }
     };
+    shape.backoff = match (multiplier, max_cooldown) {
+        (Some(multiplier), Some(max)) => Some((multiplier, max)),
+        (None, None) => None,
+        (Some(_), None) | (None, Some(_)) => {
+            let (set, missing) = if multiplier.is_some() {
+                ("cooldown_multiplier", "max_cooldown_ms")
+            } else {
+                ("max_cooldown_ms", "cooldown_multiplier")
+            };
+            return Err(ConfigFileError::at(
+                dependency,
+                Some(set),
+                format!("the cooldown's backoff needs `{missing}` as well"),
+            ));
+        }
+    };
     let threshold_set = threshold.is_some();
-    let config = Config::with_rules(threshold, cooldown, probe_timeout, &rates);
+    let config = Config::with_rules(threshold, cooldown, probe_timeout, &rates, &shape);
     config.map(|config| (config, threshold_set)).map_err(|e| {
         let field = match e.field() {
             "cooldown" => "cooldown_ms",
             "probe_timeout" => "probe_timeout_ms",
             "slow_call_threshold" => "slow_call_threshold_ms",
+            "max_cooldown" => "max_cooldown_ms",
             "window" => window_key.unwrap_or("window_calls"),
             other => other,
         };
@@ -367,7 +393,8 @@ fn section(
     })
 }
 
-/// `value` as a ratio, or what is wrong with it (a ratio out of range is `Config`'s to refuse).
+/// `value` as a number (a ratio, a multiplier, a fraction), or what is wrong with it (one out of
+/// range is `Config`'s to refuse).
 fn ratio(value: &DeValue<'_>, dependency: Option<&str>, key: &str) -> Result<f64, ConfigFileError> {
     let number = match value {
         DeValue::Float(float) => float.as_str().replace('_', "").parse::<f64>().ok(),
@@ -378,10 +405,7 @@ fn ratio(value: &DeValue<'_>, dependency: Option<&str>, key: &str) -> Result<f64
         ConfigFileError::at(
             dependency,
             Some(key),
-            format!(
-                "must be a ratio above 0 and at most 1 (such as 0.5), not a {}",
-                value.type_str()
-            ),
+            format!("must be a number (such as 0.5), not a {}", value.type_str()),
         )
     })
 }
