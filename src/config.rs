@@ -64,7 +64,11 @@ pub struct Config {
     probe_timeout_ms: u64,
     rates: Option<Rates>,
     shape: Shape,
+    probes: u32,
 }
+
+/// The most probes a half-open breaker admits: 2^20 − 1.
+pub const MAX_PROBES: u32 = (1 << 20) - 1;
 
 /// How the cooldown grows and spreads: validated, in millionths and whole milliseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -300,6 +304,7 @@ impl Config {
             probe_timeout,
             &RateSettings::default(),
             &ShapeSettings::default(),
+            1,
         )
     }
 
@@ -311,7 +316,14 @@ impl Config {
         probe_timeout: Duration,
         rates: &RateSettings,
         shape: &ShapeSettings,
+        probes: u32,
     ) -> Result<Config, ConfigError> {
+        if probes == 0 {
+            return Err(ConfigError::new("probes", Problem::Zero));
+        }
+        if probes > MAX_PROBES {
+            return Err(ConfigError::new("probes", Problem::TooLarge));
+        }
         if failure_threshold == Some(0) {
             return Err(ConfigError::new("failure_threshold", Problem::Zero));
         }
@@ -330,7 +342,14 @@ impl Config {
             probe_timeout_ms,
             rates,
             shape,
+            probes,
         })
+    }
+
+    /// How many probes half-open admits (default 1): it closes when all of them succeed, and a
+    /// counted failure of any one reopens it.
+    pub const fn probes(&self) -> u32 {
+        self.probes
     }
 
     /// The cooldown's backoff: the multiplier each reopen without a close applies (kept to the
@@ -421,6 +440,7 @@ impl Config {
             probe_timeout_ms: limits.probe_timeout_ms,
             rates: limits.rates,
             shape: limits.shape,
+            probes: limits.probes,
         }
     }
 
@@ -434,6 +454,7 @@ impl Config {
             probe_timeout_ms: self.probe_timeout_ms,
             rates: self.rates,
             shape: self.shape,
+            probes: self.probes,
         }
     }
 }
@@ -451,6 +472,7 @@ impl Default for Config {
             probe_timeout_ms: millis_ceil(DEFAULT_PROBE_TIMEOUT),
             rates: None,
             shape: Shape::FIXED,
+            probes: 1,
         }
     }
 }
@@ -469,6 +491,8 @@ pub(crate) struct Limits {
     pub(crate) rates: Option<Rates>,
     /// How the cooldown backs off and spreads.
     pub(crate) shape: Shape,
+    /// Probes half-open admits, 1 to [`MAX_PROBES`].
+    pub(crate) probes: u32,
 }
 
 /// A name field (a fleet's `prefix` and `instance`, an MCP `server`): non-empty text with no
@@ -511,7 +535,8 @@ pub enum Problem {
     /// The number is outside its range: a ratio (`failure_rate`, `slow_call_rate`) must be in
     /// (0, 1], a `cooldown_multiplier` at least 1, a `cooldown_jitter` in [0, 1).
     OutOfRange,
-    /// The number is larger than one it may not exceed: `minimum_calls` above a count window.
+    /// The number is larger than one it may not exceed: `minimum_calls` above a count window,
+    /// `probes` above [`MAX_PROBES`].
     TooLarge,
     /// The field belongs to a rule that is not set: a `window` or `minimum_calls` with neither
     /// a failure-rate nor a slow-call rule.
@@ -543,7 +568,7 @@ impl ConfigError {
 
     /// The offending field: `failure_threshold`, `cooldown`, `probe_timeout`, `failure_rate`,
     /// `slow_call_threshold`, `slow_call_rate`, `window`, `minimum_calls`,
-    /// `cooldown_multiplier`, `max_cooldown` or `cooldown_jitter`; for a fleet
+    /// `cooldown_multiplier`, `max_cooldown`, `cooldown_jitter` or `probes`; for a fleet
     /// (feature `redis`), `prefix`, `instance`, `fleet_failure_threshold`, `min_instances`, `window`,
     /// `sync_interval`, `command_timeout` or `probe_window`; for MCP (feature `mcp`), `server`,
     /// `upstream`, `per_call_timeout` or `call_time_limit`.
@@ -562,7 +587,10 @@ impl fmt::Display for ConfigError {
         f.write_str("invalid breaker configuration: ")?;
         let field = self.field;
         match (self.problem, field) {
-            (Problem::Zero, "failure_threshold" | "fleet_failure_threshold" | "min_instances") => {
+            (
+                Problem::Zero,
+                "failure_threshold" | "fleet_failure_threshold" | "min_instances" | "probes",
+            ) => {
                 write!(f, "`{field}` must be at least 1")
             }
             (Problem::Empty, "server") => write!(
@@ -599,6 +627,7 @@ impl fmt::Display for ConfigError {
                 f,
                 "`minimum_calls` must be at most the window's number of calls"
             ),
+            (Problem::TooLarge, "probes") => write!(f, "`probes` must be at most {MAX_PROBES}"),
             (Problem::TooLarge, _) => write!(f, "`{field}` is too large"),
             (Problem::NoRule, _) => write!(
                 f,

@@ -899,3 +899,57 @@ fn a_window_trip_racing_a_reset_ends_closed_with_an_empty_window() {
     });
     assert_all_seen(&SEEN, &["the reset first", "the trip first"]);
 }
+
+/// Model 19: N probes claimed by N + 1 racers. With two probes, three callers race at the end of
+/// the cooldown: exactly two are admitted as probes (one through the word, one through the
+/// slots, in whichever order the slots are started), the third is blocked with the probe in
+/// flight; the two successes close the breaker, the second of them making the verdict.
+#[test]
+fn n_probes_claimed_by_n_plus_one_racers_admit_exactly_n() {
+    static SEEN: [AtomicBool; 3] = [const { AtomicBool::new(false) }; 3];
+    loom::model(|| {
+        let (clock, mock) = Clock::mock();
+        let breaker: &'static CircuitBreaker = Box::leak(Box::new(
+            CircuitBreaker::builder()
+                .failure_threshold(1)
+                .cooldown(COOLDOWN)
+                .probe_timeout(Duration::from_secs(1))
+                .probes(2)
+                .clock(clock)
+                .build()
+                .unwrap(),
+        ));
+        half_open(breaker, &mock, 1);
+        let racers: Vec<_> = (0..3)
+            .map(|_| {
+                thread::spawn(move || match breaker.try_acquire() {
+                    Ok(permit) => Ok(permit),
+                    Err(blocked) => Err(blocked),
+                })
+            })
+            .collect();
+        let results: Vec<_> = racers.into_iter().map(|r| r.join().unwrap()).collect();
+        let blocked: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+        assert_eq!(blocked.len(), 1, "exactly two of three admitted");
+        let loser = results.iter().position(Result::is_err).unwrap();
+        SEEN[loser].store(true, Relaxed);
+        assert_eq!(blocked[0].reason(), BlockedReason::ProbeInFlight);
+        let admitted: Vec<_> = results.into_iter().filter_map(Result::ok).collect();
+        assert!(admitted.iter().all(|p| p.is_probe()));
+        let verdicts: Vec<_> = admitted
+            .into_iter()
+            .map(|p| p.record(Outcome::Success))
+            .collect();
+        assert_eq!(verdicts[0], None);
+        assert_eq!(verdicts[1].map(|t| t.to()), Some(State::Closed));
+        assert_eq!(breaker.state(), State::Closed);
+    });
+    assert_all_seen(
+        &SEEN,
+        &[
+            "the first blocked",
+            "the second blocked",
+            "the third blocked",
+        ],
+    );
+}

@@ -31,6 +31,7 @@ pub struct Builder {
     failure_threshold: Option<u32>,
     rates: RateSettings,
     shape: ShapeSettings,
+    probes: u32,
     cooldown: Duration,
     probe_timeout: Duration,
     clock: Option<quanta::Clock>,
@@ -45,6 +46,7 @@ impl Default for Builder {
             failure_threshold: None,
             rates: RateSettings::default(),
             shape: ShapeSettings::default(),
+            probes: 1,
             cooldown: DEFAULT_COOLDOWN,
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             clock: None,
@@ -222,6 +224,43 @@ impl Builder {
         self
     }
 
+    /// How many probes half-open admits (default 1; resilience4j's default is 10). Exactly
+    /// `probes` callers are admitted however many race; the breaker closes when all of them
+    /// succeed, and a counted failure of any one reopens it (the others' outcomes are then stale).
+    /// A probe whose outcome is `Ignored`, or whose permit is dropped, gives its slot back to the
+    /// next caller. One lease covers them all: it runs from the first probe's admission for
+    /// the [probe timeout](Self::probe_timeout), and if the verdict is not in by its end the
+    /// breaker reopens. Validated by `build`: 1 to [`MAX_PROBES`](crate::config::MAX_PROBES)
+    /// (`probes`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolbreaker::{CircuitBreaker, FailureKind, Outcome, State};
+    ///
+    /// let (clock, mock) = toolbreaker::quanta::Clock::mock();
+    /// let breaker = CircuitBreaker::builder()
+    ///     .failure_threshold(1)
+    ///     .probes(3)
+    ///     .clock(clock)
+    ///     .build()?;
+    /// breaker.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Connect));
+    /// mock.increment(breaker.config().cooldown());
+    /// let probes: Vec<_> = (0..3).map(|_| breaker.try_acquire().expect("a probe")).collect();
+    /// assert!(breaker.try_acquire().is_err(), "three, no more");
+    /// for probe in probes {
+    ///     assert!(probe.is_probe());
+    ///     probe.record(Outcome::Success);
+    /// }
+    /// assert_eq!(breaker.state(), State::Closed, "closed when all three succeeded");
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn probes(mut self, probes: u32) -> Self {
+        self.probes = probes;
+        self
+    }
+
     /// The probe's lease (default 30 s). Validated by `build`.
     pub fn probe_timeout(mut self, probe_timeout: Duration) -> Self {
         self.probe_timeout = probe_timeout;
@@ -233,6 +272,7 @@ impl Builder {
         self.failure_threshold = config.failure_threshold();
         self.rates = config.rate_settings();
         self.shape = config.shape_settings();
+        self.probes = config.probes();
         self.cooldown = config.cooldown();
         self.probe_timeout = config.probe_timeout();
         self
@@ -340,6 +380,7 @@ impl Builder {
             self.probe_timeout,
             &self.rates,
             &self.shape,
+            self.probes,
         )
     }
 

@@ -617,6 +617,7 @@ mod tests {
         probe_timeout_ms: 1_000,
         rates: None,
         shape: crate::config::Shape::FIXED,
+        probes: 1,
     };
 
     fn never() -> u64 {
@@ -857,6 +858,7 @@ mod tests {
             probe_timeout_ms: MAX_TIME_MS,
             rates: None,
             shape: crate::config::Shape::FIXED,
+            probes: 1,
         };
         assert_eq!(
             view(word, &limits, || u64::MAX),

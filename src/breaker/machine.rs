@@ -111,6 +111,9 @@ struct Cold {
     /// How the cooldown backs off and spreads (`Builder::cooldown_backoff`,
     /// `Builder::cooldown_jitter`), read only when the live cooldown carries `SHAPED`.
     shape: LiveShape,
+    /// The probe slots of a breaker that admits several probes (`Builder::probes`; see
+    /// `slots`). The model checker's atomic under loom, as the word is.
+    probe_slots: AtomicU64,
 }
 
 /// The cooldown's live shape, and the cooldown in force.
@@ -194,14 +197,17 @@ impl LiveLimits {
     }
 
     /// Relaxed loads: see the type's docs. The rate rules live with the window (`Windows`), the
-    /// cooldown's shape in the cold part: `shape` reads it when the cooldown is shaped.
+    /// cooldown's shape in the cold part: `shape` reads it when the cooldown is shaped. The
+    /// probes ride above the probe timeout (`PROBES_SHIFT`).
     #[inline]
     fn load(&self, rates: Option<Rates>, shape: impl FnOnce() -> Shape) -> Limits {
         let cooldown = self.cooldown_ms.load(Ordering::Relaxed);
+        let lease = self.probe_timeout_ms.load(Ordering::Relaxed);
         Limits {
             failure_threshold: self.failure_threshold.load(Ordering::Relaxed),
             cooldown_ms: cooldown & !SHAPED,
-            probe_timeout_ms: self.probe_timeout_ms.load(Ordering::Relaxed),
+            probe_timeout_ms: lease & LEASE_MASK,
+            probes: (lease >> PROBES_SHIFT) as u32 + 1,
             rates,
             shape: if cooldown & SHAPED != 0 {
                 shape()
@@ -218,9 +224,34 @@ impl LiveLimits {
         let shaped = if limits.shape.is_shaped() { SHAPED } else { 0 };
         self.cooldown_ms
             .store(limits.cooldown_ms | shaped, Ordering::Relaxed);
+        let probes = u64::from(limits.probes.max(1) - 1) << PROBES_SHIFT;
         self.probe_timeout_ms
-            .store(limits.probe_timeout_ms, Ordering::Relaxed);
+            .store(limits.probe_timeout_ms | probes, Ordering::Relaxed);
     }
+}
+
+/// The live probe timeout's high bits hold the probes less one (a timeout is at most 2^40 ms).
+const PROBES_SHIFT: u32 = 44;
+const LEASE_MASK: u64 = (1 << PROBES_SHIFT) - 1;
+
+/// The slots of a half-open breaker that admits several probes, beside the word:
+/// `generation << 40 | claimed << 20 | succeeded`, for the probing generation it counts. The
+/// first probe is admitted by the word's compare-and-swap (open → probing, as a single probe
+/// is); the others by this word's, while the breaker's word is probing in that generation and
+/// its lease holds. Whoever first finds it counting another generation starts it at one claimed,
+/// the word's own probe, and adds its own claim if it is not that probe: so exactly `probes` are
+/// admitted however the claims interleave. A success adds one succeeded; the one that makes
+/// them all is the verdict, made on the word (closed, in a new generation); a counted failure
+/// reopens the word at once; a probe that gives its slot back takes one claimed off.
+const SLOT_BITS: u32 = 20;
+const SLOT_MASK: u64 = (1 << SLOT_BITS) - 1;
+
+const fn slots(generation: u32, claimed: u64, succeeded: u64) -> u64 {
+    ((generation as u64) << (2 * SLOT_BITS)) | (claimed << SLOT_BITS) | succeeded
+}
+
+const fn slots_generation(slots: u64) -> u32 {
+    (slots >> (2 * SLOT_BITS)) as u32
 }
 
 impl LiveShape {
@@ -379,6 +410,7 @@ impl CircuitBreaker {
                     tap: extras.tap,
                     reconfigure: Mutex::new(()),
                     shape: LiveShape::new(limits.shape),
+                    probe_slots: AtomicU64::new(0),
                 }),
             }),
         }
@@ -518,7 +550,31 @@ impl CircuitBreaker {
             }
             (next, admission)
         });
-        let answer = match updated.answer {
+        let admission = match updated.answer {
+            // The word's own probe of a breaker that admits several: it starts their count.
+            Admission::Admit {
+                generation,
+                probe: true,
+            } if limits.probes > 1 => {
+                self.start_slots(generation);
+                updated.answer
+            }
+            // Another probe of a breaker that admits several, while the first one's lease holds.
+            Admission::Reject {
+                reason: BlockedReason::ProbeInFlight,
+                ..
+            } if limits.probes > 1
+                && updated.before.kind() == Kind::Probing
+                && self.claim_slot(updated.before.generation(), &limits) =>
+            {
+                Admission::Admit {
+                    generation: updated.before.generation(),
+                    probe: true,
+                }
+            }
+            answer => answer,
+        };
+        let answer = match admission {
             Admission::Admit { generation, probe } => Ok(permit(generation, probe)),
             Admission::Reject {
                 state,
@@ -732,6 +788,106 @@ impl CircuitBreaker {
         self.report_timed(generation, probe, report, elapsed)
     }
 
+    /// Start the slots of `generation`, whose first probe the word's swap just admitted (see
+    /// `slots`): unless a racing claim started them first, counting this probe.
+    #[cold]
+    fn start_slots(&self, generation: u32) {
+        let slots_word = &self.inner.cold.probe_slots;
+        let mut seen = slots_word.load(Ordering::Acquire);
+        while slots_generation(seen) != generation {
+            match slots_word.compare_exchange_weak(
+                seen,
+                slots(generation, 1, 0),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(now) => seen = now,
+            }
+        }
+    }
+
+    /// Claim one more probe slot of the probing `generation`; `false` if all are taken.
+    #[cold]
+    fn claim_slot(&self, generation: u32, limits: &Limits) -> bool {
+        let slots_word = &self.inner.cold.probe_slots;
+        let probes = u64::from(limits.probes);
+        let mut seen = slots_word.load(Ordering::Acquire);
+        loop {
+            let next = if slots_generation(seen) == generation {
+                let claimed = (seen >> SLOT_BITS) & SLOT_MASK;
+                if claimed >= probes {
+                    return false;
+                }
+                seen + (1 << SLOT_BITS)
+            } else {
+                // Not started yet: the word's own probe, and this one.
+                slots(generation, 2, 0)
+            };
+            match slots_word.compare_exchange_weak(seen, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => break,
+                Err(now) => seen = now,
+            }
+        }
+        // Admitted only if the word is still probing in its generation with its lease holding:
+        // the admission is this reading. A verdict, a lease found expired or a change by hand
+        // made since the rejection that led here gives the slot back (nothing is sent to a
+        // dependency whose breaker reopened).
+        if self.permit_is_current(generation, true) {
+            return true;
+        }
+        self.report_slot_back(generation);
+        false
+    }
+
+    /// Give back a slot of `generation` claimed by a caller that was not admitted.
+    fn report_slot_back(&self, generation: u32) {
+        let slots_word = &self.inner.cold.probe_slots;
+        let mut seen = slots_word.load(Ordering::Acquire);
+        while slots_generation(seen) == generation {
+            let claimed = (seen >> SLOT_BITS) & SLOT_MASK;
+            let next = slots(generation, claimed.saturating_sub(1), seen & SLOT_MASK);
+            match slots_word.compare_exchange_weak(seen, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return,
+                Err(now) => seen = now,
+            }
+        }
+    }
+
+    /// Report a probe of several that is not a counted failure: a success adds to the succeeded
+    /// (`true`: it is the last, and closes the breaker through the word); an ignored or dropped
+    /// outcome gives the slot back. Nothing counts from a probe that is no longer current.
+    #[cold]
+    fn report_slot(&self, generation: u32, report: Report, limits: &Limits) -> bool {
+        if !self.permit_is_current(generation, true) {
+            return false;
+        }
+        let slots_word = &self.inner.cold.probe_slots;
+        let probes = u64::from(limits.probes);
+        let mut seen = slots_word.load(Ordering::Acquire);
+        loop {
+            if slots_generation(seen) != generation {
+                return false;
+            }
+            let claimed = (seen >> SLOT_BITS) & SLOT_MASK;
+            let succeeded = seen & SLOT_MASK;
+            let (next, last) = match report {
+                Report::Success => (seen + 1, succeeded + 1 >= probes),
+                _ => (
+                    slots(generation, claimed.saturating_sub(1), succeeded),
+                    false,
+                ),
+            };
+            match slots_word.compare_exchange_weak(seen, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return last,
+                Err(now) => seen = now,
+            }
+        }
+    }
+
     /// A permit dropped unrecorded: count it if it is counted, give the probe slot back if it
     /// holds it.
     #[cold]
@@ -764,6 +920,14 @@ impl CircuitBreaker {
         elapsed: Option<Duration>,
     ) -> Option<Transition> {
         let limits = self.limits();
+        // A probe of several: only the last success, and a counted failure, move the word.
+        if probe
+            && limits.probes > 1
+            && report != Report::Failure
+            && !self.report_slot(generation, report, &limits)
+        {
+            return None;
+        }
         let mut now = None;
         let updated = self.update(self.inner.store.load(), |word| {
             split(decide::report(

@@ -338,6 +338,7 @@ impl fmt::Display for ConfigChange {
             ("minimum_calls", minimum(b), minimum(a)),
             ("cooldown_backoff", backoff(b), backoff(a)),
             ("cooldown_jitter", jitter(b), jitter(a)),
+            ("probes", b.probes().to_string(), a.probes().to_string()),
         ] {
             if old != new {
                 write!(f, "{sep}{name} {old} -> {new}")?;

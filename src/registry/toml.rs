@@ -12,7 +12,7 @@ use crate::config::{Config, DEFAULT_FAILURE_THRESHOLD, MAX_DURATION_MS, Window};
 const FIELDS: &str = "`failure_threshold`, `cooldown_ms`, `probe_timeout_ms`, `failure_rate`, \
                       `slow_call_threshold_ms`, `slow_call_rate`, `window_calls`, `window_ms`, \
                       `minimum_calls`, `cooldown_multiplier`, `max_cooldown_ms`, \
-                      `cooldown_jitter`";
+                      `cooldown_jitter`, `probes`";
 
 /// A configuration file that could not be read, parsed or validated. Nothing was changed.
 ///
@@ -278,6 +278,7 @@ fn section(
     let mut slow_threshold = rates.slow_calls.map(|(threshold, _)| threshold);
     let mut slow_rate = rates.slow_calls.map(|(_, rate)| rate);
     let mut window_key = None;
+    let mut probes = base.probes();
     let mut shape = base.shape_settings();
     let mut multiplier = shape.backoff.map(|(m, _)| m);
     let mut max_cooldown = shape.backoff.map(|(_, max)| max);
@@ -316,6 +317,7 @@ fn section(
                 max_cooldown = Some(Duration::from_millis(number(MAX_DURATION_MS, "ms")?));
             }
             "cooldown_jitter" => shape.jitter = Some(ratio(value, dependency, key)?),
+            "probes" => probes = number(u64::from(u32::MAX), "probes")? as u32,
             "minimum_calls" => {
                 rates.minimum_calls = Some(number(u64::from(u32::MAX), "calls")? as u32);
             }
@@ -372,7 +374,7 @@ fn section(
         }
     };
     let threshold_set = threshold.is_some();
-    let config = Config::with_rules(threshold, cooldown, probe_timeout, &rates, &shape);
+    let config = Config::with_rules(threshold, cooldown, probe_timeout, &rates, &shape, probes);
     config.map(|config| (config, threshold_set)).map_err(|e| {
         let field = match e.field() {
             "cooldown" => "cooldown_ms",
