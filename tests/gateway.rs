@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use toolbreaker::{
     AgentRun, BlockedReason, CircuitBreaker, Config, FailureKind, Outcome, Registry, RetryPolicy,
-    State, StopReason, ToolResult, agent::Attempt,
+    State, StopReason, ToolResult, TransitionReason, agent::Attempt,
 };
 use tools::{Cause, Mode, Tool, ToolError, ToolServer, call_tool};
 
@@ -388,6 +388,174 @@ async fn quotes_429_carries_retry_after_to_the_outcome_and_trips() {
     files_server.shutdown(GRACE).await.unwrap();
 }
 
+/// `quotes`' partial outage, as the gateway schedules it: one request in three answered 429,
+/// never two in a row. The consecutive rule alone (every other dependency's settings) never
+/// trips on it; the gateway's settings for `quotes`, which add a failure-rate rule, trip with
+/// reason `failure_rate`, block calls with a result the model can act on, trip again after a
+/// probe that the outage let through closed them, and close for good once the outage is over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quotes_partial_outage_trips_only_its_failure_rate_rule_and_recovers() {
+    const PARTIAL: Mode = Mode::PartlyRateLimited {
+        one_in: 3,
+        retry_after_secs: 1,
+    };
+    const RATE_LIMITED: &str = "HTTP 429 Too Many Requests (Retry-After: 1 s)";
+    let server = ToolServer::spawn(Tool::Quotes).await.unwrap();
+    let client = tools::client().unwrap();
+    let guard = no_retries();
+    let run = run("agent-0-1");
+    let url = server.valid_url.clone();
+    let built_in = settings::built_in();
+    assert_eq!(settings::RATED, Tool::Quotes);
+    let rated = built_in.config_for(Tool::Quotes.name());
+    assert_eq!(rated.failure_threshold(), Some(settings::FAILURE_THRESHOLD));
+    assert_eq!(rated.failure_rate(), Some(settings::FAILURE_RATE));
+    assert_eq!(
+        rated.window(),
+        Some(toolbreaker::Window::Calls(settings::WINDOW_CALLS))
+    );
+    assert_eq!(rated.minimum_calls(), Some(settings::MINIMUM_CALLS));
+    assert_eq!(rated.cooldown(), settings::COOLDOWN);
+    for tool in [Tool::Search, Tool::Weather, Tool::Files] {
+        assert_eq!(built_in.config_for(tool.name()).failure_rate(), None);
+    }
+    // Each call asserts its outcome from the server's count of the requests it had while
+    // failing: the 3rd, 6th, 9th, ... are answered 429 (the count goes on across breakers).
+    let rate_limited = |failing_hits: u64| failing_hits.is_multiple_of(3);
+    server.control.set_mode(PARTIAL);
+    assert_eq!(
+        server.control.mode(),
+        PARTIAL,
+        "one word holds the mode and both parameters"
+    );
+    assert_eq!(
+        PARTIAL.describe(),
+        "429 rate limited on 1 request in 3, Retry-After: 1"
+    );
+    assert!(PARTIAL.is_failing(), "its requests count as the outage's");
+
+    // 1. The consecutive rule alone: a third of 60 calls fail, never two in a row; it never
+    // trips.
+    let (clock, _mock) = toolbreaker::quanta::Clock::mock();
+    let consecutive_only = Registry::builder()
+        .default_config(built_in.default_config())
+        .clock(clock)
+        .build();
+    let quotes = consecutive_only.get("quotes");
+    assert_eq!(quotes.config().failure_rate(), None);
+    for n in 1..=60 {
+        let (result, attempts) = call(&guard, &run, &quotes, &client, Tool::Quotes, &url).await;
+        assert_eq!(attempts.len(), 1, "call {n}");
+        if rate_limited(server.control.failing_hits()) {
+            assert_failed(&result, RATE_LIMITED, true);
+        } else {
+            assert!(result.is_ok(), "call {n}: {result:?}");
+        }
+        assert_eq!(attempts[0].transition, None, "call {n}");
+    }
+    assert_eq!(quotes.state(), State::Closed);
+    assert_eq!(server.control.failing_hits(), 60);
+
+    // 2. The gateway's settings for `quotes`: the window empties on every transition, and from
+    // its 10th judged call on, 30 % of failures trips it. The 10th call after the start (3 of
+    // them failed) and after the close (4 failed) trips it, with reason `failure_rate`.
+    let (clock, mock) = toolbreaker::quanta::Clock::mock();
+    let registry = Registry::builder()
+        .config(built_in.clone())
+        .clock(clock)
+        .metrics(true)
+        .build();
+    let quotes = registry.get("quotes");
+    assert_eq!(quotes.config(), rated);
+    let mut blocked_json = None;
+    for round in 1..=2 {
+        for n in 1..=settings::MINIMUM_CALLS {
+            let (result, attempts) = call(&guard, &run, &quotes, &client, Tool::Quotes, &url).await;
+            assert_eq!(attempts.len(), 1, "round {round}, call {n}: {result:?}");
+            if rate_limited(server.control.failing_hits()) {
+                assert_failed(&result, RATE_LIMITED, true);
+            } else {
+                assert!(result.is_ok(), "round {round}, call {n}: {result:?}");
+            }
+            let trip = attempts[0].transition;
+            if n < settings::MINIMUM_CALLS {
+                assert_eq!(trip, None, "round {round}, call {n}");
+            } else {
+                let trip = trip.unwrap_or_else(|| panic!("round {round}: no trip"));
+                assert_eq!((trip.from(), trip.to()), (State::Closed, State::Open));
+                assert_eq!(
+                    trip.reason(),
+                    TransitionReason::FailureRate,
+                    "round {round}"
+                );
+            }
+        }
+        assert_eq!(quotes.state(), State::Open, "round {round}");
+
+        // While open nothing reaches the server; the agent gets `blocked` at once.
+        let hits_at_trip = server.control.hits();
+        for _ in 0..20 {
+            let (result, attempts) = call(&guard, &run, &quotes, &client, Tool::Quotes, &url).await;
+            assert_eq!(
+                blocked(&result),
+                Some((BlockedReason::DependencyOpen, COOLDOWN.as_millis() as u64)),
+                "{result:?}"
+            );
+            assert!(attempts.is_empty());
+            blocked_json.get_or_insert_with(|| result.to_json().unwrap());
+        }
+        assert_eq!(
+            server.control.hits(),
+            hits_at_trip,
+            "blocked calls are never sent"
+        );
+
+        // After the cooldown one probe goes through and succeeds: in round 1 the outage let it
+        // through (two requests in three are answered), and the rate rule trips the breaker
+        // again 10 calls later; before round 2's probe the outage is over.
+        if round == 2 {
+            server.control.set_mode(Mode::Healthy);
+        }
+        mock.increment(COOLDOWN);
+        let (result, attempts) = call(&guard, &run, &quotes, &client, Tool::Quotes, &url).await;
+        assert!(result.is_ok(), "round {round}: {result:?}");
+        assert!(attempts[0].probe);
+        let close = attempts[0].transition.expect("the probe's verdict");
+        assert_eq!((close.from(), close.to()), (State::HalfOpen, State::Closed));
+        assert_eq!(close.reason(), TransitionReason::ProbeSucceeded);
+        if round == 1 {
+            assert_eq!(
+                server.control.failing_hits(),
+                60 + u64::from(settings::MINIMUM_CALLS) + 1,
+                "the probe was sent during the outage"
+            );
+        }
+    }
+    let blocked_json = blocked_json.expect("a blocked call");
+    assert!(
+        blocked_json.starts_with(
+            r#"{"status":"blocked","dependency":"quotes","reason":"dependency_open","retry_after_ms":500"#
+        ),
+        "{blocked_json}"
+    );
+    for n in 1..=30 {
+        let (result, attempts) = call(&guard, &run, &quotes, &client, Tool::Quotes, &url).await;
+        assert!(result.is_ok(), "call {n} after the outage: {result:?}");
+        assert_eq!(attempts[0].transition, None);
+    }
+    assert_eq!(quotes.state(), State::Closed);
+
+    // The breaker's own counters: two trips, both by the failure rate, none by 5 in a row.
+    let metrics = quotes.metrics().unwrap();
+    assert_eq!(metrics.transitions.failure_rate, 2);
+    assert_eq!(metrics.transitions.failure_threshold, 0);
+    assert_eq!(metrics.transitions.probe_succeeded, 2);
+    assert_eq!(metrics.failures.rate_limited, 3 + 4);
+    assert_eq!(metrics.blocked, 2 * 20);
+
+    server.shutdown(GRACE).await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_is_refused_once_the_breaker_opens() {
     let server = ToolServer::spawn(Tool::Search).await.unwrap();
@@ -586,10 +754,13 @@ mod reload {
             .replace("cooldown_ms = 500 ", "cooldown_ms = 1000")
             + "\n[dependencies.search]\nfailure_threshold = 3\n";
         std::fs::write(&path, text).unwrap();
+        // `quotes`' section takes its cooldown from [default]: it changes too, though no
+        // breaker has been asked for it yet.
         assert_eq!(
             settings::reload(&registry, &path),
             Ok(vec![
                 format!("reloaded {shown}: default: cooldown_ms 500 -> 1000"),
+                format!("reloaded {shown}: quotes: cooldown_ms 500 -> 1000"),
                 format!(
                     "reloaded {shown}: search: failure_threshold 5 -> 3, cooldown_ms 500 -> 1000"
                 ),
@@ -710,7 +881,7 @@ mod reload {
             &path,
             format!(
                 "{good}\n[dependencies.Wether]\ncooldown_ms = 9\n[dependencies.calendar]\n\
-                 cooldown_ms = 9\n[dependencies.quotes]\ncooldown_ms = 9\n"
+                 cooldown_ms = 9\n[dependencies.files]\ncooldown_ms = 9\n"
             ),
         )
         .unwrap();
@@ -724,10 +895,14 @@ mod reload {
         assert!(settings::reload(&registry, &path).is_err());
         assert_eq!(registry.configuration(), in_force);
 
-        // A section for each tool is accepted, and put in force on reload.
+        // A section for each tool is accepted, and put in force on reload (the shipped file has
+        // `quotes`' already).
+        let rated = format!("[dependencies.{}]\n", settings::RATED.name());
         let every_tool: String = settings::dependencies()
+            .filter(|name| *name != settings::RATED.name())
             .map(|name| format!("\n[dependencies.{name}]\nfailure_threshold = 2\n"))
             .collect();
+        let good = good.replacen(&rated, &format!("{rated}failure_threshold = 2\n"), 1);
         std::fs::write(&path, format!("{good}{every_tool}")).unwrap();
         let config = settings::initial(Some(&path)).unwrap();
         assert_eq!(config.dependencies().count(), 4);

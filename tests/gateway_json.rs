@@ -25,6 +25,16 @@ fn transitions(dep: &Value, from: &str, to: &str) -> u64 {
         .count() as u64
 }
 
+/// The trips (closed → open) the gateway logged with `reason`.
+fn trips_by(dep: &Value, reason: &str) -> u64 {
+    dep["transitions"]
+        .as_array()
+        .expect("transitions is an array")
+        .iter()
+        .filter(|t| t["from"] == "closed" && t["to"] == "open" && t["reason"] == reason)
+        .count() as u64
+}
+
 fn transitions_to(dep: &Value, to: &str) -> usize {
     dep["transitions"]
         .as_array()
@@ -36,7 +46,7 @@ fn transitions_to(dep: &Value, to: &str) -> usize {
 
 #[test]
 #[ignore = "needs GATEWAY_JSON: the path of a `gateway --json` report"]
-fn search_opened_and_files_never_did() {
+fn search_opened_quotes_opened_by_its_failure_rate_and_files_never_did() {
     let path = std::env::var("GATEWAY_JSON").expect("GATEWAY_JSON names the report to check");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let report: Value = serde_json::from_str(&text).expect("the report is one JSON object");
@@ -78,12 +88,23 @@ fn search_opened_and_files_never_did() {
                 "{name}: failures of kind {kind}"
             );
         }
-        // Every trip the gateway logged is one the breaker counted.
+        // Every trip the gateway logged is one the breaker counted, with the same reason.
+        let rules = ["failure_threshold", "failure_rate", "slow_call_rate"];
         assert_eq!(
-            count(&metrics["transitions"], "failure_threshold"),
+            rules
+                .iter()
+                .map(|rule| count(&metrics["transitions"], rule))
+                .sum::<u64>(),
             transitions(dep, "closed", "open"),
             "{name}: trips"
         );
+        for rule in rules {
+            assert_eq!(
+                count(&metrics["transitions"], rule),
+                trips_by(dep, rule),
+                "{name}: trips by {rule}"
+            );
+        }
         // A call asked of the breaker sends its first attempt or is blocked; every further
         // attempt is a retry; a retry the opened breaker refused ends the call blocked.
         assert_eq!(
@@ -132,6 +153,53 @@ fn search_opened_and_files_never_did() {
         "{search}"
     );
     assert!(count(search, "blocked") > 0, "{search}");
+    // `quotes`' partial outage (one request in three answered 429, never two in a row): its
+    // breaker, which has a failure-rate rule besides the consecutive one, opened by its failure
+    // rate and never by 5 failures in a row; it blocked calls, and was closed again by the end.
+    let settings = &report["settings"]["breakers"];
+    assert_eq!(settings["quotes"]["failure_rate"], 0.3, "{settings}");
+    assert_eq!(settings["quotes"]["window_calls"], 20, "{settings}");
+    assert_eq!(settings["quotes"]["minimum_calls"], 10, "{settings}");
+    assert!(settings["quotes"]["window_ms"].is_null(), "{settings}");
+    assert_eq!(settings["quotes"]["failure_threshold"], 5, "{settings}");
+    for name in ["search", "weather", "files"] {
+        for key in ["failure_rate", "window_calls", "window_ms", "minimum_calls"] {
+            assert!(settings[name][key].is_null(), "{name}.{key} in {settings}");
+        }
+    }
+    let quotes = &deps["quotes"];
+    assert!(
+        quotes["outage"]["mode"]
+            .as_str()
+            .is_some_and(|mode| mode.contains("1 request in 3")),
+        "{quotes}"
+    );
+    let quotes_metrics = &quotes["metrics"];
+    assert!(
+        count(&quotes_metrics["failures"], "rate_limited") >= 3,
+        "{quotes_metrics}"
+    );
+    assert!(
+        count(&quotes_metrics["transitions"], "failure_rate") >= 1,
+        "quotes never tripped by its failure rate: {quotes_metrics}"
+    );
+    assert_eq!(
+        count(&quotes_metrics["transitions"], "failure_threshold"),
+        0,
+        "quotes tripped on 5 failures in a row: {quotes_metrics}"
+    );
+    assert!(
+        count(quotes, "blocked") > 0,
+        "quotes blocked nothing: {quotes}"
+    );
+    assert!(count(&quotes["outage"], "never_sent") > 0, "{quotes}");
+    assert_eq!(quotes_metrics["state"], "closed", "{quotes_metrics}");
+    let last = quotes["transitions"]
+        .as_array()
+        .and_then(|t| t.last())
+        .unwrap_or_else(|| panic!("quotes has no transition: {quotes}"));
+    assert_eq!(last["to"], "closed", "quotes recovered: {quotes}");
+    assert_eq!(last["reason"], "probe_succeeded", "{quotes}");
     // And about `files`: its 400s were the caller's fault, never a counted failure.
     let files = &deps["files"]["metrics"];
     for kind in ["timeout", "connect", "rate_limited", "unavailable", "other"] {

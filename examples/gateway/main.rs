@@ -23,20 +23,26 @@
 //! |---|---|
 //! | `search` | healthy; **503** from 20 % to 55 % of the demo; healthy again |
 //! | `weather` | healthy; **hangs** (never answers) from 35 % to 65 %, so attempts time out |
-//! | `quotes` | healthy; **429 with `Retry-After: 1`** from 50 % to 75 % |
+//! | `quotes` | healthy; from 50 % to 75 % a partial outage: one request in three is answered **429 with `Retry-After: 1`**, the others as usual, so it never fails two in a row |
 //! | `files` | always up, but answers **400** to invalid arguments, which the agent sends on 1 call in 8 |
 //!
 //! What to look for in the output:
 //!
-//! - each failing dependency's breaker trips after 5 counted failures (every attempt counts,
-//!   retries included) and from then on blocks its calls without sending them: almost every call
-//!   attempted during an outage is never sent;
+//! - `search`'s and `weather`'s breakers trip after 5 counted failures in a row (every attempt
+//!   counts, retries included); `quotes`' by its failure-rate rule, once 30 % of its last 20
+//!   judged calls failed (judged from the 10th): a third of its calls fail, but never 5 in a row,
+//!   so the consecutive rule, in force for `quotes` too, never trips it (its table says so:
+//!   `transitions by reason: failure_threshold 0, failure_rate N`, and every `closed -> open` of
+//!   its transitions is `(failure_rate)`). From then on each breaker blocks its calls without
+//!   sending them: almost every call attempted during an outage is never sent;
 //! - retries do not recreate the outage's load: before each retry the breaker is asked again, and
 //!   a retry the opened breaker refuses ends the call `blocked` (`retries_refused`); a 429's retry
 //!   waits at least its `Retry-After`;
 //! - 500 ms (the cooldown) after each trip or failed probe, exactly one probe goes through;
 //!   while the dependency is still failing the probe reopens the breaker, and once it has
-//!   recovered the probe closes it;
+//!   recovered the probe closes it. During `quotes`' partial outage the probe succeeds two times
+//!   in three and closes the breaker; its window starts empty, and about 10 calls later the rate
+//!   rule trips it again, so it spends most of the outage open all the same;
 //! - one outage never blocks another tool: the other breakers stay closed;
 //! - `files` never trips, however many 400s in a row it answers, and never retries one: a bad
 //!   argument is the caller's fault (`ignored`), not a sign that the dependency is unhealthy;
@@ -47,11 +53,12 @@
 //!   attempts and time spent; one taken from the demo is printed at the end, and so is a
 //!   `stopped` one.
 //!
-//! Settings (built in; `--config FILE` replaces the first three, the breakers' own):
+//! Settings (built in; `--config FILE` replaces the first four, the breakers' own):
 //!
 //! | setting | value | why |
 //! |---|---|---|
 //! | failure threshold | 5 consecutive counted failures | at this load a 503 outage trips within a millisecond, a hang within one per-call timeout |
+//! | `quotes`' failure-rate rule, besides | 30 % of the last 20 judged calls, judged from 10 | one failure in three puts 3 or 4 failures in any 10 calls and 6 or 7 in any 20: at least 30 %, so it trips about 10 calls into the outage, or into a close; a healthy `quotes` fails none |
 //! | cooldown | 500 ms | several probes fit in each outage, even in a 4 s demo (`search` is down 1.4 s of it) |
 //! | probe timeout | 2 s | the probe's lease; longer than the per-call timeout, so a probe always reports |
 //! | per-call timeout | 250 ms | how long an attempt on the hanging `weather` waits before it counts as a timeout |
@@ -112,11 +119,11 @@
 //!   grouped into cooldowns (the probes sent within one cooldown of the first), so the fleet's
 //!   figure is 1.00 when one instance probes for the fleet, and about N for N instances probing on
 //!   their own;
-//! - the trips: each instance's own (`failure_threshold`) and those adopted from the fleet
-//!   (`fleet`). At this load an instance often reaches its own threshold in the millisecond or so
-//!   before the fleet's open reaches it; most often on the hanging `weather`, where every instance
-//!   has calls in flight when the hang begins and they time out together 250 ms later, so that
-//!   there the fleet saves little but the probes;
+//! - the trips: each instance's own (`failure_threshold`; `failure_rate` on `quotes`) and those
+//!   adopted from the fleet (`fleet`). At this load an instance often reaches its own threshold in
+//!   the millisecond or so before the fleet's open reaches it; most often on the hanging
+//!   `weather`, where every instance has calls in flight when the hang begins and they time out
+//!   together 250 ms later, so that there the fleet saves little but the probes;
 //! - the propagation: how long after the first trip (or close) of an outbreak, on any instance,
 //!   each other instance adopted it, p50 and p99; and the same over every dependency at the end.
 //!
@@ -180,9 +187,12 @@ const SCHEDULE: [Phase; 3] = [
         from: 0.35,
         to: 0.65,
     },
+    // A partial outage: never two failures in a row, so only `quotes`' failure-rate rule
+    // (`settings::built_in`) trips its breaker.
     Phase {
         tool: Tool::Quotes,
-        mode: Mode::RateLimited {
+        mode: Mode::PartlyRateLimited {
+            one_in: 3,
             retry_after_secs: 1,
         },
         from: 0.50,
@@ -676,6 +686,7 @@ fn snapshots(
             dependency.stats.snapshot(
                 outage_window(dependency.tool, duration),
                 hits.and_then(|hits| hits.get(i).copied()),
+                registry.get(dependency.tool.name()).config(),
                 metrics.remove(dependency.tool.name()),
             )
         })

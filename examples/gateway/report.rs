@@ -27,7 +27,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use toolbreaker::{
-    FailureKind, Outcome, State, StopReason, ToolResult, agent::Attempt, observe::Metrics,
+    Config, FailureKind, Outcome, State, StopReason, ToolResult, TransitionReason, agent::Attempt,
+    observe::Metrics,
 };
 
 use crate::tools::{Mode, Tool};
@@ -63,6 +64,8 @@ pub struct LoggedTransition {
     pub from: State,
     /// The state after.
     pub to: State,
+    /// Why: `failure_threshold`, `failure_rate`, `cooldown_elapsed` (a probe was admitted), ...
+    pub reason: TransitionReason,
 }
 
 /// Everything counted about one dependency.
@@ -136,7 +139,12 @@ impl DependencyStats {
                 .push(started);
             // Half-open is "open whose cooldown has elapsed": it shows as a change of state when
             // the probe is admitted.
-            self.log_transition(started, State::Open, State::HalfOpen);
+            self.log_transition(
+                started,
+                State::Open,
+                State::HalfOpen,
+                TransitionReason::CooldownElapsed,
+            );
         }
         match attempt.outcome {
             Outcome::Success => bump(&self.successes),
@@ -157,6 +165,7 @@ impl DependencyStats {
                 started + attempt.elapsed,
                 transition.from(),
                 transition.to(),
+                transition.reason(),
             );
         }
     }
@@ -202,12 +211,13 @@ impl DependencyStats {
         }
     }
 
-    fn log_transition(&self, at: Duration, from: State, to: State) {
+    fn log_transition(&self, at: Duration, from: State, to: State, reason: TransitionReason) {
         let mut log = self.transitions.lock().unwrap_or_else(|e| e.into_inner());
         log.push(LoggedTransition {
             at_ms: millis(at),
             from,
             to,
+            reason,
         });
     }
 
@@ -229,13 +239,14 @@ impl DependencyStats {
         starts
     }
 
-    /// A copy of the counters, once the run is over, with the breaker's own (`None` if it kept
-    /// none) and the requests that reached the server (`None` if the server is another
-    /// process's).
+    /// A copy of the counters, once the run is over, with the breaker's settings in force at the
+    /// end and its own counters (`None` if it kept none), and the requests that reached the
+    /// server (`None` if the server is another process's).
     pub fn snapshot(
         &self,
         window: Option<Window>,
         server_hits: Option<u64>,
+        config: Config,
         metrics: Option<Metrics>,
     ) -> Snapshot {
         let mut transitions = self
@@ -266,6 +277,7 @@ impl DependencyStats {
             server_hits,
             window,
             transitions,
+            config,
             metrics,
         }
     }
@@ -302,6 +314,7 @@ pub struct Snapshot {
     server_hits: Option<u64>,
     window: Option<Window>,
     transitions: Vec<LoggedTransition>,
+    config: Config,
     metrics: Option<Metrics>,
 }
 
@@ -387,10 +400,11 @@ impl Snapshot {
             for t in &self.transitions {
                 let _ = writeln!(
                     out,
-                    "    {:>8.3} s  {} -> {}",
+                    "    {:>8.3} s  {} -> {} ({})",
                     t.at_ms as f64 / 1000.0,
                     t.from,
-                    t.to
+                    t.to,
+                    t.reason
                 );
             }
         }
@@ -419,16 +433,19 @@ impl Snapshot {
             let t = &m.transitions;
             let _ = writeln!(
                 out,
-                "    transitions by reason: failure_threshold {}, cooldown_elapsed {}, \
-                 probe_succeeded {}, probe_failed {}, probe_timed_out {}, manual {}",
+                "    transitions by reason: failure_threshold {}, failure_rate {}, \
+                 slow_call_rate {}, cooldown_elapsed {}, probe_succeeded {}, probe_failed {}, \
+                 probe_timed_out {}, manual {}",
                 t.failure_threshold,
+                t.failure_rate,
+                t.slow_call_rate,
                 t.cooldown_elapsed,
                 t.probe_succeeded,
                 t.probe_failed,
                 t.probe_timed_out,
                 t.manual
             );
-            let _ = writeln!(out, "  in short: {}", verdict(m));
+            let _ = writeln!(out, "  in short: {}", verdict(m, self.config));
         }
         out
     }
@@ -443,7 +460,14 @@ impl Snapshot {
         let transitions: Vec<Value> = self
             .transitions
             .iter()
-            .map(|t| json!({"at_ms": t.at_ms, "from": t.from.as_str(), "to": t.to.as_str()}))
+            .map(|t| {
+                json!({
+                    "at_ms": t.at_ms,
+                    "from": t.from.as_str(),
+                    "to": t.to.as_str(),
+                    "reason": t.reason.as_str(),
+                })
+            })
             .collect();
         json!({
             "attempted": self.attempted,
@@ -474,9 +498,9 @@ impl Snapshot {
     }
 }
 
-/// What the breaker's counters say, in one line: did the service fail, did the breaker open,
-/// and did the agents keep calling once it had?
-fn verdict(m: &Metrics) -> String {
+/// What the breaker's counters say, in one line: did the service fail, did the breaker open (and
+/// by which rule, when `config` has a rate rule), and did the agents keep calling once it had?
+fn verdict(m: &Metrics, config: Config) -> String {
     let failures = m.failures.total();
     let failed = if failures == 0 {
         match m.ignored {
@@ -488,17 +512,47 @@ fn verdict(m: &Metrics) -> String {
     } else {
         format!("the service failed ({failures} counted failures)")
     };
-    let trips = m.transitions.failure_threshold;
-    let reopened = m.transitions.probe_failed + m.transitions.probe_timed_out;
+    let t = &m.transitions;
+    let trips = t.failure_threshold + t.failure_rate + t.slow_call_rate;
+    let reopened = t.probe_failed + t.probe_timed_out;
     let times = |n: u64| match n {
         1 => "once".to_owned(),
         n => format!("{n} times"),
     };
+    // By which rule, once a rate rule is in play; a consecutive rule alone needs no saying.
+    let rated = config.failure_rate().is_some() || config.slow_calls().is_some();
+    let in_a_row = match config.failure_threshold() {
+        Some(threshold) => format!("on {threshold} failures in a row"),
+        None => "on failures in a row".to_owned(),
+    };
+    let rules: Vec<(u64, &str)> = [
+        (t.failure_threshold, in_a_row.as_str()),
+        (t.failure_rate, "by its failure rate"),
+        (t.slow_call_rate, "by its slow-call rate"),
+    ]
+    .into_iter()
+    .filter(|(count, _)| *count > 0)
+    .collect();
+    let mut how = match rules.as_slice() {
+        [] => String::new(),
+        [(_, rule)] if rated || t.failure_threshold == 0 => format!(" {rule}"),
+        [_] => String::new(),
+        several => {
+            let each: Vec<String> = several
+                .iter()
+                .map(|(count, rule)| format!("{count} {rule}"))
+                .collect();
+            format!(" ({})", each.join(", "))
+        }
+    };
+    if rated && config.failure_threshold().is_some() && t.failure_threshold == 0 && trips > 0 {
+        how.push_str(&format!(", never {in_a_row}"));
+    }
     let opened = match (trips, reopened) {
         (0, _) => "the breaker never opened".to_owned(),
-        (n, 0) => format!("the breaker opened {}", times(n)),
+        (n, 0) => format!("the breaker opened {}{how}", times(n)),
         (n, r) => format!(
-            "the breaker opened {}, and failed probes reopened it {}",
+            "the breaker opened {}{how}, and failed probes reopened it {}",
             times(n),
             times(r)
         ),

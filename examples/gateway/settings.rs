@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use toolbreaker::registry::closest_name;
-use toolbreaker::{Config, Registry, RegistryConfig};
+use toolbreaker::{CircuitBreaker, Config, Registry, RegistryConfig, Window};
 
 use crate::tools::Tool;
 
@@ -24,12 +24,32 @@ pub const COOLDOWN: Duration = Duration::from_millis(500);
 /// The probe's lease: how long a probe may take before it counts as failed.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// The dependency whose outage fails only a share of its calls, and whose breaker has a
+/// failure-rate rule besides the consecutive one.
+pub const RATED: Tool = Tool::Quotes;
+/// [`RATED`]'s failure-rate rule: trip when this share of the judged calls in its window failed…
+pub const FAILURE_RATE: f64 = 0.3;
+/// …of the last this many judged calls…
+pub const WINDOW_CALLS: u32 = 20;
+/// …once the window holds at least this many.
+pub const MINIMUM_CALLS: u32 = 10;
+
 /// The settings the gateway runs with when no `--config` is given: one configuration for every
-/// dependency. `breakers.toml`, next to this file, holds the same.
+/// dependency but [`RATED`], whose own adds the failure-rate rule to the same consecutive rule,
+/// cooldown and probe timeout. `breakers.toml`, next to this file, holds the same.
 pub fn built_in() -> RegistryConfig {
     let config = Config::new(FAILURE_THRESHOLD, COOLDOWN, PROBE_TIMEOUT)
         .expect("the built-in breaker settings are valid");
-    RegistryConfig::new(config)
+    let rated = CircuitBreaker::builder()
+        .failure_threshold(FAILURE_THRESHOLD)
+        .cooldown(COOLDOWN)
+        .probe_timeout(PROBE_TIMEOUT)
+        .failure_rate(FAILURE_RATE)
+        .window(Window::Calls(WINDOW_CALLS))
+        .minimum_calls(MINIMUM_CALLS)
+        .build_config()
+        .expect("the built-in rate rule is valid");
+    RegistryConfig::new(config).dependency(RATED.name(), rated)
 }
 
 /// The dependencies the gateway has breakers for: its tools, by name.
@@ -113,16 +133,23 @@ pub fn describe(config: Config) -> String {
     if let Some(threshold) = config.failure_threshold() {
         rules.push(format!("threshold {threshold}"));
     }
+    let window = match config.window() {
+        Some(Window::Calls(n)) => format!("last {n} calls"),
+        Some(Window::Time(t)) => format!("last {} ms", t.as_millis()),
+        None => String::new(),
+    };
+    let minimum = config.minimum_calls().unwrap_or(0);
     if let Some(rate) = config.failure_rate() {
-        let window = match config.window() {
-            Some(toolbreaker::Window::Calls(n)) => format!("last {n} calls"),
-            Some(toolbreaker::Window::Time(t)) => format!("last {} ms", t.as_millis()),
-            None => String::new(),
-        };
         rules.push(format!(
-            "failure rate {:.0} % of the {window} (at least {})",
+            "failure rate {:.0} % of the {window} (at least {minimum})",
             rate * 100.0,
-            config.minimum_calls().unwrap_or(0)
+        ));
+    }
+    if let Some((threshold, rate)) = config.slow_calls() {
+        rules.push(format!(
+            "slow calls ({} ms or more) {:.0} % of the {window} (at least {minimum})",
+            threshold.as_millis(),
+            rate * 100.0,
         ));
     }
     format!(
@@ -133,12 +160,27 @@ pub fn describe(config: Config) -> String {
     )
 }
 
-/// One breaker configuration as a JSON object, with the TOML file's key names.
+/// One breaker configuration as a JSON object, with the TOML file's key names; a rule that is
+/// off is `null` (`failure_threshold` for a rate rule alone; the rate rules' keys without one),
+/// and so is the window's key it does not use (`window_ms` for a count window).
 pub fn json(config: Config) -> serde_json::Value {
+    let millis = |duration: Duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+    let (window_calls, window_ms) = match config.window() {
+        Some(Window::Calls(n)) => (Some(n), None),
+        Some(Window::Time(t)) => (None, Some(millis(t))),
+        None => (None, None),
+    };
+    let slow_calls = config.slow_calls();
     serde_json::json!({
         "failure_threshold": config.failure_threshold(),
-        "cooldown_ms": u64::try_from(config.cooldown().as_millis()).unwrap_or(u64::MAX),
-        "probe_timeout_ms": u64::try_from(config.probe_timeout().as_millis()).unwrap_or(u64::MAX),
+        "cooldown_ms": millis(config.cooldown()),
+        "probe_timeout_ms": millis(config.probe_timeout()),
+        "failure_rate": config.failure_rate(),
+        "window_calls": window_calls,
+        "window_ms": window_ms,
+        "minimum_calls": config.minimum_calls(),
+        "slow_call_threshold_ms": slow_calls.map(|(threshold, _)| millis(threshold)),
+        "slow_call_rate": slow_calls.map(|(_, rate)| rate),
     })
 }
 

@@ -102,6 +102,17 @@ pub enum Mode {
         /// The `Retry-After` header's delay-seconds.
         retry_after_secs: u32,
     },
+    /// A partial outage: one request in `one_in` is answered 429 Too Many Requests with
+    /// `Retry-After: retry_after_secs`, the others as when healthy. Deterministic: the server
+    /// numbers the requests that reach it while failing ([`Control::failing_hits`]), and answers
+    /// 429 to the `one_in`-th, the 2 × `one_in`-th, and so on; so with `one_in` above 1 it never
+    /// fails two requests in a row, and a breaker's consecutive rule never sees a run of them.
+    PartlyRateLimited {
+        /// One request in this many is refused (1: every one, as [`Mode::RateLimited`]).
+        one_in: u16,
+        /// The `Retry-After` header's delay-seconds.
+        retry_after_secs: u32,
+    },
 }
 
 impl Mode {
@@ -119,18 +130,30 @@ impl Mode {
             Mode::RateLimited { retry_after_secs } => {
                 format!("429 rate limited, Retry-After: {retry_after_secs}")
             }
+            Mode::PartlyRateLimited {
+                one_in,
+                retry_after_secs,
+            } => {
+                format!(
+                    "429 rate limited on 1 request in {one_in}, Retry-After: {retry_after_secs}"
+                )
+            }
         }
     }
 
-    // One word holds the mode and its parameter, so a switch is a single store and a reader never
-    // sees one mode with another's parameter: the low 8 bits are the mode, the next 32 the
-    // `Retry-After` seconds.
+    // One word holds the mode and its parameters, so a switch is a single store and a reader
+    // never sees one mode with another's parameters: the low 8 bits are the mode, the next 32 the
+    // `Retry-After` seconds, the next 16 the share of a partial outage (`one_in`).
     const fn encode(self) -> u64 {
         match self {
             Mode::Healthy => 0,
             Mode::Unavailable => 1,
             Mode::Hang => 2,
             Mode::RateLimited { retry_after_secs } => 3 | ((retry_after_secs as u64) << 8),
+            Mode::PartlyRateLimited {
+                one_in,
+                retry_after_secs,
+            } => 4 | ((retry_after_secs as u64) << 8) | ((one_in as u64) << 40),
         }
     }
 
@@ -139,6 +162,10 @@ impl Mode {
             1 => Mode::Unavailable,
             2 => Mode::Hang,
             3 => Mode::RateLimited {
+                retry_after_secs: (word >> 8) as u32,
+            },
+            4 => Mode::PartlyRateLimited {
+                one_in: (word >> 40) as u16,
                 retry_after_secs: (word >> 8) as u32,
             },
             _ => Mode::Healthy,
@@ -313,8 +340,10 @@ async fn handle(
     server.control.hits.fetch_add(1, Ordering::Relaxed);
     let tool = server.tool.name();
     let mode = server.control.mode();
+    // This request's number among those that arrived while failing, from 0.
+    let mut failing_number = 0;
     if mode.is_failing() {
-        server.control.failing_hits.fetch_add(1, Ordering::Relaxed);
+        failing_number = server.control.failing_hits.fetch_add(1, Ordering::Relaxed);
         server.control.failing_hits_from[caller(&headers)].fetch_add(1, Ordering::Relaxed);
     }
     match mode {
@@ -336,12 +365,15 @@ async fn handle(
             }
             return error(StatusCode::SERVICE_UNAVAILABLE, tool, "shutting down");
         }
-        Mode::RateLimited { retry_after_secs } => {
-            let mut response = error(StatusCode::TOO_MANY_REQUESTS, tool, "rate limited");
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, retry_after_secs.into());
-            return response;
+        Mode::RateLimited { retry_after_secs } => return rate_limited(tool, retry_after_secs),
+        Mode::PartlyRateLimited {
+            one_in,
+            retry_after_secs,
+        } => {
+            let one_in = u64::from(one_in.max(1));
+            if failing_number % one_in == one_in - 1 {
+                return rate_limited(tool, retry_after_secs);
+            }
         }
     }
     let body = match server.tool {
@@ -369,6 +401,15 @@ async fn handle(
         },
     };
     json(StatusCode::OK, body.to_string())
+}
+
+/// 429 Too Many Requests with `Retry-After: retry_after_secs`.
+fn rate_limited(tool: &str, retry_after_secs: u32) -> Response {
+    let mut response = error(StatusCode::TOO_MANY_REQUESTS, tool, "rate limited");
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, retry_after_secs.into());
+    response
 }
 
 fn error(status: StatusCode, tool: &str, message: &str) -> Response {
