@@ -155,6 +155,19 @@ pub mod contract {
     //!     configured names). `idle_eviction` removes only breakers that are closed with nothing
     //!     counted, looked up by no one for the whole period and held by no handle: never an
     //!     open, half-open or isolated one.
+    //! 30. **A cooldown that backs off.** With
+    //!     [`cooldown_backoff`](crate::breaker::Builder::cooldown_backoff), each reopen without a
+    //!     close in between (a failed or timed-out probe) multiplies the cooldown, up to its
+    //!     maximum; a close resets it; a trip from closed starts from the configured one. With
+    //!     [`cooldown_jitter`](crate::breaker::Builder::cooldown_jitter), each open period's
+    //!     cooldown is spread by up to ± the fraction, fixed when the period begins, so every
+    //!     caller reads the same end. `Blocked::retry_after`, the model's `retry_after_ms` and
+    //!     `Transition::cooldown` give the cooldown in force.
+    //! 31. **N probes, exactly.** With [`probes(n)`](crate::breaker::Builder::probes), half-open
+    //!     admits exactly `n` probes however many callers race; it closes when all `n` succeed
+    //!     and reopens on a counted failure of any one (the others' outcomes are then stale); an
+    //!     `Ignored` or dropped probe gives its slot back; one lease, counted from the first
+    //!     probe's admission, covers them all.
 }
 
 pub mod layers {

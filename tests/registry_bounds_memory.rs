@@ -26,8 +26,8 @@ fn live(region: &Region<'_, System>) -> usize {
 const ENTRIES: usize = 100_000;
 
 /// The ceiling named in `RegistryBuilder::max_dependencies`'s docs (which give the figure
-/// measured here: 439 bytes per entry).
-const DOCUMENTED_BYTES_PER_ENTRY: usize = 500;
+/// measured here: 495 bytes per entry).
+const DOCUMENTED_BYTES_PER_ENTRY: usize = 560;
 
 /// One test, so that nothing else allocates while it counts.
 #[test]

@@ -561,10 +561,11 @@ impl RegistryBuilder {
     /// A full registry makes room only with [`idle_eviction`](Self::idle_eviction); without it,
     /// the first `max` names stay for the registry's life.
     ///
-    /// Memory: about 440 bytes per entry (the breaker, its name, the map's entry and slot),
-    /// measured at 439 bytes per entry for 100,000 entries with names of 16 bytes by
-    /// `tests/registry_bounds_memory.rs` (which fails above 500), so a bound of 10,000 holds
-    /// about 4.4 MB at most (plus the configured names' entries). A longer name adds its length.
+    /// Memory: about 500 bytes per entry (the breaker, its name, the map's entry and slot),
+    /// measured at 495 bytes per entry for 100,000 entries with names of 16 bytes by
+    /// `tests/registry_bounds_memory.rs` (which fails above 560), so a bound of 10,000 holds
+    /// about 5 MB at most (plus the configured names' entries). A longer name adds its length;
+    /// a rate rule adds its window (see [`Window`](crate::Window)).
     ///
     /// # Examples
     ///
