@@ -765,3 +765,28 @@ async fn hints_and_limits_too_long_to_add_to_now_never_panic() {
         }
     }
 }
+
+/// The pipeline times every attempt on tokio's clock, so a slow-call rule judges its calls: two
+/// attempts of 2 s against a 1 s threshold trip the breaker (reason `slow_call_rate`).
+#[tokio::test(start_paused = true)]
+async fn a_slow_call_rule_judges_the_pipelines_timed_attempts() {
+    let breaker = toolbreaker::CircuitBreaker::builder()
+        .slow_calls(Duration::from_secs(1), 1.0)
+        .window(toolbreaker::Window::Calls(2))
+        .minimum_calls(2)
+        .build()
+        .unwrap();
+    let guard = ToolGuard::new(Duration::from_secs(5), toolbreaker::RetryPolicy::none());
+    let run = AgentRun::new("r", Duration::from_secs(60), 10);
+    let classify = |_: &Result<u32, ()>| toolbreaker::Outcome::Success;
+    for _ in 0..2 {
+        let answer = guard
+            .call(&run, &breaker, classify, || async {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                Ok::<u32, ()>(7)
+            })
+            .await;
+        assert!(matches!(answer, ToolResult::Ok { .. }), "{answer:?}");
+    }
+    assert_eq!(breaker.state(), toolbreaker::State::Open);
+}

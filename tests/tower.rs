@@ -751,3 +751,34 @@ fn a_probe_in_flight_answers_a_caller_at_once_whatever_its_inner_readiness() {
         "the waiting service did not take it"
     );
 }
+
+/// With a slow-call rule, the layer times each call on the breaker's clock, from the call to its
+/// answer: two slow calls of two trip it; a breaker without the rule is never timed.
+#[tokio::test]
+async fn the_layer_times_its_calls_for_a_slow_call_rule() {
+    let (clock, mock) = Clock::mock();
+    let breaker = Arc::new(
+        CircuitBreaker::builder()
+            .slow_calls(Duration::from_secs(2), 1.0)
+            .window(toolbreaker::Window::Calls(2))
+            .minimum_calls(2)
+            .clock(clock)
+            .build()
+            .unwrap(),
+    );
+    let classify = |_: &Result<u16, io::Error>| Outcome::Success;
+    let service = ServiceBuilder::new()
+        .layer(CircuitBreakerLayer::new(Arc::clone(&breaker), classify))
+        .service(service_fn(move |secs: u64| {
+            let mock = Arc::clone(&mock);
+            async move {
+                mock.increment(Duration::from_secs(secs));
+                Ok::<_, io::Error>(200)
+            }
+        }));
+    assert_eq!(service.clone().oneshot(1).await.unwrap(), 200);
+    assert_eq!(service.clone().oneshot(2).await.unwrap(), 200);
+    assert_eq!(breaker.state(), State::Closed, "one slow of two");
+    assert_eq!(service.clone().oneshot(3).await.unwrap(), 200);
+    assert_eq!(breaker.state(), State::Open, "two slow of the last two");
+}

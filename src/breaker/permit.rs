@@ -285,6 +285,23 @@ impl OwnedPermit {
         self.ticket.is_current()
     }
 
+    /// As `Permit::times_call`.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn times_call(&self) -> bool {
+        self.ticket.rated && self.ticket.breaker.times_calls()
+    }
+
+    /// [`record`](Self::record), or [`record_elapsed`](Self::record_elapsed) for a call that was
+    /// timed.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn record_elapsed_if(
+        self,
+        outcome: Outcome,
+        elapsed: Option<Duration>,
+    ) -> Option<Transition> {
+        self.ticket.record(outcome, elapsed)
+    }
+
     /// The breaker that issued this permit.
     pub fn breaker(&self) -> &Arc<CircuitBreaker> {
         &self.ticket.breaker

@@ -41,6 +41,8 @@ pin_project! {
             fut: F,
             permit: Option<OwnedPermit>,
             classifier: Arc<C>,
+            // The breaker's clock when the call began, if its slow-call rule times calls.
+            started: Option<u64>,
         },
         // Not admitted; nothing was sent. `blocked` is taken when the future completes.
         Rejected {
@@ -51,11 +53,13 @@ pin_project! {
 
 impl<F, C> ResponseFuture<F, C> {
     pub(super) fn called(fut: F, permit: OwnedPermit, classifier: Arc<C>) -> Self {
+        let started = permit.breaker().start_timing(permit.times_call());
         ResponseFuture {
             state: State::Called {
                 fut,
                 permit: Some(permit),
                 classifier,
+                started,
             },
         }
     }
@@ -83,10 +87,12 @@ where
                 fut,
                 permit,
                 classifier,
+                started,
             } => {
                 let result = ready!(fut.poll(cx));
                 if let Some(permit) = permit.take() {
-                    permit.record(classifier.classify(&result));
+                    let elapsed = permit.breaker().timed_since(*started);
+                    permit.record_elapsed_if(classifier.classify(&result), elapsed);
                 }
                 Poll::Ready(result.map_err(Into::into))
             }
