@@ -186,7 +186,7 @@ pub mod layers {
     //! | [`observe`](crate::observe) | listeners and the order they hear in, counters, tracing events, metrics export |
     //! | [`breaker`](crate::breaker) | `word` (layout), `decide` (pure transitions), `store` (the seam), `tap` (what the slow paths tell the fleet), `window` (the rate rules' counts), `machine`, `permit`, `call`, `builder` |
     //! | `fleet` | fleet mode (feature `redis`): `status` (settings, counters, events), `script` (the shared record and its Lua scripts), `agent` (the task), the API |
-    //! | [`registry`](crate::registry) | breakers by dependency, their configuration, TOML, reload |
+    //! | [`registry`](crate::registry) | breakers by dependency, their configuration, bounds and eviction, TOML, reload |
     //! | [`agent`](crate::agent) | the result the model sees and the guard pipeline |
     //! | `tower` | the middleware (feature `tower`) |
     //! | `mcp` | MCP (feature `mcp`): `classify` (`McpClassifier`), `result` (the model's `CallToolResult`), `client` (`GuardedClient`), `gateway` (`McpGateway`) |
