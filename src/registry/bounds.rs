@@ -11,13 +11,13 @@ use crate::sync::RelaxedU64;
 /// The name of a registry's overflow breaker: the one breaker shared by every dependency the
 /// registry could not hold past its bound
 /// ([`RegistryBuilder::max_dependencies`](super::RegistryBuilder::max_dependencies)); see
-/// [`Registry::get`]. Its blocked calls, events and counters carry this name.
+/// [`Registry::get`](crate::Registry::get). Its blocked calls, events and counters carry this name.
 ///
 /// A dependency that is really called `overflow` gets a breaker of its own like any other; it
 /// is not the overflow breaker.
 pub const OVERFLOW_DEPENDENCY: &str = "overflow";
 
-/// [`Registry::try_get`] refused a dependency: the registry holds its bound of breakers
+/// [`Registry::try_get`](crate::Registry::try_get) refused a dependency: the registry holds its bound of breakers
 /// ([`RegistryBuilder::max_dependencies`](super::RegistryBuilder::max_dependencies)), the name is
 /// not among them and has no configuration of its own, and eviction (if on) found no room.
 ///
