@@ -143,10 +143,12 @@ impl ShapeSettings {
 /// - `Calls(n)`: the last `n` judged calls, counted in 32 buckets of `⌈n/32⌉` calls each. The
 ///   oldest bucket leaves the window whole, so a window of `n` judges between `n` and
 ///   `n + ⌈n/32⌉ − 1` calls once it has filled: exactly the last `n` when `n ≤ 32`.
-/// - `Time(t)`: the judged calls of the last `t`, counted in 10 buckets of `⌈t/10⌉` ms each (the
-///   rolling windows Polly counts in). A call leaves the window when the bucket 10 after its own
-///   begins: between `0.9 t` and `t` after it was recorded, and never later. Recording into a
-///   time window reads the breaker's clock once per call.
+/// - `Time(t)`: the judged calls of the last `t`, counted in 10 buckets of `w = ⌈t/10⌉` ms each
+///   (the rolling windows Polly counts in), from the breaker's construction. A call leaves the
+///   window when the bucket 10 after its own begins: between `9 w` and `10 w` after it was
+///   recorded, so between `0.9 t` and `t` when `t` is a whole number of 10 ms, and up to 10 ms
+///   for a window shorter than that (a bucket is at least 1 ms). Recording into a time window
+///   reads the breaker's clock once per call.
 ///
 /// # Examples
 ///
@@ -422,12 +424,21 @@ impl Config {
     }
 
     /// The rate rules as settings, for a builder starting from this configuration.
+    ///
+    /// A minimum equal to its window's default is left unset, so a builder (or a file's section)
+    /// that changes the window gets the new window's default, as one that set the window alone
+    /// would.
     pub(crate) fn rate_settings(&self) -> RateSettings {
+        let default_minimum = match self.rates.map(|rates| rates.window) {
+            Some(WindowLimit::Calls(n)) => Some(DEFAULT_MINIMUM_CALLS.min(n)),
+            Some(WindowLimit::TimeMs(_)) => Some(DEFAULT_MINIMUM_CALLS),
+            None => None,
+        };
         RateSettings {
             failure_rate: self.failure_rate(),
             slow_calls: self.slow_calls(),
             window: self.window(),
-            minimum_calls: self.minimum_calls(),
+            minimum_calls: self.minimum_calls().filter(|&m| Some(m) != default_minimum),
         }
     }
 

@@ -252,9 +252,11 @@ impl Transition {
         self.reason
     }
 
-    /// The consecutive counted failures behind the change: for a trip, the count that reached the
-    /// threshold; 1 for a failed or timed-out probe; for a change made by hand from closed, the
-    /// count at the time; otherwise 0.
+    /// The counted failures behind the change: for a trip by the consecutive rule, the count that
+    /// reached the threshold; for a trip by the failure-rate rule, the counted failures in the
+    /// window, and by the slow-call rule, the slow calls in it; 1 for a failed or timed-out
+    /// probe; for a change made by hand from closed, the consecutive count at the time;
+    /// otherwise 0.
     pub const fn failures(&self) -> u64 {
         self.failures
     }

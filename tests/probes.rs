@@ -172,3 +172,40 @@ fn bad_values_are_config_errors_naming_probes_and_the_file_sets_them() {
     let err = RegistryConfig::from_toml("[default]\nprobes = 0\n").unwrap_err();
     assert_eq!(err.field(), Some("probes"));
 }
+
+/// Several probes that all give their slots back (`Ignored`, dropped) before their shared lease
+/// ends: the breaker stays half-open with its slots free, as a single probe's would. Nothing
+/// failed, so it neither reopens at the lease's end nor backs its cooldown off.
+#[test]
+fn probes_that_all_give_their_slots_back_leave_it_half_open_past_the_lease() {
+    let (clock, mock) = Clock::mock();
+    let breaker = CircuitBreaker::builder()
+        .failure_threshold(1)
+        .cooldown(COOLDOWN)
+        .probe_timeout(LEASE)
+        .probes(3)
+        .cooldown_backoff(2.0, Duration::from_secs(10))
+        .clock(clock)
+        .build()
+        .unwrap();
+    breaker.try_acquire().unwrap().record(FAILED);
+    mock.increment(COOLDOWN);
+    let probes: Vec<_> = (0..3).map(|_| breaker.try_acquire().unwrap()).collect();
+    let mut probes = probes.into_iter();
+    assert_eq!(probes.next().unwrap().record(Outcome::Ignored), None);
+    drop(probes);
+    mock.increment(LEASE + Duration::from_millis(1));
+    assert_eq!(breaker.state(), State::HalfOpen);
+    let again: Vec<_> = (0..3)
+        .map(|_| breaker.try_acquire().expect("three slots free"))
+        .collect();
+    assert!(breaker.try_acquire().is_err(), "three, no more");
+    let mut again = again.into_iter();
+    let reopen = again.next().unwrap().record(FAILED).unwrap();
+    assert_eq!(reopen.reason(), TransitionReason::ProbeFailed);
+    assert_eq!(
+        reopen.cooldown(),
+        COOLDOWN * 2,
+        "one failed probe: one backoff, not two"
+    );
+}

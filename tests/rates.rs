@@ -549,3 +549,85 @@ fn idle_eviction_removes_a_rated_breaker_with_nothing_counted_and_keeps_one_that
     assert_eq!(registry.evict_idle(), 1);
     assert_eq!(registry.dependencies(), ["watching"]);
 }
+
+/// A bucketed count window (more than 32 calls) loses a whole bucket at once, so a success can
+/// raise its rate by pushing out a bucket of successes: successes are judged while the window
+/// holds failures. Window 96 in buckets of 3: 49 successes, 48 failures, then successes.
+#[test]
+fn a_success_that_pushes_out_a_bucket_of_successes_is_judged() {
+    let breaker = rated(0.5, Window::Calls(96), 10).build().unwrap();
+    let mut outcomes = vec![Outcome::Success; 49];
+    outcomes.extend([FAILED; 48]);
+    assert_eq!(feed(&breaker, &outcomes), None, "48 of 97");
+    let (at, trip) = feed(&breaker, &[Outcome::Success; 3]).expect("trips on a success");
+    assert_eq!(trip.reason(), TransitionReason::FailureRate);
+    assert!(at <= 2, "at success {at}");
+}
+
+/// New ratios or a new minimum judge the window as it stands: calls in flight still count. A new
+/// window starts afresh (documented), as after a reset.
+#[test]
+fn new_ratios_keep_calls_in_flight_and_the_consecutive_count() {
+    let breaker = CircuitBreaker::builder()
+        .failure_threshold(3)
+        .failure_rate(0.9)
+        .window(Window::Calls(10))
+        .build()
+        .unwrap();
+    assert_eq!(feed(&breaker, &[FAILED; 2]), None);
+    let in_flight = breaker.try_acquire().unwrap();
+    let raised = CircuitBreaker::builder()
+        .failure_threshold(3)
+        .failure_rate(0.95)
+        .window(Window::Calls(10))
+        .minimum_calls(5)
+        .build_config()
+        .unwrap();
+    assert_eq!(breaker.reconfigure(raised), None);
+    assert!(in_flight.is_current());
+    assert_eq!(
+        in_flight.record(FAILED).map(|t| t.reason()),
+        Some(TransitionReason::FailureThreshold),
+        "the third failure in a row"
+    );
+}
+
+/// A dependency's section that sets a smaller window gets that window's default minimum, as the
+/// builder gives; only a minimum someone wrote is carried from `[default]`.
+#[test]
+fn a_sections_window_gets_its_own_default_minimum() {
+    let config = RegistryConfig::from_toml(
+        "[default]\nfailure_rate = 0.5\n[dependencies.search]\nwindow_calls = 5\n",
+    )
+    .unwrap();
+    assert_eq!(config.config_for("search").minimum_calls(), Some(5));
+    let written = RegistryConfig::from_toml(
+        "[default]\nfailure_rate = 0.5\nminimum_calls = 20\n[dependencies.search]\nwindow_calls = 50\n",
+    )
+    .unwrap();
+    assert_eq!(written.config_for("search").minimum_calls(), Some(20));
+}
+
+#[test]
+fn idle_eviction_keeps_a_count_window_that_holds_failures_past_its_minimum() {
+    let (clock, mock) = toolbreaker::quanta::Clock::mock();
+    let config = rated(0.5, Window::Calls(10), 10).build_config().unwrap();
+    let registry = toolbreaker::Registry::builder()
+        .default_config(config)
+        .idle_eviction(Duration::from_secs(60))
+        .clock(clock)
+        .build();
+    let s = Outcome::Success;
+    registry.with("search", |b| {
+        assert_eq!(
+            feed(b, &[s, s, s, s, s, FAILED, FAILED, FAILED, FAILED, s]),
+            None
+        );
+    });
+    mock.increment(Duration::from_secs(61));
+    assert_eq!(registry.evict_idle(), 0, "4 failures in its window");
+    let (at, _) = registry
+        .with("search", |b| feed(b, &[FAILED]))
+        .expect("the fifth failure of ten trips it");
+    assert_eq!(at, 1);
+}

@@ -75,7 +75,9 @@ impl Builder {
     /// With only a rate rule set, the defaults are: window [`Window::Calls`]`(100)`, minimum
     /// calls 10 (or the window's size if smaller), and no consecutive rule. Set
     /// [`failure_threshold`](Self::failure_threshold) as well to keep both rules: the first
-    /// that is met trips.
+    /// that is met trips (a call that meets both trips with reason `failure_threshold`). A TOML
+    /// section inherits `[default]`'s rate rule and cannot remove it; give the dependency its
+    /// rules in a file whose `[default]` has none.
     ///
     /// | | toolbreaker | resilience4j 2.x | Polly v8 |
     /// |---|---|---|---|
@@ -160,9 +162,9 @@ impl Builder {
     /// [`cooldown`](Self::cooldown). A trip from closed always starts from the configured one.
     /// [`Blocked::retry_after`](crate::Blocked::retry_after), the model's `retry_after_ms` and
     /// [`Transition::cooldown`](crate::Transition::cooldown) give the cooldown in force.
-    /// Validated by `build`: `multiplier` finite and at least 1 (`cooldown_multiplier`), `max`
-    /// at least the cooldown and at most [`MAX_DURATION`](crate::config::MAX_DURATION)
-    /// (`max_cooldown`).
+    /// The multiplier is kept to the millionth, so one below 1.0000005 is no backoff. Validated
+    /// by `build`: `multiplier` finite and at least 1 (`cooldown_multiplier`), `max` at least
+    /// the cooldown and at most [`MAX_DURATION`](crate::config::MAX_DURATION) (`max_cooldown`).
     ///
     /// In fleet mode the probe lease the fleet grants waits out the cooldown in force on the
     /// instance that asks for it.

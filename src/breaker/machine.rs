@@ -351,10 +351,14 @@ impl LiveShape {
         if after.generation() == before.generation() || after.kind() == Kind::Closed {
             return None;
         }
-        let base = match before.kind() {
-            Kind::Closed => limits.cooldown_ms,
-            Kind::Probing => Self::backed_off(self.base_of(before.generation(), limits), limits),
-            Kind::Open | Kind::HalfOpen => self.base_of(before.generation(), limits),
+        let base = match (before.kind(), after.kind()) {
+            (Kind::Closed, _) => limits.cooldown_ms,
+            // Several probes that all gave their slots back: no reopen, the same period.
+            (Kind::Probing, Kind::HalfOpen) => self.base_of(before.generation(), limits),
+            (Kind::Probing, _) => {
+                Self::backed_off(self.base_of(before.generation(), limits), limits)
+            }
+            (Kind::Open | Kind::HalfOpen, _) => self.base_of(before.generation(), limits),
         };
         Some((u64::from(after.generation()) << BASE_BITS) | (base & BASE_MASK))
     }
@@ -507,9 +511,29 @@ impl CircuitBreaker {
     /// between; a probe past its lease reads [`State::Open`]. Reads the clock only when not closed.
     #[inline]
     pub fn state(&self) -> State {
-        let word = self.inner.store.load();
         let limits = self.limits();
+        let word = self.released(self.inner.store.load(), &limits);
         decide::view(word, &self.limits_at(word, &limits), || self.now_ms()).state()
+    }
+
+    /// `word`, or, for a breaker of several probes whose lease has run out with every slot given
+    /// back (each probe's outcome `Ignored`, or its permit dropped), the half-open word with its
+    /// slots free that it stands for: no probe failed, so the breaker does not reopen. (A single
+    /// probe that gives its slot back writes that word itself; several share one lease, which
+    /// is only found over with every slot back.) In the next generation, so the slots start
+    /// afresh.
+    fn released(&self, word: Word, limits: &Limits) -> Word {
+        if limits.probes <= 1 || word.kind() != Kind::Probing {
+            return word;
+        }
+        let slots_word = self.inner.cold.probe_slots.load(Ordering::Acquire);
+        let all_back = slots_generation(slots_word) == word.generation()
+            && (slots_word >> SLOT_BITS) & SLOT_MASK == 0;
+        if all_back && !self.permit_is_current(word.generation(), true) {
+            Word::half_open(next_generation(word.generation()))
+        } else {
+            word
+        }
     }
 
     /// Decide an admission for a word that is not closed, and apply it: the rest of
@@ -525,6 +549,18 @@ impl CircuitBreaker {
     ) -> Result<P, Blocked> {
         let limits = self.limits();
         let mut now = None;
+        // Several probes' lease over with every slot given back: written down as half-open with
+        // its slots free (no transition: the state stays half-open), then decided from there.
+        let released = self.released(word, &limits);
+        let word = if released == word {
+            word
+        } else {
+            let updated = self.update(word, |seen| {
+                let next = self.released(seen, &limits);
+                ((next != seen).then_some(next), ())
+            });
+            updated.after.unwrap_or(updated.before)
+        };
         let updated = self.update(word, |word| {
             let (admission, next) = decide::acquire(word, &self.limits_at(word, &limits), || {
                 *now.get_or_insert_with(|| self.now_ms())
@@ -610,7 +646,7 @@ impl CircuitBreaker {
     /// may be stale by the time the caller asks for the permit, which decides.
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn would_admit(&self) -> bool {
-        let word = self.word();
+        let word = self.released(self.word(), &self.limits());
         word.closed_generation().is_some()
             || decide::view(word, &self.limits_at(word, &self.limits()), || {
                 self.now_ms()
@@ -624,7 +660,7 @@ impl CircuitBreaker {
     /// counted and logged as a blocked call, since the caller gives up on it.
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn check_open(&self) -> Result<(), Blocked> {
-        let word = self.inner.store.load();
+        let word = self.released(self.inner.store.load(), &self.limits());
         if word.closed_generation().is_some() {
             return Ok(());
         }
@@ -984,6 +1020,11 @@ impl CircuitBreaker {
     ) -> Option<Transition> {
         let rates = limits.rates?;
         let windows = self.inner.windows.get()?;
+        // A report whose generation ended since its swap (a trip, a reset) counts in no window:
+        // and it must not rebase the window to its own generation.
+        if self.word().closed_generation() != Some(generation) {
+            return None;
+        }
         let now_ms = self.window_now(&rates);
         let slow = is_slow(&rates, elapsed);
         let judged = windows.record(generation, &rates, now_ms, failure, slow);
@@ -1123,7 +1164,8 @@ impl CircuitBreaker {
         self.manual(Manual::Reset)
     }
 
-    /// Change the threshold, cooldown and probe timeout without losing the breaker's state.
+    /// Change the settings (the threshold, cooldown and probe timeout, the rate rules, the
+    /// cooldown's shape, the probes) without losing the breaker's state.
     ///
     /// - Open: stays open; the new cooldown counts from the original opened-at time (so a
     ///   shorter cooldown that has already elapsed makes it half-open at once).
@@ -1134,6 +1176,14 @@ impl CircuitBreaker {
     ///   threshold or, if judged against the old one, checked again against the new one, so no
     ///   interleaving leaves a closed breaker at or past its threshold.
     /// - Isolated: stays isolated.
+    /// - Rate rules: new ratios, a new minimum or a new slow-call threshold judge the window as it
+    ///   stands (from the next judged call). A window added, removed, or of another kind or size
+    ///   starts afresh: a closed breaker moves to a new generation, as after a
+    ///   [`reset`](Self::reset), so calls admitted before the change no longer count.
+    /// - Cooldown's shape: an open period keeps the cooldown it began with (a lowered cap applies
+    ///   from the next reopen); with the backoff and jitter removed, the configured cooldown
+    ///   applies at once.
+    /// - Probes: a half-open period already started admits up to the new number.
     ///
     /// Reconfigurations of one breaker are serialised; each call's decisions use the settings in
     /// force when they are made. The three settings are stored one after another, so a decision
@@ -1177,7 +1227,10 @@ impl CircuitBreaker {
         if limits.rates.is_some() {
             self.inner.windows.get_or_init(|| Box::new(Windows::new()));
         }
-        let rates_changed = self.rates() != limits.rates;
+        // A new window (added, removed, or of another kind or size) starts afresh; new ratios, a
+        // new minimum or a new slow-call threshold judge the window as it is.
+        let window_of = |rates: Option<Rates>| rates.map(|rates| rates.window);
+        let rates_changed = window_of(self.rates()) != window_of(limits.rates);
         self.inner.cold.shape.store(limits.shape);
         self.inner.limits.store(limits);
         if let Some(windows) = self.inner.windows.get() {
@@ -1194,9 +1247,10 @@ impl CircuitBreaker {
             });
             match step {
                 Some(step) => (Some(step.next), step.transition),
-                // New rate rules start a closed breaker's window afresh, in a new generation
+                // A new window starts a closed breaker's counting afresh, in a new generation
                 // (as a reset does, and without a transition): no judgement of the old window,
-                // and no permit counted into it, meets the new rules.
+                // and no permit counted into it, meets the new one. Calls in flight then no
+                // longer count, as after a reset.
                 None if rates_changed && word.closed_generation().is_some() => (
                     Some(Word::closed_with(
                         super::word::next_generation(word.generation()),
@@ -1314,12 +1368,22 @@ impl CircuitBreaker {
     }
 
     /// Whether the word is closed with nothing counted: no consecutive failures, and no failure
-    /// or slow call in a rate rule's window that a success must be judged against (`WATCH`).
-    /// (A count window that reached its minimum may still hold failures; it loses nothing a
-    /// new generation would not.)
+    /// or slow call in a rate rule's window.
     pub(crate) fn is_closed_and_clear(&self) -> bool {
         let word = self.word();
-        word.closed_generation().is_some() && word.failures() == 0 && word.flags() & WATCH == 0
+        let Some(generation) = word.closed_generation() else {
+            return false;
+        };
+        if word.failures() != 0 || word.flags() & WATCH != 0 {
+            return false;
+        }
+        // A window past its minimum may hold failures without watching for successes.
+        match (word.flags() & RATED != 0, self.inner.windows.get()) {
+            (true, Some(windows)) => windows.rates().is_none_or(|rates| {
+                windows.holds_nothing(generation, &rates, self.window_now(&rates))
+            }),
+            _ => true,
+        }
     }
 
     /// The fleet's tap, if this breaker has one.

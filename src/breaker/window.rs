@@ -246,11 +246,18 @@ impl Windows {
     }
 
     /// Rebase if the header counts another generation: a transition whose rebase has not landed
-    /// (or was missed) is caught up here, with an empty window.
+    /// (or was missed) is caught up here, with an empty window. The caller has just seen the
+    /// word closed in `generation`, so a report of an older generation never rewinds it.
     fn ensure(&self, generation: u32, rates: &Rates, now_ms: u64) {
         if self.header().0 != generation {
             self.rebase(generation, rates, now_ms);
         }
+    }
+
+    /// Whether the window of `generation` holds no failure and no slow call.
+    pub(crate) fn holds_nothing(&self, generation: u32, rates: &Rates, now_ms: u64) -> bool {
+        let judged = self.judge(generation, rates, now_ms);
+        judged.failures == 0 && judged.slow == 0
     }
 
     fn add_to_slot(&self, generation: u32, bucket: u64, failure: bool, slow: bool) {
@@ -395,13 +402,19 @@ pub(crate) fn verdict(judged: &Judged, rates: &Rates) -> Option<(Rule, u64)> {
 }
 
 /// Whether successes must be judged: the window holds failures or slow calls, and a success
-/// may still change the verdict (a count window that has reached its minimum only loses calls
-/// to newer ones, so its rate rises only with a failure or a slow call).
+/// may still change the verdict (an exact count window that has reached its minimum only loses
+/// its oldest call to each new one, so its rate rises only with a failure or a slow call).
 pub(crate) fn watch(judged: &Judged, rates: &Rates) -> bool {
     let holds = judged.failures != 0 || judged.slow != 0;
     match rates.window {
-        WindowLimit::Calls(_) => holds && judged.calls < u64::from(rates.minimum_calls),
-        WindowLimit::TimeMs(_) => holds,
+        // Exact (one call per bucket): past the minimum a success only replaces the oldest
+        // call, which lowers the rate or keeps it.
+        WindowLimit::Calls(n) if call_width(n) == 1 => {
+            holds && judged.calls < u64::from(rates.minimum_calls)
+        }
+        // Whole buckets leave at once, so a success can raise the rate by pushing out a bucket
+        // of successes; time windows lose calls as time passes.
+        WindowLimit::Calls(_) | WindowLimit::TimeMs(_) => holds,
     }
 }
 

@@ -220,7 +220,9 @@ impl Registry {
     ///
     /// `f` runs inside the map's epoch guard, which holds back the reclamation of replaced table
     /// memory while it lasts: keep `f` short (ask the breaker, record an outcome) and make slow
-    /// calls through a handle from [`get`](Self::get). (A breaker used through `with` is held
+    /// calls through a handle from [`get`](Self::get). `f` holds no handle, so with
+    /// [`idle_eviction`](RegistryBuilder::idle_eviction) a call inside `f` that outlasts the idle
+    /// period may find its breaker evicted and records into a breaker no longer in the map. (A breaker used through `with` is held
     /// by no handle, so with [`idle_eviction`](RegistryBuilder::idle_eviction) on, an `f` that
     /// runs longer than the idle period may find its breaker evicted meanwhile: see
     /// [`evict_idle`](Self::evict_idle).)

@@ -7,7 +7,7 @@ use std::path::Path;
 use toml::de::{DeInteger, DeTable, DeValue};
 
 use super::{Registry, RegistryConfig, Reload};
-use crate::config::{Config, DEFAULT_FAILURE_THRESHOLD, MAX_DURATION_MS, Window};
+use crate::config::{Config, DEFAULT_FAILURE_THRESHOLD, MAX_DURATION_MS, MAX_PROBES, Window};
 
 const FIELDS: &str = "`failure_threshold`, `cooldown_ms`, `probe_timeout_ms`, `failure_rate`, \
                       `slow_call_threshold_ms`, `slow_call_rate`, `window_calls`, `window_ms`, \
@@ -317,7 +317,7 @@ fn section(
                 max_cooldown = Some(Duration::from_millis(number(MAX_DURATION_MS, "ms")?));
             }
             "cooldown_jitter" => shape.jitter = Some(ratio(value, dependency, key)?),
-            "probes" => probes = number(u64::from(u32::MAX), "probes")? as u32,
+            "probes" => probes = number(u64::from(MAX_PROBES), "probes")? as u32,
             "minimum_calls" => {
                 rates.minimum_calls = Some(number(u64::from(u32::MAX), "calls")? as u32);
             }
@@ -400,7 +400,12 @@ fn section(
 fn ratio(value: &DeValue<'_>, dependency: Option<&str>, key: &str) -> Result<f64, ConfigFileError> {
     let number = match value {
         DeValue::Float(float) => float.as_str().replace('_', "").parse::<f64>().ok(),
-        DeValue::Integer(integer) => integer_value(integer).ok().map(|n| n as f64),
+        // Any integer, however large, is a number: one out of range is refused for its value.
+        DeValue::Integer(integer) => integer_value(integer).ok().map(|n| n as f64).or_else(|| {
+            (integer.radix() == 10)
+                .then(|| integer.as_str().replace('_', "").parse::<f64>().ok())
+                .flatten()
+        }),
         _ => None,
     };
     number.ok_or_else(|| {

@@ -52,8 +52,13 @@ pin_project! {
 }
 
 impl<F, C> ResponseFuture<F, C> {
-    pub(super) fn called(fut: F, permit: OwnedPermit, classifier: Arc<C>) -> Self {
-        let started = permit.breaker().start_timing(permit.times_call());
+    /// An admitted call: `started` is the breaker's clock when it began, if it is timed.
+    pub(super) fn called(
+        fut: F,
+        permit: OwnedPermit,
+        classifier: Arc<C>,
+        started: Option<u64>,
+    ) -> Self {
         ResponseFuture {
             state: State::Called {
                 fut,

@@ -302,10 +302,13 @@ where
                 }
             }
         };
+        // Timed from before the inner service's `call`, which may do work of its own.
+        let started = self.breaker.start_timing(permit.times_call());
         ResponseFuture::called(
             self.inner.call(request),
             permit,
             Arc::clone(&self.classifier),
+            started,
         )
     }
 }
