@@ -1,28 +1,58 @@
 //! Differential fuzzing of the breaker against a reference model.
 //!
 //! An arbitrary configuration and sequence of operations — acquire (keeping every permit), record
-//! an outcome on any held permit, drop any held permit, move the mock clock forward or back by any
-//! amount, read the state, reconfigure (valid or not), force open, force closed, reset, and the
-//! fleet's events: another instance's transition adopted (open at any time, closed, isolated, or
-//! the fleet's probe won here), the fleet's probe lost while a local probe may hold the slot, and a
-//! stale verdict (a report from a permit that an adoption or a transition left behind) — runs
-//! against the real `CircuitBreaker` and against `Model`: the behaviour contract written as plain
-//! sequential code, with no bit packing and no generations (permits are told apart by ids). After
-//! every step the admitted/blocked decision, the blocked value, the transition a record, a change
-//! or an adoption caused, every transition the listener heard (with its reason, in the breaker's
-//! order), whether each held permit is still current, and the state must agree.
+//! an outcome on any held permit (with or without the call's elapsed time), drop any held permit,
+//! move the mock clock forward or back by any amount, read the state, reconfigure (valid or not,
+//! with or without rate rules), force open, force closed, reset, and the fleet's events: another
+//! instance's transition adopted (open at any time, closed, isolated, or the fleet's probe won
+//! here), the fleet's probe lost while a local probe may hold the slot, and a stale verdict (a
+//! report from a permit that an adoption or a transition left behind) — runs against the real
+//! `CircuitBreaker` and against `Model`: the behaviour contract written as plain sequential code,
+//! with no bit packing, no generations (permits are told apart by ids) and no buckets but the
+//! documented ones. After every step the admitted/blocked decision, the blocked value, the
+//! transition a record, a change or an adoption caused (with its reason and count), every
+//! transition the listener heard (with its reason, in the breaker's order), whether each held
+//! permit is still current, and the state must agree.
+//!
+//! # Rate rules
+//!
+//! A configuration may carry a rate rule: a failure rate, a slow-call rule, both or neither (then
+//! a window or a minimum alone must be refused), a window, a minimum, with or without the
+//! consecutive rule beside it. The model keeps the judged calls of the closed period in force in
+//! a plain `VecDeque` (its position among the period's judged calls, when it was recorded, failed,
+//! slow) and judges them as `Window` documents:
+//!
+//! - a count window of `n ≤ 32`: exactly the last `n` judged calls;
+//! - a larger count window: the buckets of `⌈n/32⌉` positions (counted from the period's first
+//!   judged call) that the last `n` positions touch, whole. Compared exactly, but for one case:
+//!   a success with no failure counted before it and not slow, which drops the oldest bucket and
+//!   so raises the rate to the ratio, may leave the breaker closed. (The breaker's healthy path
+//!   does not judge such a success once the window holds its minimum, which contract rule 26,
+//!   "every judged call is judged", does not allow; until that is settled the model takes the
+//!   breaker's answer there.) Every other judged call, and every trip, must agree;
+//! - a time window of `t`: the judged calls whose bucket of `⌈t/10⌉` ms, counted from the
+//!   breaker's construction, is the current one or one of the 9 before it. The bucket rule is
+//!   written for a clock that only goes forward (a breaker's clock is monotonic), so an input
+//!   that sets a time window anywhere never steps the clock back.
+//!
+//! Only judged calls (a success or a counted failure from a current ordinary permit) enter the
+//! window; every transition, every reset of a closed breaker, and every change of the rules
+//! empties it; the consecutive rule is checked first, then the failure rate, then the slow-call
+//! rate.
 #![no_main]
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
+use toolbreaker::breaker::Builder;
 use toolbreaker::fuzzing::{self, CLOCK_HEADROOM_MS, MAX_TIME_MS};
 use toolbreaker::quanta::Clock;
 use toolbreaker::{
     BlockedReason, CircuitBreaker, Config, FailureKind, Outcome, Permit, State, Transition,
-    TransitionReason,
+    TransitionReason, Window,
 };
 
 const NS_PER_MS: u64 = 1_000_000;
@@ -34,12 +64,64 @@ struct Input {
     threshold: u8,
     cooldown: Span,
     probe_timeout: Span,
+    /// `None`: the consecutive rule alone, with `threshold`, as before rate rules existed.
+    rates: Option<RateRule>,
     ops: Vec<Op>,
+}
+
+/// A rate rule as the builder is given it: each part may be left to its default, or be invalid.
+#[derive(Arbitrary, Debug, Clone, Copy)]
+struct RateRule {
+    failure_rate: Option<Ratio>,
+    /// The slow-call threshold and ratio.
+    slow_calls: Option<(Span, Ratio)>,
+    window: Option<WindowChoice>,
+    minimum_calls: Option<u8>,
+    /// Whether `failure_threshold` is set beside the rate rule (the consecutive rule kept).
+    consecutive: bool,
+}
+
+/// A ratio: usually a simple fraction or a count of millionths, sometimes any float at all
+/// (NaN, negative, above 1, or too small for a millionth).
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Ratio {
+    Fraction(u8, u8),
+    Millionths(u32),
+    Any(f64),
+}
+
+impl Ratio {
+    fn value(self) -> f64 {
+        match self {
+            Ratio::Fraction(a, b) => f64::from(a) / f64::from(b),
+            Ratio::Millionths(ppm) => f64::from(ppm) / 1_000_000.0,
+            Ratio::Any(ratio) => ratio,
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum WindowChoice {
+    /// A count window of at most 32 calls (or 0): judged exactly.
+    Exact(u8),
+    /// A count window of any size up to 255 (or 0): bucketed above 32.
+    Calls(u8),
+    Time(Span),
+}
+
+impl WindowChoice {
+    fn window(self) -> Window {
+        match self {
+            WindowChoice::Exact(n) => Window::Calls(u32::from(n % 33)),
+            WindowChoice::Calls(n) => Window::Calls(u32::from(n)),
+            WindowChoice::Time(span) => Window::Time(span.duration()),
+        }
+    }
 }
 
 /// A configured duration: usually a few milliseconds, sometimes anything at all (zero, a fraction
 /// of a millisecond, or too long), which the builder must then refuse or round up.
-#[derive(Arbitrary, Debug)]
+#[derive(Arbitrary, Debug, Clone, Copy)]
 enum Span {
     Ms(u8),
     Ns(u64),
@@ -96,6 +178,30 @@ enum Op {
     StaleVerdict {
         index: u8,
         verdict: Verdict,
+    },
+    // The rate rules' operations.
+    /// A report with the call's elapsed time (`record_elapsed`): slow at the slow-call threshold.
+    RecordElapsed {
+        index: u8,
+        verdict: Verdict,
+        elapsed: Span,
+    },
+    /// `count` calls one after another at this instant, each acquired and recorded at once (a
+    /// run long enough to fill a large window): call `i` fails if bit `i % 64` of `failures` is
+    /// set, and reports an elapsed time just at the slow-call threshold if that bit of `slow` is
+    /// set, just below it if not. A blocked call is skipped.
+    Calls {
+        count: u8,
+        failures: u64,
+        slow: u64,
+    },
+    /// A new configuration built with the builder, with or without rate rules (refused, and
+    /// nothing changes, when invalid).
+    SetRules {
+        threshold: u8,
+        rates: Option<RateRule>,
+        cooldown: Span,
+        probe_timeout: Span,
     },
 }
 
@@ -161,18 +267,329 @@ enum Seen {
 /// A transition as the listener reports it.
 type Event = (State, State, TransitionReason);
 
-struct Model {
+/// A transition as a record, a change or a trip returns it: with its reason and its count.
+type Change = (State, State, TransitionReason, u64);
+
+/// The threshold of a model with no consecutive rule: no count reaches it.
+const CONSECUTIVE_OFF: u64 = u64::MAX;
+
+/// A validated rate rule, as the documentation resolves it (defaults filled in).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Rules {
+    /// Trip at counted failures / judged calls ≥ this many millionths; 0: no failure-rate rule.
+    failure_ppm: u32,
+    /// Trip at slow calls / judged calls ≥ this many millionths; 0: no slow-call rule.
+    slow_ppm: u32,
+    /// A call that took at least this long is slow (`Duration::ZERO` with no slow-call rule).
+    slow_threshold: Duration,
+    window: ModelWindow,
+    minimum: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ModelWindow {
+    /// The last `n` judged calls.
+    Calls(u64),
+    /// The judged calls of the last 10 buckets of `⌈ms/10⌉` ms.
+    TimeMs(u64),
+}
+
+/// A validated configuration in the model's units.
+#[derive(Debug, Clone, Copy)]
+struct Settings {
+    /// [`CONSECUTIVE_OFF`] when the consecutive rule is off.
     threshold: u64,
     cooldown: u64,
     probe_timeout: u64,
+    rules: Option<Rules>,
+}
+
+/// A ratio in (0, 1], kept to the millionth (at least one); `None` when the builder must
+/// refuse it.
+fn ratio_ppm(ratio: f64) -> Option<u32> {
+    (ratio > 0.0 && ratio <= 1.0).then(|| ((ratio * 1_000_000.0).round() as u32).max(1))
+}
+
+/// What the builder must make of these settings, as the documentation says; `None` when it must
+/// refuse them. With no rate rule (`rates` is `None`) the consecutive rule is set with
+/// `threshold`, as `Config::new` sets it.
+fn expected_settings(
+    threshold: u8,
+    rates: Option<&RateRule>,
+    cooldown: Duration,
+    probe_timeout: Duration,
+) -> Option<Settings> {
+    let (cooldown, probe_timeout) = (config_ms(cooldown)?, config_ms(probe_timeout)?);
+    let threshold = u64::from(threshold);
+    let Some(rule) = rates else {
+        return (threshold > 0).then_some(Settings {
+            threshold,
+            cooldown,
+            probe_timeout,
+            rules: None,
+        });
+    };
+    let consecutive = match rule.consecutive {
+        true if threshold == 0 => return None,
+        true => Some(threshold),
+        false => None,
+    };
+    let failure_ppm = match rule.failure_rate {
+        Some(ratio) => ratio_ppm(ratio.value())?,
+        None => 0,
+    };
+    let (slow_threshold, slow_ppm) = match rule.slow_calls {
+        Some((threshold, _)) if threshold.duration().is_zero() => return None,
+        Some((threshold, ratio)) => (threshold.duration(), ratio_ppm(ratio.value())?),
+        None => (Duration::ZERO, 0),
+    };
+    let window = match rule.window.map(WindowChoice::window) {
+        // The default: the last 100 calls.
+        None => ModelWindow::Calls(100),
+        Some(Window::Calls(0)) => return None,
+        Some(Window::Calls(n)) => ModelWindow::Calls(u64::from(n)),
+        Some(Window::Time(t)) => ModelWindow::TimeMs(config_ms(t)?),
+    };
+    let minimum = match (rule.minimum_calls, window) {
+        (Some(0), _) => return None,
+        (Some(m), ModelWindow::Calls(n)) if u64::from(m) > n => return None,
+        (Some(m), _) => u64::from(m),
+        // The default: 10, or a count window's size if smaller.
+        (None, ModelWindow::Calls(n)) => n.min(10),
+        (None, ModelWindow::TimeMs(_)) => 10,
+    };
+    if failure_ppm == 0 && slow_ppm == 0 {
+        // A window or a minimum needs a rule; with neither, the consecutive rule's default.
+        if rule.window.is_some() || rule.minimum_calls.is_some() {
+            return None;
+        }
+        return Some(Settings {
+            threshold: consecutive.unwrap_or(5),
+            cooldown,
+            probe_timeout,
+            rules: None,
+        });
+    }
+    Some(Settings {
+        threshold: consecutive.unwrap_or(CONSECUTIVE_OFF),
+        cooldown,
+        probe_timeout,
+        rules: Some(Rules {
+            failure_ppm,
+            slow_ppm,
+            slow_threshold,
+            window,
+            minimum,
+        }),
+    })
+}
+
+/// The builder given these settings, as a caller writes it.
+fn builder(
+    threshold: u8,
+    rates: Option<&RateRule>,
+    cooldown: Duration,
+    probe_timeout: Duration,
+) -> Builder {
+    let builder = CircuitBreaker::builder()
+        .cooldown(cooldown)
+        .probe_timeout(probe_timeout);
+    let Some(rule) = rates else {
+        return builder.failure_threshold(u32::from(threshold));
+    };
+    let mut builder = builder;
+    if rule.consecutive {
+        builder = builder.failure_threshold(u32::from(threshold));
+    }
+    if let Some(ratio) = rule.failure_rate {
+        builder = builder.failure_rate(ratio.value());
+    }
+    if let Some((threshold, ratio)) = rule.slow_calls {
+        builder = builder.slow_calls(threshold.duration(), ratio.value());
+    }
+    if let Some(window) = rule.window {
+        builder = builder.window(window.window());
+    }
+    if let Some(minimum) = rule.minimum_calls {
+        builder = builder.minimum_calls(u32::from(minimum));
+    }
+    builder
+}
+
+/// The configuration the breaker reports agrees with the model's settings.
+fn check_config(config: &Config, settings: &Settings) {
+    let threshold = (settings.threshold != CONSECUTIVE_OFF).then_some(settings.threshold as u32);
+    let rules = settings.rules;
+    let ppm = |ppm: u32| (ppm != 0).then(|| f64::from(ppm) / 1_000_000.0);
+    let want = (
+        threshold,
+        Duration::from_millis(settings.cooldown),
+        Duration::from_millis(settings.probe_timeout),
+        rules.and_then(|r| ppm(r.failure_ppm)),
+        rules.and_then(|r| Some((r.slow_threshold, ppm(r.slow_ppm)?))),
+        rules.map(|r| match r.window {
+            ModelWindow::Calls(n) => Window::Calls(n as u32),
+            ModelWindow::TimeMs(ms) => Window::Time(Duration::from_millis(ms)),
+        }),
+        rules.map(|r| r.minimum as u32),
+    );
+    let real = (
+        config.failure_threshold(),
+        config.cooldown(),
+        config.probe_timeout(),
+        config.failure_rate(),
+        config.slow_calls(),
+        config.window(),
+        config.minimum_calls(),
+    );
+    assert_eq!(real, want, "{settings:?}");
+}
+
+/// A judged call in the model's window.
+#[derive(Debug, Clone, Copy)]
+struct Judged {
+    /// Its place among the closed period's judged calls, from 1.
+    position: u64,
+    /// When it was recorded (the model's clock, in ms).
+    at: u64,
+    failed: bool,
+    slow: bool,
+}
+
+/// The bucket of a time window of `window_ms` that `now` falls in: buckets of `⌈t/10⌉` ms counted
+/// from the breaker's construction (`now` reads `CLOCK_HEADROOM_MS` then).
+fn time_bucket(now: u64, window_ms: u64) -> u64 {
+    now.saturating_sub(CLOCK_HEADROOM_MS) / window_ms.div_ceil(10)
+}
+
+struct Model {
+    /// [`CONSECUTIVE_OFF`] when the consecutive rule is off (failures are still counted).
+    threshold: u64,
+    cooldown: u64,
+    probe_timeout: u64,
+    /// The rate rules, if any.
+    rules: Option<Rules>,
     state: ModelState,
     period: u64,
     next_id: u64,
+    /// The judged calls of the closed period in force that may still be judged, oldest first.
+    window: VecDeque<Judged>,
+    /// How many calls the closed period in force has judged.
+    judged: u64,
     /// The transitions the breaker's listener should have heard since the last check.
     events: Vec<Event>,
 }
 
 impl Model {
+    fn new(settings: Settings) -> Self {
+        Model {
+            threshold: settings.threshold,
+            cooldown: settings.cooldown,
+            probe_timeout: settings.probe_timeout,
+            rules: settings.rules,
+            state: ModelState::Closed { failures: 0 },
+            period: 0,
+            next_id: 0,
+            window: VecDeque::new(),
+            judged: 0,
+            events: Vec::new(),
+        }
+    }
+
+    /// A closed period ends (or a new one begins with nothing counted): no permit from before it
+    /// counts after it, and the window is empty.
+    fn new_period(&mut self) {
+        self.period += 1;
+        self.window.clear();
+        self.judged = 0;
+    }
+
+    /// Whether a call reported with `elapsed` is slow: a slow-call rule is set and the call took
+    /// at least its threshold. An untimed call never is.
+    fn is_slow(&self, elapsed: Option<Duration>) -> bool {
+        match (self.rules, elapsed) {
+            (Some(rules), Some(elapsed)) => rules.slow_ppm != 0 && elapsed >= rules.slow_threshold,
+            _ => false,
+        }
+    }
+
+    /// Put a judged call into the window and judge it: the rule that trips and its count
+    /// (counted failures, or slow calls), if one does.
+    fn judge(&mut self, failed: bool, slow: bool, now: u64) -> Option<(TransitionReason, u64)> {
+        let rules = self.rules?;
+        self.judged += 1;
+        self.window.push_back(Judged {
+            position: self.judged,
+            at: now,
+            failed,
+            slow,
+        });
+        // Forget what has left the window (it never comes back), and find the calls the rates
+        // are taken over (`span`) and the calls the minimum is compared with.
+        let (calls, span) = match rules.window {
+            ModelWindow::Calls(n) if n <= 32 => {
+                while self.window.len() as u64 > n {
+                    self.window.pop_front();
+                }
+                let len = self.window.len() as u64;
+                (len, len)
+            }
+            ModelWindow::Calls(n) => {
+                // Buckets of ⌈n/32⌉ positions; the oldest one the last n positions touch is
+                // judged whole.
+                let width = n.div_ceil(32);
+                let oldest = self.judged.saturating_sub(n) / width;
+                while self
+                    .window
+                    .front()
+                    .is_some_and(|call| (call.position - 1) / width < oldest)
+                {
+                    self.window.pop_front();
+                }
+                let span = self.judged - oldest * width;
+                assert_eq!(span, self.window.len() as u64);
+                assert!(span >= self.judged.min(n) && span < n + width);
+                (self.judged.min(n), span)
+            }
+            ModelWindow::TimeMs(ms) => {
+                // A call leaves when the bucket 10 after its own begins.
+                let current = time_bucket(now, ms);
+                while self
+                    .window
+                    .front()
+                    .is_some_and(|call| time_bucket(call.at, ms) + 10 <= current)
+                {
+                    self.window.pop_front();
+                }
+                let len = self.window.len() as u64;
+                (len, len)
+            }
+        };
+        if calls < rules.minimum {
+            return None;
+        }
+        let failures = self.window.iter().filter(|call| call.failed).count() as u64;
+        let slows = self.window.iter().filter(|call| call.slow).count() as u64;
+        let reached = |count: u64, ppm: u32| {
+            ppm != 0 && u128::from(count) * 1_000_000 >= u128::from(ppm) * u128::from(span)
+        };
+        if reached(failures, rules.failure_ppm) {
+            Some((TransitionReason::FailureRate, failures))
+        } else if reached(slows, rules.slow_ppm) {
+            Some((TransitionReason::SlowCallRate, slows))
+        } else {
+            None
+        }
+    }
+
+    /// A closed breaker trips at `now`.
+    fn trip(&mut self, reason: TransitionReason, count: u64, now: u64) -> Change {
+        self.state = ModelState::Open { since: now };
+        self.new_period();
+        self.events.push((State::Closed, State::Open, reason));
+        (State::Closed, State::Open, reason, count)
+    }
+
     /// How the contract reads the clock: whole milliseconds (floor) since construction, counted
     /// from a point the documented headroom before it, clamped to the word's range.
     fn now(clock_ns: u64, built_ns: u64) -> u64 {
@@ -261,11 +678,11 @@ impl Model {
             }
             (Op::ForceClosed, ModelState::Closed { .. }) => return None,
             (Op::Reset, ModelState::Closed { failures }) => {
-                // No change of state; with failures to clear, no permit from before it counts
-                // after it.
-                if failures > 0 {
+                // No change of state; with failures to clear (a rated breaker's window always
+                // counts as some), no permit from before it counts after it.
+                if failures > 0 || self.rules.is_some() {
                     self.state = ModelState::Closed { failures: 0 };
-                    self.period += 1;
+                    self.new_period();
                 }
                 return None;
             }
@@ -276,7 +693,7 @@ impl Model {
             _ => unreachable!("not a change by hand: {op:?}"),
         };
         // Every change of state by hand leaves no permit from before it current.
-        self.period += 1;
+        self.new_period();
         self.events.push((from, to, TransitionReason::Manual));
         Some((from, to))
     }
@@ -328,7 +745,7 @@ impl Model {
             (fuzzing::Remote::ProbeHere, _) => return None,
         };
         if matches!(self.state, ModelState::Closed { .. }) {
-            self.period += 1;
+            self.new_period();
         }
         // An isolation begun or ended is heard even from open to open.
         let isolation_changed =
@@ -358,25 +775,29 @@ impl Model {
         }
     }
 
-    /// New settings; a closed breaker whose count reaches the new threshold trips.
-    fn reconfigure(
-        &mut self,
-        threshold: u64,
-        cooldown: u64,
-        probe_timeout: u64,
-        now: u64,
-    ) -> Option<(State, State)> {
-        (self.threshold, self.cooldown, self.probe_timeout) = (threshold, cooldown, probe_timeout);
+    /// New settings; a closed breaker whose count reaches the new threshold trips, and one whose
+    /// rate rules change starts a new closed period with its count kept (no transition) and an
+    /// empty window.
+    fn reconfigure(&mut self, settings: Settings, now: u64) -> Option<Change> {
+        let rules_changed = self.rules != settings.rules;
+        (
+            self.threshold,
+            self.cooldown,
+            self.probe_timeout,
+            self.rules,
+        ) = (
+            settings.threshold,
+            settings.cooldown,
+            settings.probe_timeout,
+            settings.rules,
+        );
         match self.state {
-            ModelState::Closed { failures } if failures > 0 && failures >= threshold => {
-                self.state = ModelState::Open { since: now };
-                self.period += 1;
-                self.events.push((
-                    State::Closed,
-                    State::Open,
-                    TransitionReason::FailureThreshold,
-                ));
-                Some((State::Closed, State::Open))
+            ModelState::Closed { failures } if failures > 0 && failures >= self.threshold => {
+                Some(self.trip(TransitionReason::FailureThreshold, failures, now))
+            }
+            ModelState::Closed { .. } if rules_changed => {
+                self.new_period();
+                None
             }
             _ => None,
         }
@@ -406,13 +827,17 @@ impl Model {
         }
     }
 
-    /// The (from, to) change a verdict causes; `None` for a dropped permit's release too.
+    /// The change a verdict causes; `None` for a dropped permit's release too. `slow`: the call
+    /// took at least the slow-call threshold. `tripped`: whether the breaker's answer was a
+    /// transition, consulted in the one case the model leaves open (see the module's docs).
     fn report(
         &mut self,
         permit: ModelPermit,
         verdict: Option<Verdict>,
+        slow: bool,
         now: u64,
-    ) -> Option<(State, State)> {
+        tripped: bool,
+    ) -> Option<Change> {
         match (permit, self.state) {
             (ModelPermit::Ordinary { period }, ModelState::Closed { failures })
                 if period == self.period =>
@@ -420,24 +845,30 @@ impl Model {
                 match verdict {
                     Some(Verdict::Success) => {
                         self.state = ModelState::Closed { failures: 0 };
-                        None
+                        let (reason, count) = self.judge(false, slow, now)?;
+                        // A bucketed count window's success with nothing counted before it and
+                        // not slow may go unjudged (see the module's docs).
+                        let bucketed = self.rules.is_some_and(|rules| match rules.window {
+                            ModelWindow::Calls(n) => n > 32,
+                            ModelWindow::TimeMs(_) => false,
+                        });
+                        if bucketed && failures == 0 && !slow && !tripped {
+                            return None;
+                        }
+                        Some(self.trip(reason, count, now))
                     }
                     Some(Verdict::Failure) => {
-                        if failures + 1 >= self.threshold {
-                            self.state = ModelState::Open { since: now };
-                            self.period += 1;
-                            self.events.push((
-                                State::Closed,
-                                State::Open,
+                        let failures = failures.saturating_add(1);
+                        if failures >= self.threshold {
+                            return Some(self.trip(
                                 TransitionReason::FailureThreshold,
+                                failures,
+                                now,
                             ));
-                            Some((State::Closed, State::Open))
-                        } else {
-                            self.state = ModelState::Closed {
-                                failures: failures + 1,
-                            };
-                            None
                         }
+                        self.state = ModelState::Closed { failures };
+                        let (reason, count) = self.judge(true, slow, now)?;
+                        Some(self.trip(reason, count, now))
                     }
                     Some(Verdict::Ignored) | None => None,
                 }
@@ -445,24 +876,19 @@ impl Model {
             (ModelPermit::Probe { id }, ModelState::Probing { id: current, since })
                 if id == current && now < since + self.probe_timeout =>
             {
+                // A probe is never judged by a rate rule.
                 match verdict {
                     Some(Verdict::Success) => {
                         self.state = ModelState::Closed { failures: 0 };
-                        self.events.push((
-                            State::HalfOpen,
-                            State::Closed,
-                            TransitionReason::ProbeSucceeded,
-                        ));
-                        Some((State::HalfOpen, State::Closed))
+                        let reason = TransitionReason::ProbeSucceeded;
+                        self.events.push((State::HalfOpen, State::Closed, reason));
+                        Some((State::HalfOpen, State::Closed, reason, 0))
                     }
                     Some(Verdict::Failure) => {
                         self.state = ModelState::Open { since: now };
-                        self.events.push((
-                            State::HalfOpen,
-                            State::Open,
-                            TransitionReason::ProbeFailed,
-                        ));
-                        Some((State::HalfOpen, State::Open))
+                        let reason = TransitionReason::ProbeFailed;
+                        self.events.push((State::HalfOpen, State::Open, reason));
+                        Some((State::HalfOpen, State::Open, reason, 1))
                     }
                     Some(Verdict::Ignored) | None => {
                         self.state = ModelState::Free;
@@ -484,38 +910,119 @@ fn config_ms(duration: Duration) -> Option<u64> {
         .then_some(ms as u64)
 }
 
+/// Whether a rate rule has a time window.
+fn timed(rates: Option<&RateRule>) -> bool {
+    matches!(
+        rates,
+        Some(RateRule {
+            window: Some(WindowChoice::Time(_)),
+            ..
+        })
+    )
+}
+
+fn outcome(verdict: Verdict) -> Outcome {
+    match verdict {
+        Verdict::Success => Outcome::Success,
+        Verdict::Failure => Outcome::Failure(FailureKind::Unavailable),
+        Verdict::Ignored => Outcome::Ignored,
+    }
+}
+
+/// Acquire on both and compare: the permits if admitted, `None` if both blocked alike.
+fn acquire<'a>(
+    breaker: &'a CircuitBreaker,
+    model: &mut Model,
+    now: u64,
+    op: &Op,
+) -> Option<(Permit<'a>, ModelPermit)> {
+    match (breaker.try_acquire(), model.acquire(now)) {
+        (Ok(permit), Ok(expected)) => {
+            assert_eq!(
+                permit.is_probe(),
+                matches!(expected, ModelPermit::Probe { .. }),
+                "{op:?} at {now}: {:?}",
+                model.state
+            );
+            Some((permit, expected))
+        }
+        (Err(blocked), Err((state, reason, retry_ms))) => {
+            assert_eq!(
+                (blocked.state(), blocked.reason(), blocked.retry_after()),
+                (state, reason, Duration::from_millis(retry_ms)),
+                "{op:?} at {now}: {:?}",
+                model.state
+            );
+            assert!(blocked.retry_after() > Duration::ZERO);
+            None
+        }
+        (real, expected) => panic!(
+            "{op:?} at {now}: breaker {:?}, model {expected:?} from {:?}",
+            real.map(|p| p.is_probe()),
+            model.state
+        ),
+    }
+}
+
+/// Record `verdict` (with `elapsed`, if given) on both and compare the change it made.
+fn record(
+    (permit, expected): (Permit<'_>, ModelPermit),
+    verdict: Verdict,
+    elapsed: Option<Duration>,
+    model: &mut Model,
+    now: u64,
+    op: &Op,
+) {
+    let real = match elapsed {
+        Some(elapsed) => permit.record_elapsed(outcome(verdict), elapsed),
+        None => permit.record(outcome(verdict)),
+    };
+    let real = real.map(|t| (t.from(), t.to(), t.reason(), t.failures()));
+    // The model before the report: its state, and its window's judged calls and failures.
+    let before = (
+        model.state,
+        model.judged,
+        model.window.len(),
+        model.window.iter().filter(|call| call.failed).count(),
+    );
+    let slow = model.is_slow(elapsed);
+    let want = model.report(expected, Some(verdict), slow, now, real.is_some());
+    assert_eq!(
+        real, want,
+        "{op:?}: {verdict:?} of {expected:?} at {now}, slow {slow}, model (state, judged, window, \
+         failures) {before:?}"
+    );
+}
+
 fuzz_target!(|input: Input| {
-    let threshold = u32::from(input.threshold);
     let (cooldown, probe_timeout) = (input.cooldown.duration(), input.probe_timeout.duration());
+    let rates = input.rates.as_ref();
     let (clock, mock) = Clock::mock();
     let heard: Arc<Mutex<Vec<Transition>>> = Arc::default();
     let listener = Arc::clone(&heard);
     // Start mid-range so the clock can step back as far as it steps forward.
     mock.increment(u64::MAX / 2);
     let built_ns = mock.value();
-    let built = CircuitBreaker::builder()
-        .failure_threshold(threshold)
-        .cooldown(cooldown)
-        .probe_timeout(probe_timeout)
+    let built = builder(input.threshold, rates, cooldown, probe_timeout)
         .clock(clock)
         .on_transition(move |event| listener.lock().unwrap().push(*event.transition()))
         .build();
-    let (Some(cooldown_ms), Some(probe_timeout_ms), true) =
-        (config_ms(cooldown), config_ms(probe_timeout), threshold > 0)
-    else {
-        assert!(built.is_err(), "an invalid configuration was accepted");
+    let Some(settings) = expected_settings(input.threshold, rates, cooldown, probe_timeout) else {
+        assert!(
+            built.is_err(),
+            "an invalid configuration was accepted: {rates:?}"
+        );
         return;
     };
     let breaker = built.expect("a valid configuration was refused");
-    let mut model = Model {
-        threshold: u64::from(threshold),
-        cooldown: cooldown_ms,
-        probe_timeout: probe_timeout_ms,
-        state: ModelState::Closed { failures: 0 },
-        period: 0,
-        next_id: 0,
-        events: Vec::new(),
-    };
+    check_config(&breaker.config(), &settings);
+    let mut model = Model::new(settings);
+    // A time window's buckets are read on a clock that never goes back (see the module's docs).
+    let forward_only = timed(rates)
+        || input.ops.iter().any(|op| match op {
+            Op::SetRules { rates, .. } => timed(rates.as_ref()),
+            _ => false,
+        });
     let mut held: Vec<(Permit<'_>, ModelPermit)> = Vec::new();
     let mut last_heard = State::Closed;
     let mut last_transition: Option<Transition> = None;
@@ -523,44 +1030,42 @@ fuzz_target!(|input: Input| {
     for op in &input.ops {
         let now = Model::now(mock.value(), built_ns);
         match *op {
-            Op::Acquire => match (breaker.try_acquire(), model.acquire(now)) {
-                (Ok(permit), Ok(expected)) => {
-                    assert_eq!(
-                        permit.is_probe(),
-                        matches!(expected, ModelPermit::Probe { .. }),
-                        "{op:?} at {now}: {:?}",
-                        model.state
-                    );
-                    held.push((permit, expected));
-                }
-                (Err(blocked), Err((state, reason, retry_ms))) => {
-                    assert_eq!(
-                        (blocked.state(), blocked.reason(), blocked.retry_after()),
-                        (state, reason, Duration::from_millis(retry_ms)),
-                        "{op:?} at {now}: {:?}",
-                        model.state
-                    );
-                    assert!(blocked.retry_after() > Duration::ZERO);
-                }
-                (real, expected) => panic!(
-                    "{op:?} at {now}: breaker {:?}, model {expected:?} from {:?}",
-                    real.map(|p| p.is_probe()),
-                    model.state
-                ),
-            },
-            Op::Record { index, verdict } => {
+            Op::Acquire => held.extend(acquire(&breaker, &mut model, now, op)),
+            Op::Record { index, verdict } | Op::RecordElapsed { index, verdict, .. } => {
                 if held.is_empty() {
                     continue;
                 }
-                let (permit, expected) = held.swap_remove(usize::from(index) % held.len());
-                let outcome = match verdict {
-                    Verdict::Success => Outcome::Success,
-                    Verdict::Failure => Outcome::Failure(FailureKind::Unavailable),
-                    Verdict::Ignored => Outcome::Ignored,
+                let elapsed = match *op {
+                    Op::RecordElapsed { elapsed, .. } => Some(elapsed.duration()),
+                    _ => None,
                 };
-                let real = permit.record(outcome).map(|t| (t.from(), t.to()));
-                let want = model.report(expected, Some(verdict), now);
-                assert_eq!(real, want, "{op:?} of {expected:?} at {now}");
+                let permit = held.swap_remove(usize::from(index) % held.len());
+                record(permit, verdict, elapsed, &mut model, now, op);
+            }
+            Op::Calls {
+                count,
+                failures,
+                slow,
+            } => {
+                // Just at the threshold is slow; a nanosecond below it is not.
+                let threshold = model
+                    .rules
+                    .map_or(Duration::from_millis(1), |rules| rules.slow_threshold);
+                for i in 0..count {
+                    let Some(permit) = acquire(&breaker, &mut model, now, op) else {
+                        continue;
+                    };
+                    let bit = |bits: u64| bits >> (i % 64) & 1 == 1;
+                    let verdict = match bit(failures) {
+                        true => Verdict::Failure,
+                        false => Verdict::Success,
+                    };
+                    let elapsed = match bit(slow) {
+                        true => threshold,
+                        false => threshold.saturating_sub(Duration::from_nanos(1)),
+                    };
+                    record(permit, verdict, Some(elapsed), &mut model, now, op);
+                }
             }
             Op::Drop { index } => {
                 if held.is_empty() {
@@ -568,12 +1073,13 @@ fuzz_target!(|input: Input| {
                 }
                 let (permit, expected) = held.swap_remove(usize::from(index) % held.len());
                 drop(permit);
-                assert_eq!(model.report(expected, None, now), None);
+                assert_eq!(model.report(expected, None, false, now, false), None);
             }
             Op::AdvanceMs(ms) => {
                 mock.increment((u64::from(ms) * NS_PER_MS).min(u64::MAX - mock.value()))
             }
             Op::AdvanceNs(ns) => mock.increment(ns.min(u64::MAX - mock.value())),
+            Op::BackMs(_) | Op::BackNs(_) if forward_only => {}
             Op::BackMs(ms) => mock.decrement((u64::from(ms) * NS_PER_MS).min(mock.value())),
             Op::BackNs(ns) => mock.decrement(ns.min(mock.value())),
             Op::State => {}
@@ -583,21 +1089,42 @@ fuzz_target!(|input: Input| {
                 ref probe_timeout,
             } => {
                 let (cooldown, probe_timeout) = (cooldown.duration(), probe_timeout.duration());
-                let valid = match (config_ms(cooldown), config_ms(probe_timeout), threshold > 0) {
-                    (Some(c), Some(p), true) => Some((u64::from(threshold), c, p)),
-                    _ => None,
-                };
                 match (
                     Config::new(u32::from(threshold), cooldown, probe_timeout),
-                    valid,
+                    expected_settings(threshold, None, cooldown, probe_timeout),
                 ) {
-                    (Ok(config), Some((t, c, p))) => {
-                        let real = breaker.reconfigure(config).map(|t| (t.from(), t.to()));
-                        assert_eq!(real, model.reconfigure(t, c, p, now), "{op:?} at {now}");
+                    (Ok(config), Some(settings)) => {
+                        let real = breaker.reconfigure(config);
+                        let real = real.map(|t| (t.from(), t.to(), t.reason(), t.failures()));
+                        assert_eq!(real, model.reconfigure(settings, now), "{op:?} at {now}");
                         assert_eq!(breaker.config(), config);
+                        check_config(&config, &settings);
                     }
                     (Err(_), None) => {}
                     (real, _) => panic!("{op:?}: Config::new gave {real:?}"),
+                }
+            }
+            Op::SetRules {
+                threshold,
+                ref rates,
+                ref cooldown,
+                ref probe_timeout,
+            } => {
+                let (cooldown, probe_timeout) = (cooldown.duration(), probe_timeout.duration());
+                let rates = rates.as_ref();
+                match (
+                    builder(threshold, rates, cooldown, probe_timeout).build_config(),
+                    expected_settings(threshold, rates, cooldown, probe_timeout),
+                ) {
+                    (Ok(config), Some(settings)) => {
+                        let real = breaker.reconfigure(config);
+                        let real = real.map(|t| (t.from(), t.to(), t.reason(), t.failures()));
+                        assert_eq!(real, model.reconfigure(settings, now), "{op:?} at {now}");
+                        assert_eq!(breaker.config(), config);
+                        check_config(&config, &settings);
+                    }
+                    (Err(_), None) => {}
+                    (real, _) => panic!("{op:?}: the builder gave {real:?}"),
                 }
             }
             Op::ForceOpen | Op::ForceClosed | Op::Reset => {
@@ -640,19 +1167,21 @@ fuzz_target!(|input: Input| {
                     continue;
                 }
                 let (permit, expected) = held.swap_remove(stale[usize::from(index) % stale.len()]);
-                let outcome = match verdict {
-                    Verdict::Success => Outcome::Success,
-                    Verdict::Failure => Outcome::Failure(FailureKind::Unavailable),
-                    Verdict::Ignored => Outcome::Ignored,
-                };
-                let before = model.state;
+                let before = (model.state, model.judged);
                 assert_eq!(
-                    permit.record(outcome),
+                    permit.record(outcome(verdict)),
                     None,
                     "{op:?} of {expected:?} at {now}"
                 );
-                assert_eq!(model.report(expected, Some(verdict), now), None);
-                assert_eq!(model.state, before, "a stale verdict moved the model");
+                assert_eq!(
+                    model.report(expected, Some(verdict), false, now, false),
+                    None
+                );
+                assert_eq!(
+                    (model.state, model.judged),
+                    before,
+                    "a stale verdict moved the model"
+                );
             }
         }
         // The listener heard exactly the transitions the model made, in order, and they chain:
