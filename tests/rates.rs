@@ -631,3 +631,21 @@ fn idle_eviction_keeps_a_count_window_that_holds_failures_past_its_minimum() {
         .expect("the fifth failure of ten trips it");
     assert_eq!(at, 1);
 }
+
+/// A lowered ratio (or minimum) may be met by the window as it stands: the next judged call, a
+/// success included, is judged against it, though the window had reached its minimum and
+/// successes were no longer watched.
+#[test]
+fn the_next_success_after_a_lowered_ratio_is_judged() {
+    let breaker = rated(0.5, Window::Calls(10), 4).build().unwrap();
+    let s = Outcome::Success;
+    assert_eq!(feed(&breaker, &[FAILED, s, s, s, s, s]), None, "1 of 6");
+    let lowered = rated(0.1, Window::Calls(10), 4).build_config().unwrap();
+    assert_eq!(
+        breaker.reconfigure(lowered),
+        None,
+        "judged at the next call"
+    );
+    let trip = record(&breaker, s).expect("1 of 7 ≥ 10 %");
+    assert_eq!(trip.reason(), TransitionReason::FailureRate);
+}

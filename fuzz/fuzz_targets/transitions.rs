@@ -24,19 +24,15 @@
 //!
 //! - a count window of `n ≤ 32`: exactly the last `n` judged calls;
 //! - a larger count window: the buckets of `⌈n/32⌉` positions (counted from the period's first
-//!   judged call) that the last `n` positions touch, whole. Compared exactly, but for one case:
-//!   a success with no failure counted before it and not slow, which drops the oldest bucket and
-//!   so raises the rate to the ratio, may leave the breaker closed. (The breaker's healthy path
-//!   does not judge such a success once the window holds its minimum, which contract rule 26,
-//!   "every judged call is judged", does not allow; until that is settled the model takes the
-//!   breaker's answer there.) Every other judged call, and every trip, must agree;
+//!   judged call) that the last `n` positions touch, whole, compared exactly (a success that
+//!   drops the oldest bucket, and so raises the rate to the ratio, trips it);
 //! - a time window of `t`: the judged calls whose bucket of `⌈t/10⌉` ms, counted from the
 //!   breaker's construction, is the current one or one of the 9 before it. The bucket rule is
 //!   written for a clock that only goes forward (a breaker's clock is monotonic), so an input
 //!   that sets a time window anywhere never steps the clock back.
 //!
 //! Only judged calls (a success or a counted failure from a current ordinary permit) enter the
-//! window; every transition, every reset of a closed breaker, and every change of the rules
+//! window; every transition, every reset of a closed breaker, and every change of the window
 //! empties it; the consecutive rule is checked first, then the failure rate, then the slow-call
 //! rate.
 #![no_main]
@@ -776,10 +772,12 @@ impl Model {
     }
 
     /// New settings; a closed breaker whose count reaches the new threshold trips, and one whose
-    /// rate rules change starts a new closed period with its count kept (no transition) and an
-    /// empty window.
+    /// window changes (added, removed, another kind or size) starts a new closed period with its
+    /// count kept (no transition) and an empty window. New ratios, minimum or slow threshold
+    /// judge the window as it stands.
     fn reconfigure(&mut self, settings: Settings, now: u64) -> Option<Change> {
-        let rules_changed = self.rules != settings.rules;
+        let window = |rules: &Option<Rules>| rules.as_ref().map(|rules| rules.window);
+        let rules_changed = window(&self.rules) != window(&settings.rules);
         (
             self.threshold,
             self.cooldown,
@@ -828,15 +826,13 @@ impl Model {
     }
 
     /// The change a verdict causes; `None` for a dropped permit's release too. `slow`: the call
-    /// took at least the slow-call threshold. `tripped`: whether the breaker's answer was a
-    /// transition, consulted in the one case the model leaves open (see the module's docs).
+    /// took at least the slow-call threshold.
     fn report(
         &mut self,
         permit: ModelPermit,
         verdict: Option<Verdict>,
         slow: bool,
         now: u64,
-        tripped: bool,
     ) -> Option<Change> {
         match (permit, self.state) {
             (ModelPermit::Ordinary { period }, ModelState::Closed { failures })
@@ -846,15 +842,6 @@ impl Model {
                     Some(Verdict::Success) => {
                         self.state = ModelState::Closed { failures: 0 };
                         let (reason, count) = self.judge(false, slow, now)?;
-                        // A bucketed count window's success with nothing counted before it and
-                        // not slow may go unjudged (see the module's docs).
-                        let bucketed = self.rules.is_some_and(|rules| match rules.window {
-                            ModelWindow::Calls(n) => n > 32,
-                            ModelWindow::TimeMs(_) => false,
-                        });
-                        if bucketed && failures == 0 && !slow && !tripped {
-                            return None;
-                        }
                         Some(self.trip(reason, count, now))
                     }
                     Some(Verdict::Failure) => {
@@ -986,7 +973,7 @@ fn record(
         model.window.iter().filter(|call| call.failed).count(),
     );
     let slow = model.is_slow(elapsed);
-    let want = model.report(expected, Some(verdict), slow, now, real.is_some());
+    let want = model.report(expected, Some(verdict), slow, now);
     assert_eq!(
         real, want,
         "{op:?}: {verdict:?} of {expected:?} at {now}, slow {slow}, model (state, judged, window, \
@@ -1073,7 +1060,7 @@ fuzz_target!(|input: Input| {
                 }
                 let (permit, expected) = held.swap_remove(usize::from(index) % held.len());
                 drop(permit);
-                assert_eq!(model.report(expected, None, false, now, false), None);
+                assert_eq!(model.report(expected, None, false, now), None);
             }
             Op::AdvanceMs(ms) => {
                 mock.increment((u64::from(ms) * NS_PER_MS).min(u64::MAX - mock.value()))
@@ -1173,10 +1160,7 @@ fuzz_target!(|input: Input| {
                     None,
                     "{op:?} of {expected:?} at {now}"
                 );
-                assert_eq!(
-                    model.report(expected, Some(verdict), false, now, false),
-                    None
-                );
+                assert_eq!(model.report(expected, Some(verdict), false, now), None);
                 assert_eq!(
                     (model.state, model.judged),
                     before,

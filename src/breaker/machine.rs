@@ -1230,6 +1230,7 @@ impl CircuitBreaker {
         // A new window (added, removed, or of another kind or size) starts afresh; new ratios, a
         // new minimum or a new slow-call threshold judge the window as it is.
         let window_of = |rates: Option<Rates>| rates.map(|rates| rates.window);
+        let rules_changed = self.rates() != limits.rates;
         let rates_changed = window_of(self.rates()) != window_of(limits.rates);
         self.inner.cold.shape.store(limits.shape);
         self.inner.limits.store(limits);
@@ -1259,6 +1260,21 @@ impl CircuitBreaker {
                     )),
                     None,
                 ),
+                // New ratios or a new minimum may be met by the window as it stands: the next
+                // judged call, a success included, is judged against them (`WATCH`).
+                None if rules_changed
+                    && word.closed_generation().is_some()
+                    && word.flags() & RATED != 0 =>
+                {
+                    (
+                        Some(Word::closed_with(
+                            word.generation(),
+                            word.failures(),
+                            word.flags() | WATCH,
+                        )),
+                        None,
+                    )
+                }
                 None => (Some(word), None),
             }
         });
