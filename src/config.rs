@@ -121,8 +121,12 @@ impl ShapeSettings {
             }
             // At most 2^53 millionths are kept exactly; a larger multiplier reaches the
             // maximum at the first reopen anyway.
-            shape.multiplier_ppm = (multiplier * MILLION).round().min(9.0e15) as u64;
-            shape.max_cooldown_ms = max_ms;
+            let multiplier_ppm = (multiplier * MILLION).round().min(9.0e15) as u64;
+            // A multiplier of 1 (to the millionth) is no backoff: the shape stays fixed.
+            if multiplier_ppm != Shape::FIXED.multiplier_ppm {
+                shape.multiplier_ppm = multiplier_ppm;
+                shape.max_cooldown_ms = max_ms;
+            }
         }
         if let Some(jitter) = self.jitter {
             if !(0.0..1.0).contains(&jitter) {

@@ -450,8 +450,12 @@ fn cycle_rated(policy: &Policy) {
                 mock.increment(rng.u64(0..=MAX_STEP_NS));
                 let now_ms = mock.value() / 1_000_000;
                 let mut hung = hung.lock().unwrap();
-                hung.retain(|(_, started_ms)| {
-                    if now_ms >= started_ms + PROBE_TIMEOUT_MS {
+                // A hung probe is over when the breaker says so: its lease, shared with the other
+                // probes of its half-open period, ran from the period's first probe (so a probe
+                // admitted later in it may be over before its own timeout), or a verdict or a
+                // change made it stale.
+                hung.retain(|(permit, started_ms)| {
+                    if now_ms >= started_ms + PROBE_TIMEOUT_MS || !permit.is_current() {
                         probes_in_flight.fetch_sub(1, Ordering::SeqCst);
                         bump(&counts.timed_out);
                         false

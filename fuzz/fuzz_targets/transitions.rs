@@ -14,6 +14,20 @@
 //! transition the listener heard (with its reason, in the breaker's order), whether each held
 //! permit is still current, and the state must agree.
 //!
+//! # Probes and backoff
+//!
+//! A configuration also sets how many probes half-open admits (1 to 4, or 0, refused) and may
+//! set the cooldown's backoff (a multiplier of 1 + k/4 up to a maximum, which the builder refuses
+//! when zero, too long or shorter than the cooldown); every reconfiguration of the input keeps
+//! both. The model keeps the probing period's live slots and its successes: another probe is
+//! admitted while slots and successes are fewer than the probes; the last success closes, any
+//! counted failure reopens, an ignored or dropped probe gives its slot back, and a lease that
+//! ends with every slot back leaves the breaker half-open (no reopen). Each open period has a
+//! base cooldown: the configured one at a trip, one more backoff (capped) at a reopen (a failed
+//! or timed-out probe), the same through a change by hand or a fleet's grant; the blocked
+//! value's `retry_after` must agree to the millisecond. (Jitter is left out: its spread is drawn
+//! from a seed of each breaker's own, checked by range in `tests/cooldown.rs`.)
+//!
 //! # Rate rules
 //!
 //! A configuration may carry a rate rule: a failure rate, a slow-call rule, both or neither (then
@@ -62,7 +76,32 @@ struct Input {
     probe_timeout: Span,
     /// `None`: the consecutive rule alone, with `threshold`, as before rate rules existed.
     rates: Option<RateRule>,
+    /// Probes half-open admits, and the cooldown's backoff: set at construction and kept by every
+    /// reconfiguration of the input.
+    shape: ShapeChoice,
     ops: Vec<Op>,
+}
+
+/// `probes(n)` and `cooldown_backoff(multiplier, max)` as a caller sets them: usually 1 to 4
+/// probes (sometimes 0, refused) and a multiplier of 1 + k/4 (k < 9) up to a maximum that may be
+/// refused (zero, shorter than the cooldown, too long).
+#[derive(Arbitrary, Debug, Clone, Copy)]
+struct ShapeChoice {
+    probes: u8,
+    backoff: Option<(u8, Span)>,
+}
+
+impl ShapeChoice {
+    fn probes(self) -> u32 {
+        match self.probes % 16 {
+            15 => 0,
+            n => u32::from(n % 4) + 1,
+        }
+    }
+
+    fn multiplier(k: u8) -> f64 {
+        1.0 + f64::from(k % 9) / 4.0
+    }
 }
 
 /// A rate rule as the builder is given it: each part may be left to its default, or be invalid.
@@ -298,6 +337,10 @@ struct Settings {
     cooldown: u64,
     probe_timeout: u64,
     rules: Option<Rules>,
+    probes: u64,
+    /// The backoff's multiplier in millionths and its maximum in ms; `None` for a fixed cooldown
+    /// (a multiplier of 1 is none).
+    backoff: Option<(u64, u64)>,
 }
 
 /// A ratio in (0, 1], kept to the millionth (at least one); `None` when the builder must
@@ -314,15 +357,33 @@ fn expected_settings(
     rates: Option<&RateRule>,
     cooldown: Duration,
     probe_timeout: Duration,
+    shape: ShapeChoice,
 ) -> Option<Settings> {
     let (cooldown, probe_timeout) = (config_ms(cooldown)?, config_ms(probe_timeout)?);
     let threshold = u64::from(threshold);
+    let probes = u64::from(shape.probes());
+    if probes == 0 {
+        return None;
+    }
+    let backoff = match shape.backoff {
+        None => None,
+        Some((k, max)) => {
+            let max = config_ms(max.duration())?;
+            if max < cooldown {
+                return None;
+            }
+            let ppm = (ShapeChoice::multiplier(k) * 1_000_000.0).round() as u64;
+            (ppm != 1_000_000).then_some((ppm, max))
+        }
+    };
     let Some(rule) = rates else {
         return (threshold > 0).then_some(Settings {
             threshold,
             cooldown,
             probe_timeout,
             rules: None,
+            probes,
+            backoff,
         });
     };
     let consecutive = match rule.consecutive {
@@ -364,6 +425,8 @@ fn expected_settings(
             cooldown,
             probe_timeout,
             rules: None,
+            probes,
+            backoff,
         });
     }
     Some(Settings {
@@ -377,6 +440,8 @@ fn expected_settings(
             window,
             minimum,
         }),
+        probes,
+        backoff,
     })
 }
 
@@ -386,10 +451,15 @@ fn builder(
     rates: Option<&RateRule>,
     cooldown: Duration,
     probe_timeout: Duration,
+    shape: ShapeChoice,
 ) -> Builder {
-    let builder = CircuitBreaker::builder()
+    let mut builder = CircuitBreaker::builder()
         .cooldown(cooldown)
-        .probe_timeout(probe_timeout);
+        .probe_timeout(probe_timeout)
+        .probes(shape.probes());
+    if let Some((k, max)) = shape.backoff {
+        builder = builder.cooldown_backoff(ShapeChoice::multiplier(k), max.duration());
+    }
     let Some(rule) = rates else {
         return builder.failure_threshold(u32::from(threshold));
     };
@@ -428,6 +498,10 @@ fn check_config(config: &Config, settings: &Settings) {
             ModelWindow::TimeMs(ms) => Window::Time(Duration::from_millis(ms)),
         }),
         rules.map(|r| r.minimum as u32),
+        settings.probes as u32,
+        settings
+            .backoff
+            .map(|(ppm, max)| (ppm as f64 / 1_000_000.0, Duration::from_millis(max))),
     );
     let real = (
         config.failure_threshold(),
@@ -437,6 +511,8 @@ fn check_config(config: &Config, settings: &Settings) {
         config.slow_calls(),
         config.window(),
         config.minimum_calls(),
+        config.probes(),
+        config.cooldown_backoff(),
     );
     assert_eq!(real, want, "{settings:?}");
 }
@@ -474,6 +550,17 @@ struct Model {
     judged: u64,
     /// The transitions the breaker's listener should have heard since the last check.
     events: Vec<Event>,
+    /// Probes half-open admits.
+    probes: u64,
+    /// The backoff (multiplier in millionths, maximum in ms), if the cooldown backs off.
+    backoff: Option<(u64, u64)>,
+    /// The cooldown of the open period in force when the cooldown backs off: the configured one
+    /// at a trip, one more backoff at a reopen, the same otherwise.
+    base: u64,
+    /// The probes of the half-open period in force that hold a slot and have not reported.
+    slots: Vec<u64>,
+    /// Its probes that succeeded.
+    succeeded: u64,
 }
 
 impl Model {
@@ -489,7 +576,52 @@ impl Model {
             window: VecDeque::new(),
             judged: 0,
             events: Vec::new(),
+            probes: settings.probes,
+            backoff: settings.backoff,
+            base: settings.cooldown,
+            slots: Vec::new(),
+            succeeded: 0,
         }
+    }
+
+    /// The cooldown in force for the open period: its base when the cooldown backs off.
+    fn cooldown_in_force(&self) -> u64 {
+        match self.backoff {
+            Some(_) => self.base,
+            None => self.cooldown,
+        }
+    }
+
+    /// The base after one more reopen: times the multiplier, up to the maximum.
+    fn backed_off(&self) -> u64 {
+        let Some((ppm, max)) = self.backoff else {
+            return self.base;
+        };
+        let grown = u128::from(self.base) * u128::from(ppm) / 1_000_000;
+        u64::try_from(grown)
+            .unwrap_or(u64::MAX)
+            .min(max)
+            .max(self.base.min(max))
+    }
+
+    /// The state becomes `next`: an open (or isolated, or freed) period that begins takes its
+    /// base from the one before, as the breaker's `LiveShape::entered` does: from closed, the
+    /// configured cooldown; from a probe (failed, timed out), one more backoff, but a probe's
+    /// slots given back (or the fleet's grant) keep it; from open or half-open, the same.
+    fn enter(&mut self, next: ModelState) {
+        match (self.state, next) {
+            (_, ModelState::Closed { .. }) => {}
+            (ModelState::Closed { .. }, _) => self.base = self.cooldown,
+            (ModelState::Probing { .. }, ModelState::Free) => {}
+            (ModelState::Probing { .. }, _) => self.base = self.backed_off(),
+            _ => {}
+        }
+        self.state = next;
+    }
+
+    /// Whether a probing period's slots are all back (no probe holds one, none succeeded).
+    fn slots_all_back(&self) -> bool {
+        self.probes > 1 && self.slots.is_empty() && self.succeeded == 0
     }
 
     /// A closed period ends (or a new one begins with nothing counted): no permit from before it
@@ -580,7 +712,7 @@ impl Model {
 
     /// A closed breaker trips at `now`.
     fn trip(&mut self, reason: TransitionReason, count: u64, now: u64) -> Change {
-        self.state = ModelState::Open { since: now };
+        self.enter(ModelState::Open { since: now });
         self.new_period();
         self.events.push((State::Closed, State::Open, reason));
         (State::Closed, State::Open, reason, count)
@@ -595,7 +727,7 @@ impl Model {
     }
 
     fn open_view(&self, since: u64, now: u64) -> Seen {
-        let ready = since + self.cooldown;
+        let ready = since + self.cooldown_in_force();
         if now >= ready {
             Seen::HalfOpenFree
         } else {
@@ -617,8 +749,22 @@ impl Model {
                     Seen::ProbeInFlight {
                         remaining: lease_end - now,
                     }
+                } else if self.slots_all_back() {
+                    Seen::HalfOpenFree
                 } else {
-                    self.open_view(lease_end, now)
+                    // The reopen the lease's end makes: one more backoff.
+                    let ready = lease_end
+                        + match self.backoff {
+                            Some(_) => self.backed_off(),
+                            None => self.cooldown,
+                        };
+                    if now >= ready {
+                        Seen::HalfOpenFree
+                    } else {
+                        Seen::Open {
+                            remaining: ready - now,
+                        }
+                    }
                 }
             }
         }
@@ -637,13 +783,16 @@ impl Model {
     fn found_by_caller(&mut self, now: u64, claims: bool) {
         if let ModelState::Probing { since, .. } = self.state {
             let lease_end = since + self.probe_timeout;
-            if now >= lease_end {
+            if now >= lease_end && self.slots_all_back() {
+                // Several probes, all given back: half-open with the slots free, no transition.
+                self.enter(ModelState::Free);
+            } else if now >= lease_end {
                 self.events.push((
                     State::HalfOpen,
                     State::Open,
                     TransitionReason::ProbeTimedOut,
                 ));
-                self.state = ModelState::Open { since: lease_end };
+                self.enter(ModelState::Open { since: lease_end });
             }
         }
         if claims && matches!(self.state, ModelState::Open { .. }) {
@@ -669,7 +818,7 @@ impl Model {
         let to = match (op, self.state) {
             (Op::ForceOpen, ModelState::Isolated) => return None,
             (Op::ForceOpen, _) => {
-                self.state = ModelState::Isolated;
+                self.enter(ModelState::Isolated);
                 State::Open
             }
             (Op::ForceClosed, ModelState::Closed { .. }) => return None,
@@ -746,7 +895,7 @@ impl Model {
         // An isolation begun or ended is heard even from open to open.
         let isolation_changed =
             matches!(self.state, ModelState::Isolated) != matches!(next, ModelState::Isolated);
-        self.state = next;
+        self.enter(next);
         let to = match next {
             ModelState::Closed { .. } => State::Closed,
             ModelState::Open { .. } | ModelState::Isolated => State::Open,
@@ -764,8 +913,8 @@ impl Model {
     fn is_current(&self, permit: ModelPermit, now: u64) -> bool {
         match (permit, self.state) {
             (ModelPermit::Ordinary { period }, ModelState::Closed { .. }) => period == self.period,
-            (ModelPermit::Probe { id }, ModelState::Probing { id: current, since }) => {
-                id == current && now < since + self.probe_timeout
+            (ModelPermit::Probe { id }, ModelState::Probing { since, .. }) => {
+                self.slots.contains(&id) && now < since + self.probe_timeout
             }
             _ => false,
         }
@@ -812,7 +961,18 @@ impl Model {
             Seen::HalfOpenFree => {
                 let id = self.next_id;
                 self.next_id += 1;
-                self.state = ModelState::Probing { id, since: now };
+                self.enter(ModelState::Probing { id, since: now });
+                self.slots = vec![id];
+                self.succeeded = 0;
+                Ok(ModelPermit::Probe { id })
+            }
+            // Several probes: another slot while one is free.
+            Seen::ProbeInFlight { .. }
+                if self.probes > 1 && self.slots.len() as u64 + self.succeeded < self.probes =>
+            {
+                let id = self.next_id;
+                self.next_id += 1;
+                self.slots.push(id);
                 Ok(ModelPermit::Probe { id })
             }
             Seen::Open { remaining } => {
@@ -821,7 +981,11 @@ impl Model {
             Seen::ProbeInFlight { remaining } => {
                 Err((State::HalfOpen, BlockedReason::ProbeInFlight, remaining))
             }
-            Seen::Isolated => Err((State::Open, BlockedReason::Isolated, self.cooldown)),
+            Seen::Isolated => Err((
+                State::Open,
+                BlockedReason::Isolated,
+                self.cooldown_in_force(),
+            )),
         }
     }
 
@@ -860,25 +1024,34 @@ impl Model {
                     Some(Verdict::Ignored) | None => None,
                 }
             }
-            (ModelPermit::Probe { id }, ModelState::Probing { id: current, since })
-                if id == current && now < since + self.probe_timeout =>
+            (ModelPermit::Probe { id }, ModelState::Probing { since, .. })
+                if self.slots.contains(&id) && now < since + self.probe_timeout =>
             {
-                // A probe is never judged by a rate rule.
+                // A probe is never judged by a rate rule. Of several, only the last success and
+                // a counted failure are verdicts; an ignored or dropped one gives its slot back.
+                self.slots.retain(|&slot| slot != id);
                 match verdict {
+                    Some(Verdict::Success)
+                        if self.probes > 1 && self.succeeded + 1 < self.probes =>
+                    {
+                        self.succeeded += 1;
+                        None
+                    }
                     Some(Verdict::Success) => {
-                        self.state = ModelState::Closed { failures: 0 };
+                        self.enter(ModelState::Closed { failures: 0 });
                         let reason = TransitionReason::ProbeSucceeded;
                         self.events.push((State::HalfOpen, State::Closed, reason));
                         Some((State::HalfOpen, State::Closed, reason, 0))
                     }
                     Some(Verdict::Failure) => {
-                        self.state = ModelState::Open { since: now };
+                        self.enter(ModelState::Open { since: now });
                         let reason = TransitionReason::ProbeFailed;
                         self.events.push((State::HalfOpen, State::Open, reason));
                         Some((State::HalfOpen, State::Open, reason, 1))
                     }
+                    Some(Verdict::Ignored) | None if self.probes > 1 => None,
                     Some(Verdict::Ignored) | None => {
-                        self.state = ModelState::Free;
+                        self.enter(ModelState::Free);
                         None
                     }
                 }
@@ -990,11 +1163,13 @@ fuzz_target!(|input: Input| {
     // Start mid-range so the clock can step back as far as it steps forward.
     mock.increment(u64::MAX / 2);
     let built_ns = mock.value();
-    let built = builder(input.threshold, rates, cooldown, probe_timeout)
+    let shape = input.shape;
+    let built = builder(input.threshold, rates, cooldown, probe_timeout, shape)
         .clock(clock)
         .on_transition(move |event| listener.lock().unwrap().push(*event.transition()))
         .build();
-    let Some(settings) = expected_settings(input.threshold, rates, cooldown, probe_timeout) else {
+    let Some(settings) = expected_settings(input.threshold, rates, cooldown, probe_timeout, shape)
+    else {
         assert!(
             built.is_err(),
             "an invalid configuration was accepted: {rates:?}"
@@ -1076,9 +1251,11 @@ fuzz_target!(|input: Input| {
                 ref probe_timeout,
             } => {
                 let (cooldown, probe_timeout) = (cooldown.duration(), probe_timeout.duration());
+                // The consecutive rule alone, as `Config::new` sets it, with the input's probes
+                // and backoff kept.
                 match (
-                    Config::new(u32::from(threshold), cooldown, probe_timeout),
-                    expected_settings(threshold, None, cooldown, probe_timeout),
+                    builder(threshold, None, cooldown, probe_timeout, shape).build_config(),
+                    expected_settings(threshold, None, cooldown, probe_timeout, shape),
                 ) {
                     (Ok(config), Some(settings)) => {
                         let real = breaker.reconfigure(config);
@@ -1088,7 +1265,7 @@ fuzz_target!(|input: Input| {
                         check_config(&config, &settings);
                     }
                     (Err(_), None) => {}
-                    (real, _) => panic!("{op:?}: Config::new gave {real:?}"),
+                    (real, _) => panic!("{op:?}: the builder gave {real:?}"),
                 }
             }
             Op::SetRules {
@@ -1100,8 +1277,8 @@ fuzz_target!(|input: Input| {
                 let (cooldown, probe_timeout) = (cooldown.duration(), probe_timeout.duration());
                 let rates = rates.as_ref();
                 match (
-                    builder(threshold, rates, cooldown, probe_timeout).build_config(),
-                    expected_settings(threshold, rates, cooldown, probe_timeout),
+                    builder(threshold, rates, cooldown, probe_timeout, shape).build_config(),
+                    expected_settings(threshold, rates, cooldown, probe_timeout, shape),
                 ) {
                     (Ok(config), Some(settings)) => {
                         let real = breaker.reconfigure(config);

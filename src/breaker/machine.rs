@@ -522,6 +522,20 @@ impl CircuitBreaker {
     /// probe that gives its slot back writes that word itself; several share one lease, which
     /// is only found over with every slot back.) In the next generation, so the slots start
     /// afresh.
+    /// Several probes' lease over with every slot given back ([`released`](Self::released)):
+    /// written down as half-open with its slots free (no transition: the state stays half-open),
+    /// so what follows is decided from there. The word after it.
+    fn settle_released(&self, word: Word, limits: &Limits) -> Word {
+        if self.released(word, limits) == word {
+            return word;
+        }
+        let updated = self.update(word, |seen| {
+            let next = self.released(seen, limits);
+            ((next != seen).then_some(next), ())
+        });
+        updated.after.unwrap_or(updated.before)
+    }
+
     fn released(&self, word: Word, limits: &Limits) -> Word {
         if limits.probes <= 1 || word.kind() != Kind::Probing {
             return word;
@@ -549,18 +563,7 @@ impl CircuitBreaker {
     ) -> Result<P, Blocked> {
         let limits = self.limits();
         let mut now = None;
-        // Several probes' lease over with every slot given back: written down as half-open with
-        // its slots free (no transition: the state stays half-open), then decided from there.
-        let released = self.released(word, &limits);
-        let word = if released == word {
-            word
-        } else {
-            let updated = self.update(word, |seen| {
-                let next = self.released(seen, &limits);
-                ((next != seen).then_some(next), ())
-            });
-            updated.after.unwrap_or(updated.before)
-        };
+        let word = self.settle_released(word, &limits);
         let updated = self.update(word, |word| {
             let (admission, next) = decide::acquire(word, &self.limits_at(word, &limits), || {
                 *now.get_or_insert_with(|| self.now_ms())
@@ -1074,7 +1077,8 @@ impl CircuitBreaker {
     /// Apply a change made by hand to the newest word.
     fn manual(&self, action: Manual) -> Option<Transition> {
         let in_force = self.limits();
-        let updated = self.update(self.inner.store.load(), |word| {
+        let word = self.settle_released(self.inner.store.load(), &in_force);
+        let updated = self.update(word, |word| {
             let limits = self.limits_at(word, &in_force);
             // A probe that outlived its lease is written down first, in the same write, as the
             // next caller would: the change follows a transition that is heard.
