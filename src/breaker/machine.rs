@@ -255,12 +255,14 @@ const fn slots_generation(slots: u64) -> u32 {
 }
 
 impl LiveShape {
-    fn new(shape: Shape) -> Self {
+    /// The shape, and generation 0's base: the configured `cooldown_ms` (no open period has
+    /// written one yet).
+    fn new(shape: Shape, cooldown_ms: u64) -> Self {
         let live = LiveShape {
             multiplier_ppm: RelaxedU64::new(0),
             max_cooldown_ms: RelaxedU64::new(0),
             jitter_ppm: RelaxedU64::new(0),
-            in_force: RelaxedU64::new(0),
+            in_force: RelaxedU64::new(cooldown_ms & BASE_MASK),
             // A seed of the breaker's own, so breakers of one name in separate processes spread
             // apart too.
             seed: std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), 0u64),
@@ -413,7 +415,7 @@ impl CircuitBreaker {
                     herald: Herald::new(extras.listener),
                     tap: extras.tap,
                     reconfigure: Mutex::new(()),
-                    shape: LiveShape::new(limits.shape),
+                    shape: LiveShape::new(limits.shape, limits.cooldown_ms),
                     probe_slots: AtomicU64::new(0),
                 }),
             }),

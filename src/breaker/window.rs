@@ -109,8 +109,8 @@ impl Windows {
     }
 
     /// The rate rules in force. Relaxed: a judgement racing a reconfiguration uses the old
-    /// rules or the new (the reconfiguration moves a closed breaker to a new generation, so the
-    /// old window judged under the new rules cannot trip it).
+    /// rules or the new. New ratios or a new minimum judge the window as it stands; a new window
+    /// moves a closed breaker to a new generation, so the old window is never judged as the new.
     #[inline]
     pub(crate) fn rates(&self) -> Option<Rates> {
         let ppm = self.rate_ppm.load(Ordering::Relaxed);
