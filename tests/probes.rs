@@ -209,3 +209,29 @@ fn probes_that_all_give_their_slots_back_leave_it_half_open_past_the_lease() {
         "one failed probe: one backoff, not two"
     );
 }
+
+/// `probes` lowered to 1 while several probes hold slots: one given back frees the slot in a new
+/// generation, so the others stay stale after the next caller claims it.
+#[test]
+fn probes_lowered_mid_period_leave_the_others_stale_after_a_give_back() {
+    let (breaker, _mock) = half_open(3);
+    let first = breaker.try_acquire().unwrap();
+    let second = breaker.try_acquire().unwrap();
+    let one = CircuitBreaker::builder()
+        .failure_threshold(1)
+        .cooldown(COOLDOWN)
+        .probe_timeout(LEASE)
+        .build_config()
+        .unwrap();
+    assert_eq!(breaker.reconfigure(one), None);
+    assert_eq!(first.record(Outcome::Ignored), None);
+    let next = breaker.try_acquire().expect("the slot given back");
+    assert!(next.is_probe());
+    assert!(!second.is_current(), "a probe of the earlier period");
+    assert_eq!(second.record(Outcome::Success), None, "stale");
+    assert_eq!(breaker.state(), State::HalfOpen);
+    assert_eq!(
+        next.record(Outcome::Success).map(|t| t.to()),
+        Some(State::Closed)
+    );
+}

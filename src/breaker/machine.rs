@@ -969,6 +969,24 @@ impl CircuitBreaker {
         {
             return None;
         }
+        // A probe given back whose half-open period admitted several (`probes` lowered since):
+        // the slot is freed in a new generation, so the period's other probes are stale and a
+        // new claim cannot make them current again.
+        if probe
+            && limits.probes <= 1
+            && matches!(report, Report::Ignored | Report::Dropped)
+            && slots_generation(self.inner.cold.probe_slots.load(Ordering::Acquire)) == generation
+            && self.permit_is_current(generation, true)
+        {
+            self.update(self.inner.store.load(), |word| {
+                let current = word.kind() == Kind::Probing && word.generation() == generation;
+                (
+                    current.then(|| Word::half_open(next_generation(generation))),
+                    (),
+                )
+            });
+            return None;
+        }
         let mut now = None;
         let updated = self.update(self.inner.store.load(), |word| {
             split(decide::report(
