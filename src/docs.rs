@@ -138,13 +138,15 @@ pub mod contract {
     //!     calls) over judged calls reach the ratio, with reason `failure_rate` (or
     //!     `slow_call_rate`). A count window of `n ≤ 32` judges exactly the last `n` calls; a
     //!     larger one, whole buckets of `⌈n/32⌉`; a time window of `t`, 10 buckets of `⌈t/10⌉`
-    //!     (a call leaves between `0.9 t` and `t` after it was recorded). Under racing reports, a
+    //!     ms (a call leaves between `0.9 t` and `t` after it was recorded, when `t` is a whole
+    //!     number of 10 ms). Under racing reports, a
     //!     judgement may miss a call being recorded at that instant; the next one counts it.
     //! 27. **One trip, fenced.** A window's trip is one compare-and-swap of the word from the
     //!     generation it judged: a judgement of a generation that is over (tripped, probed,
-    //!     reset) trips nothing. Every transition, and every change of the rate rules, empties
-    //!     the window. With a rate rule and a `failure_threshold`, whichever rule is met first
-    //!     trips; with a rate rule alone there is no consecutive rule.
+    //!     reset) trips nothing. Every transition, and a change of the window itself, empties the
+    //!     window; new ratios or a new minimum judge it as it stands, from the next judged call.
+    //!     With a rate rule and a `failure_threshold`, whichever rule is met first trips; with a
+    //!     rate rule alone there is no consecutive rule.
     //! 28. **The healthy path stays local.** A healthy call of a breaker with a count-window rule
     //!     writes one count to its thread's stripe and nothing shared; with a time window it
     //!     also reads the clock. A breaker with the consecutive rule alone has today's path: one
