@@ -365,6 +365,9 @@ impl LiveShape {
         Some((u64::from(after.generation()) << BASE_BITS) | (base & BASE_MASK))
     }
 
+    /// Relaxed: written before the swap that enters the generation, whose release publishes it
+    /// to every caller that reads the new word (acquire); the landed writer's second write is
+    /// the same value but for the race `LiveShape` describes.
     fn write(&self, in_force: u64) {
         self.in_force.store(in_force, Ordering::Relaxed);
     }
@@ -829,47 +832,42 @@ impl CircuitBreaker {
         self.report_timed(generation, probe, report, elapsed)
     }
 
+    /// Apply `change` to the probe slots (see `slots`) until it lands or declines; the value it
+    /// replaced, or `Err` with the value it declined.
+    ///
+    /// AcqRel on success, Acquire on failure: the count is exact from the total order of this one
+    /// word's read-modify-writes alone; the orderings keep a claimer's re-reading of the state
+    /// word after its claim, so the admission is decided on a word read once the slot was taken
+    /// (loom model 19 explores the claims).
+    fn update_slots(&self, change: impl FnMut(u64) -> Option<u64>) -> Result<u64, u64> {
+        self.inner
+            .cold
+            .probe_slots
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, change)
+    }
+
     /// Start the slots of `generation`, whose first probe the word's swap just admitted (see
     /// `slots`): unless a racing claim started them first, counting this probe.
     #[cold]
     fn start_slots(&self, generation: u32) {
-        let slots_word = &self.inner.cold.probe_slots;
-        let mut seen = slots_word.load(Ordering::Acquire);
-        while slots_generation(seen) != generation {
-            match slots_word.compare_exchange_weak(
-                seen,
-                slots(generation, 1, 0),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return,
-                Err(now) => seen = now,
-            }
-        }
+        let _ = self.update_slots(|seen| {
+            (slots_generation(seen) != generation).then(|| slots(generation, 1, 0))
+        });
     }
 
     /// Claim one more probe slot of the probing `generation`; `false` if all are taken.
     #[cold]
     fn claim_slot(&self, generation: u32, limits: &Limits) -> bool {
-        let slots_word = &self.inner.cold.probe_slots;
         let probes = u64::from(limits.probes);
-        let mut seen = slots_word.load(Ordering::Acquire);
-        loop {
-            let next = if slots_generation(seen) == generation {
-                let claimed = (seen >> SLOT_BITS) & SLOT_MASK;
-                if claimed >= probes {
-                    return false;
-                }
-                seen + (1 << SLOT_BITS)
-            } else {
+        let claimed = self.update_slots(|seen| {
+            if slots_generation(seen) != generation {
                 // Not started yet: the word's own probe, and this one.
-                slots(generation, 2, 0)
-            };
-            match slots_word.compare_exchange_weak(seen, next, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => break,
-                Err(now) => seen = now,
+                return Some(slots(generation, 2, 0));
             }
+            ((seen >> SLOT_BITS) & SLOT_MASK < probes).then(|| seen + (1 << SLOT_BITS))
+        });
+        if claimed.is_err() {
+            return false;
         }
         // Admitted only if the word is still probing in its generation with its lease holding:
         // the admission is this reading. A verdict, a lease found expired or a change by hand
@@ -878,23 +876,17 @@ impl CircuitBreaker {
         if self.permit_is_current(generation, true) {
             return true;
         }
-        self.report_slot_back(generation);
+        self.give_slot_back(generation);
         false
     }
 
-    /// Give back a slot of `generation` claimed by a caller that was not admitted.
-    fn report_slot_back(&self, generation: u32) {
-        let slots_word = &self.inner.cold.probe_slots;
-        let mut seen = slots_word.load(Ordering::Acquire);
-        while slots_generation(seen) == generation {
+    /// Give back a slot of `generation`: a probe ignored or dropped, or a claim not admitted.
+    fn give_slot_back(&self, generation: u32) {
+        let _ = self.update_slots(|seen| {
             let claimed = (seen >> SLOT_BITS) & SLOT_MASK;
-            let next = slots(generation, claimed.saturating_sub(1), seen & SLOT_MASK);
-            match slots_word.compare_exchange_weak(seen, next, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => return,
-                Err(now) => seen = now,
-            }
-        }
+            (slots_generation(seen) == generation)
+                .then(|| slots(generation, claimed.saturating_sub(1), seen & SLOT_MASK))
+        });
     }
 
     /// Report a probe of several that is not a counted failure: a success adds to the succeeded
@@ -905,28 +897,13 @@ impl CircuitBreaker {
         if !self.permit_is_current(generation, true) {
             return false;
         }
-        let slots_word = &self.inner.cold.probe_slots;
-        let probes = u64::from(limits.probes);
-        let mut seen = slots_word.load(Ordering::Acquire);
-        loop {
-            if slots_generation(seen) != generation {
-                return false;
-            }
-            let claimed = (seen >> SLOT_BITS) & SLOT_MASK;
-            let succeeded = seen & SLOT_MASK;
-            let (next, last) = match report {
-                Report::Success => (seen + 1, succeeded + 1 >= probes),
-                _ => (
-                    slots(generation, claimed.saturating_sub(1), succeeded),
-                    false,
-                ),
-            };
-            match slots_word.compare_exchange_weak(seen, next, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => return last,
-                Err(now) => seen = now,
-            }
+        if report != Report::Success {
+            self.give_slot_back(generation);
+            return false;
         }
+        let before =
+            self.update_slots(|seen| (slots_generation(seen) == generation).then_some(seen + 1));
+        before.is_ok_and(|seen| (seen & SLOT_MASK) + 1 >= u64::from(limits.probes))
     }
 
     /// A permit dropped unrecorded: count it if it is counted, give the probe slot back if it

@@ -115,7 +115,7 @@ impl<'a> Permit<'a> {
     /// with no load.
     #[inline(always)]
     pub(crate) fn times_call(&self) -> bool {
-        self.ticket.rated && self.ticket.breaker.times_calls()
+        self.ticket.times_call()
     }
 
     /// The generation the permit was issued in (20 bits: it wraps to 0 after 1,048,575).
@@ -288,7 +288,7 @@ impl OwnedPermit {
     /// As `Permit::times_call`.
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]
     pub(crate) fn times_call(&self) -> bool {
-        self.ticket.rated && self.ticket.breaker.times_calls()
+        self.ticket.times_call()
     }
 
     /// [`record`](Self::record), or [`record_elapsed`](Self::record_elapsed) for a call that was
@@ -323,6 +323,13 @@ struct Ticket<B: Deref<Target = CircuitBreaker>> {
 impl<B: Deref<Target = CircuitBreaker>> Ticket<B> {
     fn is_current(&self) -> bool {
         self.breaker.permit_is_current(self.generation, self.probe)
+    }
+
+    /// Whether the call is to be timed: issued from a rated word (so a breaker without a rate
+    /// rule decides it with no load) whose breaker has a slow-call rule.
+    #[inline(always)]
+    fn times_call(&self) -> bool {
+        self.rated && self.breaker.times_calls()
     }
 
     #[inline(always)]

@@ -201,6 +201,9 @@ impl Windows {
             }
         };
         let tag = ((generation as u64) << NUMBER_BITS) | (first & NUMBER_MASK);
+        // Relaxed, as every count here: the window orders nothing; the word's compare-and-swap
+        // decides every trip, and a judgement that reads an older header or bucket judges fewer
+        // calls, not wrong ones (a bucket or header of another generation is ignored).
         self.header
             .store(((tag as u128) << 64) | base as u128, Ordering::Relaxed);
     }
@@ -272,6 +275,8 @@ impl Windows {
                 (failure as u32, slow as u32)
             };
             let next = (tag << 64) | ((failures as u128) << 32) | slows as u128;
+            // Relaxed: the tag and both counts change in this one swap, so no count is lost or
+            // moved to another bucket; it publishes nothing else (see `rebase`).
             match slot.compare_exchange_weak(seen, next, Ordering::Relaxed, Ordering::Relaxed) {
                 Ok(_) => return,
                 Err(now) => seen = now,

@@ -341,38 +341,18 @@ fn section(
             }
         }
     }
-    rates.slow_calls = match (slow_threshold, slow_rate) {
-        (Some(threshold), Some(rate)) => Some((threshold, rate)),
-        (None, None) => None,
-        (Some(_), None) | (None, Some(_)) => {
-            let (set, missing) = if slow_rate.is_some() {
-                ("slow_call_rate", "slow_call_threshold_ms")
-            } else {
-                ("slow_call_threshold_ms", "slow_call_rate")
-            };
-            return Err(ConfigFileError::at(
-                dependency,
-                Some(set),
-                format!("the slow-call rule needs `{missing}` as well"),
-            ));
-        }
-    };
-    shape.backoff = match (multiplier, max_cooldown) {
-        (Some(multiplier), Some(max)) => Some((multiplier, max)),
-        (None, None) => None,
-        (Some(_), None) | (None, Some(_)) => {
-            let (set, missing) = if multiplier.is_some() {
-                ("cooldown_multiplier", "max_cooldown_ms")
-            } else {
-                ("max_cooldown_ms", "cooldown_multiplier")
-            };
-            return Err(ConfigFileError::at(
-                dependency,
-                Some(set),
-                format!("the cooldown's backoff needs `{missing}` as well"),
-            ));
-        }
-    };
+    rates.slow_calls = both(
+        dependency,
+        "the slow-call rule",
+        ("slow_call_threshold_ms", slow_threshold),
+        ("slow_call_rate", slow_rate),
+    )?;
+    shape.backoff = both(
+        dependency,
+        "the cooldown's backoff",
+        ("cooldown_multiplier", multiplier),
+        ("max_cooldown_ms", max_cooldown),
+    )?;
     let threshold_set = threshold.is_some();
     let config = Config::with_rules(threshold, cooldown, probe_timeout, &rates, &shape, probes);
     config.map(|config| (config, threshold_set)).map_err(|e| {
@@ -393,6 +373,32 @@ fn section(
             .replace(&format!("`{}`", e.field()), "it");
         ConfigFileError::at(dependency, Some(field), problem)
     })
+}
+
+/// The two keys of one setting (`rule`), given together or not at all; else an error naming the
+/// key given and the one missing.
+fn both<A, B>(
+    dependency: Option<&str>,
+    rule: &str,
+    (a_key, a): (&'static str, Option<A>),
+    (b_key, b): (&'static str, Option<B>),
+) -> Result<Option<(A, B)>, ConfigFileError> {
+    match (a, b) {
+        (Some(a), Some(b)) => Ok(Some((a, b))),
+        (None, None) => Ok(None),
+        (a, _) => {
+            let (set, missing) = if a.is_some() {
+                (a_key, b_key)
+            } else {
+                (b_key, a_key)
+            };
+            Err(ConfigFileError::at(
+                dependency,
+                Some(set),
+                format!("{rule} needs `{missing}` as well"),
+            ))
+        }
+    }
 }
 
 /// `value` as a number (a ratio, a multiplier, a fraction), or what is wrong with it (one out of
