@@ -101,6 +101,8 @@
 mod agents;
 #[path = "gateway/flags.rs"]
 mod flags;
+#[path = "gateway/listen.rs"]
+mod listen;
 #[path = "mcp_gateway/report.rs"]
 mod report;
 #[path = "mcp_gateway/scenario.rs"]

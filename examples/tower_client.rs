@@ -11,7 +11,11 @@
 //! cargo run --example tower_client
 //! ```
 
+#[path = "gateway/listen.rs"]
+mod listen;
+
 use std::collections::HashMap;
+use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -48,7 +52,7 @@ async fn search(
 async fn main() -> Result<(), BoxError> {
     let dep = Arc::new(Dependency::default());
     dep.status.store(200, Ordering::SeqCst);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let listener = listen::tcp((Ipv4Addr::LOCALHOST, 0)).await?;
     let url = format!("http://{}/search", listener.local_addr()?);
     let app = axum::Router::new()
         .route("/search", get(search))

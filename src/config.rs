@@ -597,69 +597,73 @@ impl ConfigError {
     }
 }
 
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("invalid breaker configuration: ")?;
+impl ConfigError {
+    /// What is wrong, in words: the field written as `subject`, and every other setting the
+    /// words mention named by `name` (the builder's names for [`Display`](fmt::Display); a
+    /// configuration file's keys for the TOML path, so a file's error never names a builder
+    /// method).
+    pub(crate) fn explain(
+        &self,
+        subject: &str,
+        name: &dyn Fn(&'static str) -> &'static str,
+    ) -> String {
         let field = self.field;
         match (self.problem, field) {
             (
                 Problem::Zero,
                 "failure_threshold" | "fleet_failure_threshold" | "min_instances" | "probes",
-            ) => {
-                write!(f, "`{field}` must be at least 1")
+            ) => format!("{subject} must be at least 1"),
+            (Problem::Empty, "server") => format!(
+                "{subject} must be non-empty text with no `.`, whitespace or control characters"
+            ),
+            (Problem::Empty, _) => {
+                format!("{subject} must be non-empty text with no whitespace or control characters")
             }
-            (Problem::Empty, "server") => write!(
-                f,
-                "`server` must be non-empty text with no `.`, whitespace or control characters"
-            ),
-            (Problem::Empty, _) => write!(
-                f,
-                "`{field}` must be non-empty text with no whitespace or control characters"
-            ),
-            (Problem::Duplicate, _) => write!(f, "`{field}` names must be unique"),
-            (Problem::TooShort, "call_time_limit") => write!(
-                f,
-                "`call_time_limit` must be longer than every upstream's per-call timeout"
-            ),
-            (Problem::TooShort, "max_cooldown") => {
-                write!(f, "`max_cooldown` must be at least the cooldown")
+            (Problem::Duplicate, _) => format!("{subject} names must be unique"),
+            (Problem::TooShort, "call_time_limit") => {
+                format!("{subject} must be longer than every upstream's per-call timeout")
             }
-            (Problem::TooShort, _) => write!(f, "`{field}` is too short"),
+            (Problem::TooShort, "max_cooldown") => format!(
+                "{subject} must be at least the cooldown (`{}`)",
+                name("cooldown")
+            ),
+            (Problem::TooShort, _) => format!("{subject} is too short"),
             (Problem::OutOfRange, "cooldown_multiplier") => {
-                write!(
-                    f,
-                    "`cooldown_multiplier` must be a finite number of at least 1"
-                )
+                format!("{subject} must be a finite number of at least 1")
             }
-            (Problem::OutOfRange, "cooldown_jitter") => write!(
-                f,
-                "`cooldown_jitter` must be a fraction of at least 0 and below 1"
-            ),
-            (Problem::OutOfRange, _) => {
-                write!(f, "`{field}` must be a ratio above 0 and at most 1")
+            (Problem::OutOfRange, "cooldown_jitter") => {
+                format!("{subject} must be a fraction of at least 0 and below 1")
             }
-            (Problem::TooLarge, "minimum_calls") => write!(
-                f,
-                "`minimum_calls` must be at most the window's number of calls"
+            (Problem::OutOfRange, _) => format!("{subject} must be a ratio above 0 and at most 1"),
+            (Problem::TooLarge, "minimum_calls") => format!(
+                "{subject} must be at most the window's number of calls (`{}`)",
+                name("window")
             ),
-            (Problem::TooLarge, "probes") => write!(f, "`probes` must be at most {MAX_PROBES}"),
-            (Problem::TooLarge, _) => write!(f, "`{field}` is too large"),
-            (Problem::NoRule, _) => write!(
-                f,
-                "`{field}` needs a rate rule (`failure_rate` or `slow_calls`)"
+            (Problem::TooLarge, "probes") => format!("{subject} must be at most {MAX_PROBES}"),
+            (Problem::TooLarge, _) => format!("{subject} is too large"),
+            (Problem::NoRule, _) => format!(
+                "{subject} needs a rate rule (`{}` or `{}`)",
+                name("failure_rate"),
+                name("slow_calls")
             ),
             (Problem::Zero, "slow_call_threshold") => {
-                write!(f, "`slow_call_threshold` must be longer than zero")
+                format!("{subject} must be longer than zero")
             }
             (Problem::Zero, "window" | "minimum_calls") => {
-                write!(f, "`{field}` must be at least 1 (1 ms for a time window)")
+                format!("{subject} must be at least 1 (1 ms for a time window)")
             }
-            (Problem::Zero, _) => write!(f, "`{field}` must be at least 1 ms"),
-            (Problem::TooLong, _) => write!(
-                f,
-                "`{field}` must be at most {MAX_DURATION_MS} ms (about 35 years)"
-            ),
+            (Problem::Zero, _) => format!("{subject} must be at least 1 ms"),
+            (Problem::TooLong, _) => {
+                format!("{subject} must be at most {MAX_DURATION_MS} ms (about 35 years)")
+            }
         }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("invalid breaker configuration: ")?;
+        f.write_str(&self.explain(&format!("`{}`", self.field), &|name| name))
     }
 }
 

@@ -18,6 +18,13 @@ mod settings;
 #[path = "../examples/gateway/flags.rs"]
 mod flags;
 
+#[path = "../examples/gateway/listen.rs"]
+#[allow(dead_code)]
+mod listen;
+
+#[path = "../examples/gateway/logging.rs"]
+mod logging;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -1019,5 +1026,83 @@ mod flags_tests {
                 "{text:?}"
             );
         }
+    }
+}
+
+/// The gateway's `--log` value: a filter that would print nothing by mistake (a bare word that
+/// is neither a level nor the crate's target, which tracing-subscriber reads as a target nothing
+/// has) is refused naming the flag and the value, as is one that does not parse.
+mod logging_tests {
+    use super::logging::filter;
+
+    #[test]
+    fn a_bare_word_that_is_no_level_nor_the_crates_target_is_refused() {
+        for text in [
+            "notalevel",
+            "infoo",
+            "warn,notalevel",
+            "toolbreakers",
+            "debug, hyper",
+        ] {
+            let err = filter("--log", text).expect_err(text);
+            let word = text.rsplit(',').next().unwrap().trim();
+            assert!(
+                err.starts_with(&format!("--log: `{word}` is not a level")),
+                "{err}"
+            );
+        }
+        for text in ["", " "] {
+            let err = filter("--log", text).expect_err(text);
+            assert!(
+                err.starts_with(&format!("--log: `{text}` is empty")),
+                "{err}"
+            );
+        }
+        for text in ["toolbreaker=loud", "info[", "=info"] {
+            let err = filter("--log", text).expect_err(text);
+            assert!(
+                err.starts_with(&format!("--log: `{text}` is not a filter directive")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn levels_the_crates_target_and_target_level_pairs_are_accepted() {
+        for text in [
+            "info",
+            "DEBUG",
+            "off",
+            "toolbreaker",
+            "toolbreaker=debug",
+            "toolbreaker::agent=trace",
+            "warn,toolbreaker=debug",
+            "hyper=debug",
+            "info,",
+        ] {
+            assert!(
+                filter("--log", text).is_ok(),
+                "{text}: {:?}",
+                filter("--log", text).err()
+            );
+        }
+    }
+}
+
+/// Every listening socket the examples open reports a bind error with the address it tried.
+mod listen_tests {
+    use std::net::{Ipv4Addr, SocketAddr};
+
+    #[tokio::test]
+    async fn a_busy_port_is_named_in_the_error() {
+        let taken = super::listen::tcp((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+        let addr: SocketAddr = taken.local_addr().unwrap();
+        let err = super::listen::tcp(addr).await.unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse);
+        assert!(
+            err.to_string()
+                .starts_with(&format!("cannot listen on {addr}: ")),
+            "{err}"
+        );
     }
 }

@@ -20,6 +20,10 @@
 #[path = "../examples/mcp_gateway/agents.rs"]
 mod agents;
 
+#[path = "../examples/gateway/listen.rs"]
+#[allow(dead_code)]
+mod listen;
+
 #[path = "../examples/mcp_gateway/report.rs"]
 mod report;
 

@@ -306,7 +306,9 @@ struct Redis {
 impl Redis {
     /// Start `redis-server` on a free loopback port, with no persistence, and wait for its PING.
     fn start() -> Result<Redis, String> {
-        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        let any_port = SocketAddr::from((Ipv4Addr::LOCALHOST, 0));
+        let port = TcpListener::bind(any_port)
+            .map_err(|e| crate::listen::named(any_port, e))
             .and_then(|listener| listener.local_addr())
             .map_err(|e| format!("no free loopback port for redis-server: {e}"))?
             .port();

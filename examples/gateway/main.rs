@@ -135,6 +135,8 @@
 mod figures;
 mod flags;
 mod fleet;
+mod listen;
+mod logging;
 mod report;
 mod settings;
 mod tools;
@@ -302,8 +304,7 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
             "--log" => {
                 let directive = value("a filter directive, such as `info`")?;
                 // Checked here, so a typo is a usage error before anything starts.
-                tracing_subscriber::EnvFilter::try_new(&directive)
-                    .map_err(|e| format!("--log: `{directive}` is not a filter directive: {e}"))?;
+                logging::filter("--log", &directive)?;
                 parsed.log = Some(directive);
             }
             other => return Err(format!("unknown argument `{other}`")),
@@ -365,7 +366,7 @@ async fn main() -> ExitCode {
 /// Print the crate's `tracing` events (and spans' fields) to stderr, filtered by `directive`,
 /// already checked by `parse_args`.
 fn log_to_stderr(directive: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_new(directive).unwrap_or_default();
+    let filter = logging::filter("--log", directive).unwrap_or_default();
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

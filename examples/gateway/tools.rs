@@ -263,7 +263,7 @@ impl ToolServer {
     ///
     /// The error of binding the listener.
     pub async fn spawn(tool: Tool) -> io::Result<ToolServer> {
-        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        let listener = crate::listen::tcp((Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
         // Small requests and answers: send them at once.
         let listener = listener.tap_io(|tcp| {

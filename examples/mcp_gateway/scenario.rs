@@ -278,7 +278,7 @@ impl Stack {
             upstream_clients.push(client);
         }
         let gateway = gateway.build()?;
-        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port)).await?;
+        let listener = crate::listen::tcp((Ipv4Addr::LOCALHOST, port)).await?;
         let addr = listener.local_addr()?;
         let (gateway_stop, mut stopping) = watch::channel(false);
         let gateway_task = tokio::spawn(gateway.serve_http(listener, async move {

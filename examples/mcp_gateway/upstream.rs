@@ -238,7 +238,7 @@ impl UpstreamServer {
         upstream: Upstream,
         breaker: Arc<CircuitBreaker>,
     ) -> io::Result<UpstreamServer> {
-        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        let listener = crate::listen::tcp((Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
         // Small requests and answers: send them at once.
         let listener = listener.tap_io(|tcp| {

@@ -299,7 +299,12 @@ fn section(
                 slow_threshold = Some(Duration::from_millis(number(MAX_DURATION_MS, "ms")?));
             }
             "window_calls" | "window_ms" => {
-                if let Some(other) = window_key.replace(key) {
+                let this = if key == "window_calls" {
+                    "window_calls"
+                } else {
+                    "window_ms"
+                };
+                if let Some(other) = window_key.replace(this) {
                     return Err(ConfigFileError::at(
                         dependency,
                         Some(key),
@@ -356,23 +361,26 @@ fn section(
     let threshold_set = threshold.is_some();
     let config = Config::with_rules(threshold, cooldown, probe_timeout, &rates, &shape, probes);
     config.map(|config| (config, threshold_set)).map_err(|e| {
-        let field = match e.field() {
-            "cooldown" => "cooldown_ms",
-            "probe_timeout" => "probe_timeout_ms",
-            "slow_call_threshold" => "slow_call_threshold_ms",
-            "max_cooldown" => "max_cooldown_ms",
-            "window" => window_key.unwrap_or("window_calls"),
-            other => other,
-        };
-        // The `ConfigError`'s words, for the file's field; not kept as a source, whose text
-        // would repeat them.
-        let problem = e.to_string();
-        let problem = problem
-            .strip_prefix("invalid breaker configuration: ")
-            .unwrap_or(&problem)
-            .replace(&format!("`{}`", e.field()), "it");
-        ConfigFileError::at(dependency, Some(field), problem)
+        // The `ConfigError`'s words with the file's keys for every setting they name; not
+        // kept as a source, whose text would name the builder's.
+        let key = |field| toml_key(field, window_key);
+        ConfigFileError::at(dependency, Some(key(e.field())), e.explain("it", &key))
     })
+}
+
+/// The file's key for a setting a [`ConfigError`](crate::ConfigError) names (the builder's
+/// name): `cooldown` is `cooldown_ms`, a window is the section's `window_calls` or `window_ms`
+/// (`window_calls` if it set neither), the slow-call rule is `slow_call_rate`.
+fn toml_key(field: &'static str, window_key: Option<&'static str>) -> &'static str {
+    match field {
+        "cooldown" => "cooldown_ms",
+        "probe_timeout" => "probe_timeout_ms",
+        "slow_call_threshold" => "slow_call_threshold_ms",
+        "slow_calls" => "slow_call_rate",
+        "max_cooldown" => "max_cooldown_ms",
+        "window" => window_key.unwrap_or("window_calls"),
+        other => other,
+    }
 }
 
 /// The two keys of one setting (`rule`), given together or not at all; else an error naming the
@@ -528,4 +536,103 @@ fn read(path: &Path) -> Result<String, ConfigFileError> {
         io: Some(e),
         ..ConfigFileError::at(None, None, "")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every backticked name in `text`.
+    fn names(text: &str) -> Vec<&str> {
+        text.split('`').skip(1).step_by(2).collect()
+    }
+
+    /// Every error from the TOML path names the file's key, never the builder's name for the
+    /// setting (`slow_calls`, `cooldown`, `window`): each key of the file is refused at least once
+    /// here, by the parser's checks or by `Config`'s, and every name any of the errors mentions
+    /// is one of the keys.
+    #[test]
+    fn every_error_from_a_file_names_its_keys_not_the_builders() {
+        let keys: Vec<&str> = names(FIELDS);
+        let cases: &[(&str, &str)] = &[
+            ("failure_threshold = 0", "failure_threshold"),
+            ("failure_threshold = -1", "failure_threshold"),
+            ("cooldown_ms = 0", "cooldown_ms"),
+            ("cooldown_ms = 99999999999999999999", "cooldown_ms"),
+            ("probe_timeout_ms = 0", "probe_timeout_ms"),
+            ("failure_rate = 0", "failure_rate"),
+            ("failure_rate = 1.5", "failure_rate"),
+            ("failure_rate = \"half\"", "failure_rate"),
+            (
+                "slow_call_threshold_ms = 0\nslow_call_rate = 0.5",
+                "slow_call_threshold_ms",
+            ),
+            ("slow_call_threshold_ms = 1000", "slow_call_threshold_ms"),
+            (
+                "slow_call_threshold_ms = 1000\nslow_call_rate = 2",
+                "slow_call_rate",
+            ),
+            ("slow_call_rate = 0.5", "slow_call_rate"),
+            ("window_calls = 0\nfailure_rate = 0.5", "window_calls"),
+            ("window_calls = 20", "window_calls"),
+            ("window_ms = 0\nfailure_rate = 0.5", "window_ms"),
+            ("window_ms = 1000", "window_ms"),
+            ("minimum_calls = 0\nfailure_rate = 0.5", "minimum_calls"),
+            ("minimum_calls = 5", "minimum_calls"),
+            (
+                "failure_rate = 0.5\nwindow_calls = 20\nminimum_calls = 21",
+                "minimum_calls",
+            ),
+            ("failure_rate = 0.5\nminimum_calls = 101", "minimum_calls"),
+            (
+                "cooldown_multiplier = 0.5\nmax_cooldown_ms = 60000",
+                "cooldown_multiplier",
+            ),
+            ("cooldown_multiplier = 2", "cooldown_multiplier"),
+            (
+                "cooldown_ms = 1000\ncooldown_multiplier = 2\nmax_cooldown_ms = 999",
+                "max_cooldown_ms",
+            ),
+            (
+                "max_cooldown_ms = 0\ncooldown_multiplier = 2",
+                "max_cooldown_ms",
+            ),
+            ("max_cooldown_ms = 60000", "max_cooldown_ms"),
+            ("cooldown_jitter = 1", "cooldown_jitter"),
+            ("cooldown_jitter = -0.1", "cooldown_jitter"),
+            ("probes = 0", "probes"),
+            ("probes = 1048576", "probes"),
+        ];
+        for key in &keys {
+            assert!(
+                cases.iter().any(|(_, refused)| refused == key),
+                "no case refuses `{key}`"
+            );
+        }
+        for section in ["[default]", "[dependencies.search]"] {
+            for (settings, key) in cases {
+                let text = format!("{section}\n{settings}\n");
+                let err = RegistryConfig::from_toml(&text).expect_err(&text);
+                assert_eq!(err.field(), Some(*key), "{text}: {err}");
+                let shown = err.to_string();
+                for name in names(&shown) {
+                    assert!(keys.contains(&name), "{text}: `{name}` is no key: {shown}");
+                }
+            }
+        }
+    }
+
+    /// The parser's keys and the ones an unknown key's error lists are the same.
+    #[test]
+    fn an_unknown_key_lists_every_key() {
+        let err = RegistryConfig::from_toml("[default]\nslow_calls = 0.5\n").unwrap_err();
+        assert_eq!(err.field(), Some("slow_calls"));
+        for key in names(FIELDS) {
+            let text = format!("[default]\n{key} = 1\n");
+            let accepted_or_refused_for_its_value = RegistryConfig::from_toml(&text)
+                .err()
+                .is_none_or(|e| !e.to_string().contains("unknown key"));
+            assert!(accepted_or_refused_for_its_value, "{text}");
+        }
+    }
 }
