@@ -58,7 +58,7 @@
 //! | `tower` | the tower middleware (feature `tower`) |
 //! | `fleet` | fleet mode: breaker transitions shared through Redis (feature `redis`) |
 //! | `mcp` | MCP: guarded rmcp tool calls and an MCP gateway (feature `mcp`) |
-//! | [`docs`] | the behaviour contract, the layers, observability, features and time, at length |
+//! | [`docs`] | the long-form pages: the behaviour contract, calls, configuration, fleet mode, MCP, observability, features, time, the layers, the checks, the examples |
 //!
 //! The values every caller meets ([`State`], [`Blocked`], [`Transition`] and their reasons) are
 //! exported here.

@@ -1,0 +1,73 @@
+//! How the claims are checked: the tests, the model checks, the fuzzing, and the runs against
+//! real Redis and real MCP servers that hold the [contract](super::contract) and the figures.
+//!
+//!
+//! - **Contract tests** (`tests/`): the behaviour contract and ten failure scenarios other breakers
+//!   shipped, each as a named test on a mock clock — nothing sleeps.
+//! - **Loom** (`tests/loom.rs`): the real breaker code, with its atomic swapped for loom's through
+//!   `src/sync.rs`, under the interleavings loom explores for 2–3 threads: racing probes, concurrent
+//!   trips, stale outcomes racing the probe's, a dropped probe racing new callers, a success racing a
+//!   failure, an expired probe racing the next claim, and the release/acquire publication a close
+//!   promises, a lowered threshold racing the failures that reach it (the breaker always trips,
+//!   exactly once), an isolation by hand racing the probe's success (always ends isolated), and a trip
+//!   racing a change by hand to be told (the listener hears them in order, and the last one heard is
+//!   the state); and for fleet mode, the local word adopting a remote transition while a local trip, a
+//!   probe's success, or a probe's claim and report race it (exactly one generation, stale reports
+//!   change nothing), the fleet's probe granted while callers ask (exactly one probe, in the granted
+//!   generation), and the fleet's probe lost while a caller claims it; and for the new rules, a window
+//!   trip racing a probe's verdict (never reopens the new generation) and a reset by hand (always ends
+//!   closed, with an empty window), and two probes claimed by three racers (exactly two).
+//!   (Loom does not preempt a new thread before its first atomic load; the models yield
+//!   where that matters. Turning a compare-and-swap into a load and a store, dropping the generation
+//!   check, relaxing every ordering, dropping a report's second look at the threshold, or making the
+//!   reconfiguration's read-modify-write of the word a plain load each makes a model fail.) CI runs
+//!   the three-thread reconfiguration and probe-slot models with the preemption bound only:
+//!   unbounded they take one to two minutes each.
+//!
+//!   ```sh
+//!   RUSTFLAGS="--cfg loom" cargo test --release --test loom                           # exhaustive
+//!   RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release --test loom    # bounded
+//!   ```
+//! - **Differential fuzzing** (`fuzz/`, its own workspace, cargo-fuzz on the stable toolchain):
+//!   `transitions` runs arbitrary operations — acquire, record any held permit, drop one, move the
+//!   clock forward or back by any amount, reconfigure, force open, force closed, reset, and the
+//!   fleet's events (adopt a remote open at any time, close, isolation, or the fleet's probe; lose
+//!   the fleet's probe; a stale verdict after an adoption), under any configuration the builder
+//!   takes or must refuse (rate rules with count and time windows, slow calls, 1 to 4 probes, a
+//!   backed-off cooldown) — against the
+//!   breaker and a plain sequential model of the contract, comparing every decision, state and
+//!   transition the listener hears (and checking that they chain), and stops at the first
+//!   disagreement; `word` checks the packed word's layout. CI replays
+//!   the seed corpus and fuzzes each target for 60 s. To fuzz longer:
+//!
+//!   ```sh
+//!   cargo install cargo-fuzz --locked
+//!   cd fuzz && cargo fuzz run transitions -s none -- -max_total_time=3600   # or: word
+//!   ```
+//! - **Fleet mode against a real Redis** (`tests/fleet.rs`): each behaviour of fleet mode is a test
+//!   that starts its own `redis-server` on a free loopback port: `INFO commandstats` around 100 000
+//!   healthy calls, a trip reaching another instance (also in its own OS process), fleet-wide
+//!   counting and its window, `min_instances`, one probe per fleet and a probe holder killed with
+//!   SIGKILL, one generation when two instances trip at once, stale verdicts, clocks seconds apart,
+//!   changes by hand, Redis killed and restarted, `CLIENT PAUSE`, `FLUSHALL`, and bad records.
+//! - **MCP against real rmcp servers** (`tests/mcp.rs`, `tests/mcp_stdio.rs`, `tests/mcp_fleet.rs`):
+//!   upstream MCP servers written with rmcp, over Streamable HTTP on loopback ports and as child
+//!   processes on stdio: the breaker opening on a stopped endpoint, an HTTP 503 and a killed child
+//!   (and nothing sent after), the exact blocked `CallToolResult`, `isError`, invalid params and
+//!   unknown tools never tripping (an override does), exactly one probe of 32 racing calls and its
+//!   verdict both ways, a cancelled probe freeing its slot (a dropped future,
+//!   `notifications/cancelled`, a dropped HTTP connection, a closed stdin at a gateway child), the
+//!   gateway listing and forwarding namespaced tools and fencing one upstream's outage, and two
+//!   gateways on one fleet-mode registry sharing a trip and one probe.
+//! - **Rate rules, cooldown shape, probes, bounds** (`tests/rates.rs`, `tests/cooldown.rs`,
+//!   `tests/probes.rs`, `tests/registry_bounds.rs`, `tests/registry_bounds_memory.rs`): every rule at
+//!   its edges on the mock clock — exactly at `minimum_calls` (reached by a success or a failure), a
+//!   count window's last `n` calls and its buckets, a time window's boundary, the backoff at its cap,
+//!   the jitter within its range, `n` probes of `n + 3` racers, every bad value as a `ConfigError`
+//!   through the builder, the TOML file and reload; one million distinct names through a bounded
+//!   registry (bounded memory, no open, half-open or isolated breaker evicted) and bytes per entry.
+//! - **Stress** (`tests/stress.rs`): eight threads cycle one breaker for two seconds through trips,
+//!   cooldowns and probes on a shared mock clock; never more than one probe in flight, and every
+//!   admitted call is accounted for.
+//!
+//! `bash .ci/run` runs all of it, with formatting, clippy (warnings denied), docs and the example.

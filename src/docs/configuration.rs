@@ -1,0 +1,104 @@
+//! Configuring breakers: the rules that trip them (consecutive failures, a failure rate, slow
+//! calls), the cooldown's shape, several probes, their defaults beside resilience4j's and Polly's,
+//! a registry's configuration from a TOML file, live reload, and changes by hand.
+//!
+//! The guarantees these keep are the [contract](super::contract)'s rules 9 to 11 and 25 to 31.
+//!
+//! # Rate rules
+//!
+//! A breaker trips on `failure_threshold` consecutive counted failures (5 by default). A rate
+//! rule trips it on a share of the judged calls in a window instead, or as well: counted
+//! failures ([`Builder::failure_rate`](crate::breaker::Builder::failure_rate)), or calls that
+//! took too long ([`Builder::slow_calls`](crate::breaker::Builder::slow_calls)), over the last
+//! `n` calls or the last `t` of time ([`Window`](crate::Window)), once `minimum_calls` are in it.
+//! The cooldown can back off and spread
+//! ([`cooldown_backoff`](crate::breaker::Builder::cooldown_backoff),
+//! [`cooldown_jitter`](crate::breaker::Builder::cooldown_jitter)), and half-open can admit
+//! several probes ([`probes`](crate::breaker::Builder::probes)).
+//!
+//! ```rust
+//! use std::time::Duration;
+//! use toolbreaker::{CircuitBreaker, FailureKind, Outcome, State, Window};
+//!
+//! fn main() -> Result<(), toolbreaker::ConfigError> {
+//!     // A dependency that fails every third call never fails 5 times in a row; a rate rule sees it.
+//!     let breaker = CircuitBreaker::builder()
+//!         .failure_rate(0.3) // trip at 30 % counted failures…
+//!         .window(Window::Calls(20)) // …of the last 20 judged calls…
+//!         .minimum_calls(6) // …once at least 6 are in the window
+//!         .slow_calls(Duration::from_secs(5), 0.5) // and at half the calls taking 5 s or more
+//!         .build()?;
+//!     for call in 1..=6 {
+//!         let outcome = match call % 3 {
+//!             0 => Outcome::Failure(FailureKind::Unavailable),
+//!             _ => Outcome::Success,
+//!         };
+//!         breaker.try_acquire().expect("closed").record(outcome);
+//!     }
+//!     assert_eq!(breaker.state(), State::Open);
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # Defaults, beside resilience4j's and Polly's
+//!
+//! | default | toolbreaker | resilience4j 2.x | Polly v8 |
+//! |---|---|---|---|
+//! | failure ratio | none: set it | 50 % | 0.1 |
+//! | window | last 100 calls | last 100 calls | 30 s |
+//! | minimum calls | 10 (at most the window) | 100 | 100 |
+//! | slow calls | off: set threshold and ratio | 60 s, 100 % | – |
+//! | probes in half-open | 1 | 10 | 1 |
+//! | open for (cooldown) | 30 s | 60 s | 5 s |
+//! | cooldown backoff | off (`cooldown_backoff`) | off (an interval function) | off (a break-duration generator) |
+//! | cooldown jitter | off (`cooldown_jitter`) | – | – |
+//!
+//! The window follows resilience4j's count window. The minimum does not: an agent calls a tool a
+//! few dozen times a run, and at 100 the rule would never judge (the fault of a proxy that could not
+//! open before its 100-call window filled); 10 still keeps one unlucky call from tripping. No ratio
+//! is assumed: the two libraries' defaults differ fivefold. A breaker with only a rate rule has no
+//! consecutive rule; set `failure_threshold` too to keep both. One probe follows Polly: a probe is a
+//! call sent to a dependency that was failing, and an agent's tool call may have effects, so
+//! admitting ten at once (resilience4j) is the user's choice. The cooldown stays fixed unless asked,
+//! as in both libraries.
+//!
+//! # Live configuration and changes by hand
+//!
+//! ```toml
+//! # breakers.toml — every key optional; a section's missing keys come from [default]
+//! [default]
+//! failure_threshold = 5     # consecutive counted failures that trip the breaker
+//! cooldown_ms = 30000       # ms open before a probe
+//! probe_timeout_ms = 30000  # ms a probe may take before it counts as failed
+//!
+//! [dependencies.search]
+//! failure_threshold = 3
+//! cooldown_ms = 2000
+//!
+//! [dependencies.quotes]
+//! failure_rate = 0.5            # the rate rule: 50 % of the judged calls…
+//! window_calls = 20             # …of the last 20 (or window_ms = 30000: of the last 30 s)
+//! minimum_calls = 10            # judged once the window holds 10
+//! slow_call_threshold_ms = 2000 # a call of 2 s or more is slow…
+//! slow_call_rate = 0.8          # …and 80 % slow calls trip it too
+//! cooldown_multiplier = 2       # each reopen without a close doubles the cooldown…
+//! max_cooldown_ms = 60000       # …up to a minute
+//! cooldown_jitter = 0.1         # each cooldown spread by ±10 %
+//! probes = 3                    # half-open admits 3 probes; all must succeed to close
+//! ```
+//!
+//! `RegistryConfig::from_file` reads it (feature `toml`); `Registry::reload_file` puts a new version
+//! in force without a restart and returns a `Reload`: what changed, one `ConfigChange` per dependency
+//! (its `Display` is one line for an operator: `search: failure_threshold 3 -> 5, cooldown_ms 2000 ->
+//! 1000`), and `unmatched()`, the sections no breaker uses yet. A file that does not parse or
+//! validate — a misspelt key, a zero, a negative, a number too large (the error gives the largest
+//! accepted), a string where a number belongs, or nothing at all (an empty file) — is refused with a
+//! `ConfigFileError` naming the dependency, the field and (for syntax) the line, and the
+//! configuration in force stays in force. A misspelt *section* (`[dependencies.serch]`) is valid
+//! TOML for a dependency nothing has asked for, while `search` keeps the default: a program that
+//! knows its dependencies refuses it before putting the file in force, with
+//! `RegistryConfig::unknown_dependencies(known)` and `registry::closest_name` for the "did you
+//! mean" (the gateway example does, at start and on reload). A file cut short can still be valid TOML (a missing section means "use the default"),
+//! and no parser can tell: replace the file by writing the new one beside it and renaming it into
+//! place, so a reload never reads it half-written. `force_open`,
+//! `force_closed` and `reset` on a dependency's breaker isolate it, close it, or clear it.

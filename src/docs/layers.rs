@@ -1,0 +1,49 @@
+//! The layers of the crate and the seam every change of a breaker's word goes through.
+//!
+//! The crate is built in one-way layers, bottom up; each module refers only to those below it,
+//! at folder and at file level, and `tests/layers.rs` reads the sources and fails on any
+//! reference that points up:
+//!
+//! | layer | what |
+//! |---|---|
+//! | `sync` | every atomic and lock the crate uses (loom's under `--cfg loom`) |
+//! | `time` | the clocks, a breaker's time origin, `Duration` ⇄ milliseconds |
+//! | [`config`](crate::config) | [`Config`](crate::Config), [`ConfigError`](crate::ConfigError) |
+//! | [`classify`](crate::classify) | outcomes, failure kinds, the `Classify` trait, HTTP and `reqwest` |
+//! | `types` | the values a breaker reports: [`State`](crate::State), [`Blocked`](crate::Blocked), [`Transition`](crate::Transition) |
+//! | [`observe`](crate::observe) | listeners and the order they hear in, counters, tracing events, metrics export |
+//! | [`breaker`](crate::breaker) | `word.rs` (the packed word's layout), `decide.rs` (the pure transitions and their exhaustive tests), `store.rs` (the one type that owns the word and its one compare-and-swap loop: the seam), `tap.rs` (what the slow paths tell the fleet's task), `window.rs` (the rate rules' striped counts, beside the word), `machine.rs` (`CircuitBreaker`; the cooldown's shape and the probe slots), `permit.rs`, `call.rs`, `builder.rs` |
+//! | `fleet` | fleet mode (feature `redis`): `status.rs` (settings, counters, events), `script.rs` (the shared record and its Lua scripts), `agent.rs` (the task), `mod.rs` (`Fleet`) |
+//! | [`registry`](crate::registry) | [`Registry`](crate::Registry): breakers by dependency; `config.rs` (`RegistryConfig`, `Reload`), `bounds.rs` (`RegistryFull`, the entries), `eviction.rs` (`try_get`, idle eviction), `toml.rs`, `export.rs` |
+//! | [`agent`](crate::agent) | [`ToolResult`](crate::ToolResult), the result the model sees; with `tokio`, the guard pipeline: `guard.rs` (`ToolGuard`), `run.rs` (`AgentRun`), `retry.rs`, `spans.rs` |
+//! | `tower` | the middleware (feature `tower`): `mod.rs` (the service), `layer.rs`, `future.rs` |
+//! | `mcp` | MCP (feature `mcp`): `classify.rs` (`McpClassifier`), `result.rs` (the model's `CallToolResult`), `client.rs` (`GuardedClient`), `gateway.rs` (`McpGateway`) |
+//! | [`docs`](crate::docs) | these pages: the contract, calls, configuration, fleet mode, MCP, observability, features, time, the layers, the checks, the examples |
+//!
+//! # The store seam
+//!
+//! A breaker's state is one packed `u64`: 2 bits of kind (closed, open, probing, half-open),
+//! 20 bits of generation and 42 bits of payload (the failure count and two flags of the rate
+//! rules, or a time in ms since the
+//! breaker's origin). One type owns it, and every read-modify-write goes through its one
+//! helper: a pure decision from `decide` is applied to the newest word with a
+//! compare-and-swap, and decided again from any word that beat it. The decision functions
+//! read no atomics and no clock, and are tested exhaustively; the seam carries the one
+//! ordering comment (acquire loads, acq-rel writes). The seam is a concrete type with no
+//! generics and no dynamic dispatch, so the healthy path stays a plain load; a later store
+//! (a word in shared memory) hooks in there.
+//!
+//! Fleet mode does not replace the seam: the fleet shares transitions, not words. Its
+//! agent changes a word only through the same seam, with one more pure decision (`adopt`: a
+//! state learned from the fleet), and the slow paths tell it what happened through the
+//! breaker's tap. The healthy path reads neither.
+//!
+//! # Where the guarantees are written
+//!
+//! Every read-modify-write of a breaker's word goes through `Store::update`, which carries the
+//! one ordering comment; the guarantees users may rely on are in
+//! [`CircuitBreaker`](crate::CircuitBreaker)'s `# Memory ordering` docs. The crate root exports
+//! what ordinary code names; the rest is in its module
+//! ([`toolbreaker::breaker::Builder`](crate::breaker::Builder),
+//! [`toolbreaker::observe::Metrics`](crate::observe::Metrics),
+//! [`toolbreaker::registry::Reload`](crate::registry::Reload)).
