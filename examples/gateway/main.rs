@@ -87,7 +87,9 @@
 //!
 //! `--log DIRECTIVE` (`info`, `toolbreaker=debug`, ...: tracing-subscriber's `EnvFilter` syntax)
 //! prints the crate's `tracing` events to stderr: transitions at `info` (`warn` when opening),
-//! blocked calls and counted failures at `debug`. Without it nothing is logged.
+//! blocked calls and counted failures at `debug`. Without it nothing is logged. A bare word
+//! that is neither a level nor the crate's target (`--log notalevel`, which `EnvFilter` would
+//! read as a target nothing has, printing nothing) is a usage error (`logging.rs`).
 //!
 //! The report shows, next to the gateway's own counters, each breaker's (`Registry::metrics`), and
 //! sums them up in one line per dependency: whether the service failed (counted failures, by
@@ -224,7 +226,8 @@ usage: gateway [--duration SECS] [--concurrency N] [--json] [--config FILE] [--l
                      holds the built-in ones); on unix, SIGHUP reloads it and prints what changed
                      to stderr
   --log DIRECTIVE    print the breakers' tracing events to stderr, filtered by DIRECTIVE
-                     (`info`: transitions; `toolbreaker=debug`: also blocked calls and failures)
+                     (`info`: transitions; `toolbreaker=debug`: also blocked calls and failures;
+                     another target takes a level: `hyper=debug`)
   -h, --help         print this help";
 
 #[derive(Debug, PartialEq)]

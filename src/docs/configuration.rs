@@ -93,7 +93,8 @@
 //! 1000`), and `unmatched()`, the sections no breaker uses yet. A file that does not parse or
 //! validate — a misspelt key, a zero, a negative, a number too large (the error gives the largest
 //! accepted), a string where a number belongs, or nothing at all (an empty file) — is refused with a
-//! `ConfigFileError` naming the dependency, the field and (for syntax) the line, and the
+//! `ConfigFileError` naming the dependency, the field (by the file's key, `slow_call_rate`,
+//! never the builder's `slow_calls`) and (for syntax) the line, and the
 //! configuration in force stays in force. A misspelt *section* (`[dependencies.serch]`) is valid
 //! TOML for a dependency nothing has asked for, while `search` keeps the default: a program that
 //! knows its dependencies refuses it before putting the file in force, with

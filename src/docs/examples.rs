@@ -40,7 +40,9 @@
 //!   the settings in force are kept.
 //! - `--log DIRECTIVE` (`info`, `toolbreaker=debug`; tracing-subscriber's `EnvFilter` syntax): the
 //!   crate's tracing events on stderr, transitions at `info`, blocked calls and counted failures at
-//!   `debug`.
+//!   `debug`. A bare word is a level or the crate's target (`toolbreaker`); any other target takes a
+//!   level (`hyper=debug`), so `--log notalevel` is refused (exit status 2) rather than printing
+//!   nothing.
 //!
 //! # The gateway in fleet mode
 //!

@@ -48,8 +48,9 @@ impl ConfigFileError {
         self.dependency.as_deref()
     }
 
-    /// The field at fault (`failure_threshold`, `cooldown_ms`, `probe_timeout_ms`, or the
-    /// unknown key), when the fault is in one.
+    /// The field at fault, by its key in the file (`failure_threshold`, `cooldown_ms`,
+    /// `slow_call_rate`, ...: never the builder's name for the setting), or the unknown key,
+    /// when the fault is in one. The `Display` names settings by their keys too.
     pub fn field(&self) -> Option<&str> {
         self.field.as_deref()
     }
