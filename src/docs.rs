@@ -1,6 +1,8 @@
 //! Long-form documentation, kept out of the item docs (the shape of arc-swap's `docs` module):
 //! the behaviour contract, the layers of the crate, observability, features, time, and fleet mode.
 
+pub mod atomics;
+
 pub mod contract {
     //! The behaviour contract: what every breaker guarantees.
     //!

@@ -18,12 +18,13 @@
 //! gate's decision is still checked by the word's own compare-and-swap, which is what makes the
 //! claim exclusive). `elsewhere_until_ms` only shapes a retry-after, so it is relaxed.
 
-// Without feature `redis` nothing builds a tap; the hooks in `machine` see `None`.
+// Without feature `redis` nothing builds a tap; the hooks in `fleet_hooks` see `None`.
 #![cfg_attr(not(feature = "redis"), allow(dead_code))]
 
 use smol_str::SmolStr;
 
-use super::word::PAYLOAD_BITS;
+use crate::state::pack::Field;
+use crate::state::word::Word;
 use crate::sync::{self, AtomicU64, Mutex, Ordering};
 use crate::types::Transition;
 
@@ -78,7 +79,7 @@ pub(crate) struct Tap {
     transitions: Mutex<Vec<Transition>>,
     /// Whether the fleet decides who takes the probe slot (connected, record read and valid).
     governed: AtomicU64,
-    /// The probe slot the fleet gave this instance: `generation << PAYLOAD_BITS | until_ms`, the
+    /// The probe slot the fleet gave this instance: `Tap::GRANT_GENERATION | Tap::GRANT_UNTIL`, the
     /// local generation of the free slot and the local time (ms since the breaker's origin) until
     /// which a caller may claim it; 0 for none.
     grant: AtomicU64,
@@ -98,6 +99,11 @@ pub(crate) enum Gate {
 }
 
 impl Tap {
+    /// The grant's end: a local time, in the word's time field's width.
+    const GRANT_UNTIL: Field = Field::low(Word::PAYLOAD_BITS);
+    /// The grant's local generation, above its end.
+    const GRANT_GENERATION: Field = Self::GRANT_UNTIL.above(Word::GENERATION_BITS);
+
     pub(crate) fn new(name: SmolStr, outbox: std::sync::Arc<Outbox>, choosing_ms: u64) -> Self {
         Tap {
             name,
@@ -151,8 +157,8 @@ impl Tap {
             return Gate::Open;
         }
         let grant = self.grant.load(Ordering::Acquire);
-        if grant != 0 && grant >> PAYLOAD_BITS == u64::from(generation) {
-            let until = grant & super::word::PAYLOAD_MASK;
+        if grant != 0 && Self::GRANT_GENERATION.get(grant) == u64::from(generation) {
+            let until = Self::GRANT_UNTIL.get(grant);
             if now_ms < until {
                 return Gate::Open;
             }
@@ -191,8 +197,8 @@ impl Tap {
 
     /// Give local callers the probe slot of `generation` until local time `until_ms`.
     pub(crate) fn grant(&self, generation: u32, until_ms: u64) {
-        let packed =
-            (u64::from(generation) << PAYLOAD_BITS) | until_ms.min(super::word::MAX_TIME_MS);
+        let packed = Self::GRANT_GENERATION.put(u64::from(generation))
+            | Self::GRANT_UNTIL.put(until_ms.min(Word::MAX_TIME_MS));
         self.grant.store(packed.max(1), Ordering::Release);
     }
 
@@ -218,4 +224,36 @@ pub(crate) struct Drained {
     pub(crate) reset: bool,
     /// Transitions made here (not adopted), oldest first.
     pub(crate) transitions: Vec<Transition>,
+}
+
+const _: () = assert!(Tap::GRANT_GENERATION.end() <= 64);
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grant_round_trips_at_the_limits_of_its_fields_and_none_is_zero() {
+        let tap = Tap::new(
+            SmolStr::default(),
+            std::sync::Arc::new(Outbox::new(|| {})),
+            50,
+        );
+        tap.set_governed(true);
+        for generation in [0, 1, Word::MAX_GENERATION] {
+            for until_ms in [1, 2, Word::MAX_TIME_MS] {
+                tap.grant(generation, until_ms);
+                assert_eq!(tap.gate(generation, until_ms - 1), Gate::Open);
+                assert_ne!(
+                    tap.gate(generation, until_ms),
+                    Gate::Open,
+                    "over at its end"
+                );
+                let other = crate::state::word::next_generation(generation);
+                assert_ne!(tap.gate(other, 0), Gate::Open, "another generation's slot");
+            }
+        }
+        tap.revoke();
+        assert_ne!(tap.gate(0, 0), Gate::Open);
+    }
 }

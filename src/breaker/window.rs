@@ -29,10 +29,8 @@ use crossbeam_utils::CachePadded;
 
 use crate::config::{Rates, WindowLimit};
 use crate::observe::{stripe_count, thread_index};
-use crate::sync::{Ordering, RelaxedU64 as AtomicU64};
+use crate::sync::{AtomicU128, Ordering, RelaxedU64 as AtomicU64};
 use crate::time::CLOCK_HEADROOM_MS;
-
-use portable_atomic::AtomicU128;
 
 /// Buckets a count window is split into.
 const CALL_BUCKETS: u64 = 32;
