@@ -65,16 +65,28 @@ impl CircuitBreaker {
         word: Word,
         permit: impl FnOnce(u32, bool) -> P,
     ) -> Result<P, Blocked> {
-        let mut now = match self.open_rejection(word) {
+        match self.open_rejection(word) {
             Ok(retry_after_ms) => {
                 self.count(Counter::Blocked);
                 let blocked =
                     self.blocked(State::Open, BlockedReason::DependencyOpen, retry_after_ms);
                 observe::blocked(&blocked);
-                return Err(blocked);
+                Err(blocked)
             }
-            Err(now) => now,
-        };
+            Err(now) => self.acquire_decided(word, now, permit),
+        }
+    }
+
+    /// The rest of [`acquire_slow`](Self::acquire_slow) past the open rejection: settle, decide
+    /// and apply the admission, and tell what it wrote. Out of line, so an open breaker's
+    /// rejection keeps a small frame; `now` is the clock's reading if it was already taken.
+    #[inline(never)]
+    fn acquire_decided<P>(
+        &self,
+        word: Word,
+        mut now: Option<u64>,
+        permit: impl FnOnce(u32, bool) -> P,
+    ) -> Result<P, Blocked> {
         let limits = self.limits();
         let word = self.settle_released(word, &limits);
         let updated = self.update(word, |word| {
