@@ -22,7 +22,7 @@ const FILES: &[(&str, &[&str])] = &[
     (
         "state",
         &[
-            "pack", "word", "slots", "settings", "backoff", "cooldown", "decide", "mod",
+            "pack", "word", "slots", "settings", "backoff", "cooldown", "rates", "decide", "mod",
         ],
     ),
     (

@@ -4,10 +4,10 @@
 use core::time::Duration;
 
 use super::machine::{CircuitBreaker, split};
-use super::window::{self, Rule};
 use crate::config::{Limits, Rates};
 use crate::observe::{self, Counter};
 use crate::state::decide::{self, Report};
+use crate::state::rates::{Rule, verdict, watch};
 use crate::state::word::Word;
 use crate::types::Transition;
 
@@ -222,7 +222,7 @@ impl CircuitBreaker {
         let now_ms = self.window_now(&rates);
         let slow = is_slow(&rates, elapsed);
         let judged = windows.record(generation, &rates, now_ms, failure, slow);
-        if let Some((rule, counted)) = window::verdict(&judged, &rates) {
+        if let Some((rule, counted)) = verdict(&judged, &rates) {
             let reason = match rule {
                 Rule::FailureRate => crate::types::TransitionReason::FailureRate,
                 Rule::SlowCallRate => crate::types::TransitionReason::SlowCallRate,
@@ -238,7 +238,7 @@ impl CircuitBreaker {
             self.announce(transition);
             return Some(transition);
         }
-        let watch = window::watch(&judged, &rates);
+        let watch = watch(&judged, &rates);
         let word = self.word();
         if word.closed_generation() == Some(generation) && word.has(Word::WATCH) != watch {
             self.update(word, |word| (decide::watch(word, generation, watch), ()));
