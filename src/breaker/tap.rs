@@ -61,15 +61,6 @@ impl Outbox {
     }
 }
 
-// Bits of `Tap::flags`.
-const QUEUED: u64 = 1;
-/// A closed count changed since the agent's last turn.
-const COUNTED: u64 = 1 << 1;
-/// A call was blocked because the fleet has not given this instance the probe.
-const WANTED: u64 = 1 << 2;
-/// `reset` was called (it clears a closed count without a transition).
-const RESET: u64 = 1 << 3;
-
 /// What one breaker tells the fleet agent, and the agent's answer on the probe slot.
 #[derive(Debug)]
 pub(crate) struct Tap {
@@ -99,6 +90,14 @@ pub(crate) enum Gate {
 }
 
 impl Tap {
+    // Bits of `Tap::flags`.
+    const QUEUED: u64 = 1;
+    /// A closed count changed since the agent's last turn.
+    const COUNTED: u64 = 1 << 1;
+    /// A call was blocked because the fleet has not given this instance the probe.
+    const WANTED: u64 = 1 << 2;
+    /// `reset` was called (it clears a closed count without a transition).
+    const RESET: u64 = 1 << 3;
     /// The grant's end: a local time, in the word's time field's width.
     const GRANT_UNTIL: Field = Field::low(Word::PAYLOAD_BITS);
     /// The grant's local generation, above its end.
@@ -119,8 +118,8 @@ impl Tap {
 
     /// Set `bits` and queue this breaker for the agent if it was not queued.
     fn signal(&self, bits: u64) {
-        let before = self.flags.fetch_or(bits | QUEUED, Ordering::AcqRel);
-        if before & QUEUED == 0 {
+        let before = self.flags.fetch_or(bits | Self::QUEUED, Ordering::AcqRel);
+        if before & Self::QUEUED == 0 {
             sync::lock(&self.outbox.queue).push(self.name.clone());
             (*self.outbox.wake)();
         }
@@ -129,12 +128,12 @@ impl Tap {
     /// A closed count changed: a failure was counted, or a success cleared the count. The agent
     /// reads the count from the word, so any number of changes between its turns cost one report.
     pub(crate) fn count_changed(&self) {
-        self.signal(COUNTED);
+        self.signal(Self::COUNTED);
     }
 
     /// `reset` was called.
     pub(crate) fn reset(&self) {
-        self.signal(RESET);
+        self.signal(Self::RESET);
     }
 
     /// A transition landed (not one adopted from the fleet).
@@ -163,8 +162,8 @@ impl Tap {
                 return Gate::Open;
             }
         }
-        if self.flags.load(Ordering::Relaxed) & WANTED == 0 {
-            self.signal(WANTED);
+        if self.flags.load(Ordering::Relaxed) & Self::WANTED == 0 {
+            self.signal(Self::WANTED);
         }
         let elsewhere = self.elsewhere_until_ms.load(Ordering::Relaxed);
         let retry_after_ms = if elsewhere > now_ms {
@@ -183,9 +182,9 @@ impl Tap {
         let flags = self.flags.swap(0, Ordering::AcqRel);
         let transitions = core::mem::take(&mut *sync::lock(&self.transitions));
         Drained {
-            counted: flags & COUNTED != 0,
-            wanted: flags & WANTED != 0,
-            reset: flags & RESET != 0,
+            counted: flags & Self::COUNTED != 0,
+            wanted: flags & Self::WANTED != 0,
+            reset: flags & Self::RESET != 0,
             transitions,
         }
     }

@@ -72,9 +72,9 @@ pub(crate) struct Windows {
     minimum_calls: AtomicU64,
 }
 
-const TIME_WINDOW: u64 = 1 << 63;
-
 impl Windows {
+    /// The live window's flag: a duration in ms, not a count of calls.
+    const TIME_WINDOW: u64 = 1 << 63;
     /// A tag's bucket number: a count window's bucket or a time bucket since the origin.
     const NUMBER: Field = Field::low(64 - Word::GENERATION_BITS);
     /// A tag's generation, above the number.
@@ -140,8 +140,8 @@ impl Windows {
             failure_ppm: Self::FAILURE_PPM.get(ppm) as u32,
             slow_ppm: Self::SLOW_PPM.get(ppm) as u32,
             slow_threshold: core::time::Duration::from_nanos(self.slow_ns.load(Ordering::Relaxed)),
-            window: if window & TIME_WINDOW != 0 {
-                WindowLimit::TimeMs(window & !TIME_WINDOW)
+            window: if window & Self::TIME_WINDOW != 0 {
+                WindowLimit::TimeMs(window & !Self::TIME_WINDOW)
             } else {
                 WindowLimit::Calls(window as u32)
             },
@@ -159,7 +159,7 @@ impl Windows {
         self.slow_ns.store(slow_ns, Ordering::Relaxed);
         let window = match rates.window {
             WindowLimit::Calls(n) => u64::from(n),
-            WindowLimit::TimeMs(ms) => ms | TIME_WINDOW,
+            WindowLimit::TimeMs(ms) => ms | Self::TIME_WINDOW,
         };
         self.window.store(window, Ordering::Relaxed);
         self.minimum_calls
