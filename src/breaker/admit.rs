@@ -36,9 +36,9 @@ impl CircuitBreaker {
     }
 
     /// The retry-after of an open breaker's rejection, answered from the word, the plain cooldown
-    /// and the clock alone (see `decide::open_rejection`), or `None` (with the clock's reading,
-    /// if it was read) for the slow path to decide: the breaker is not plainly open, its cooldown
-    /// is shaped (backoff or jitter: the cooldown in force is the open period's), or it is over.
+    /// and the clock alone (see `decide::open_rejection`), or `Err` with the clock's reading, if
+    /// it was read, for the slow path to decide: the breaker is not plainly open, its cooldown is
+    /// shaped (backoff or jitter: the cooldown in force is the open period's), or it is over.
     #[inline(always)]
     fn open_rejection(&self, word: Word) -> Result<u64, Option<u64>> {
         if word.kind() != Kind::Open {
