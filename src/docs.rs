@@ -13,12 +13,14 @@
 //! | [`features`] | the cargo features: what each adds and brings in |
 //! | [`time`] | how breakers read time, and the clock tests drive by hand |
 //! | [`layers`] | the layers of the crate, its files, and the seam every change of a word goes through |
+//! | [`atomics`] | each atomic of the crate, its cell and the ordering of each operation on it |
 //! | [`checks`] | how the claims are checked: tests, model checks, fuzzing, runs against real servers |
 //! | [`examples`] | the examples, their options, and one run of each with its figures |
 //!
 //! The benchmarks' figures, with the commit and the command that measured each, are in the
 //! repository's `benches/README.md`.
 
+pub mod atomics;
 pub mod calls;
 pub mod checks;
 pub mod configuration;

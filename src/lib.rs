@@ -78,6 +78,7 @@ pub mod fleet;
 pub mod mcp;
 pub mod observe;
 pub mod registry;
+mod state;
 mod sync;
 mod time;
 #[cfg(feature = "tower")]
@@ -101,90 +102,7 @@ pub use types::{Blocked, BlockedReason, State, Transition, TransitionReason};
 /// API and not covered by semver.
 #[cfg(fuzzing)]
 #[doc(hidden)]
-pub mod fuzzing {
-    use crate::breaker::fuzzing::{self as word, Kind, Word};
-
-    /// Bits of the kind field.
-    pub const KIND_BITS: u32 = word::KIND_BITS;
-    /// Bits of the generation field.
-    pub const GENERATION_BITS: u32 = word::GENERATION_BITS;
-    /// Bits of the payload field.
-    pub const PAYLOAD_BITS: u32 = word::PAYLOAD_BITS;
-    /// The largest generation; the next one is 0.
-    pub const MAX_GENERATION: u32 = word::MAX_GENERATION;
-    /// The largest time the word holds, in ms since the breaker's origin.
-    pub const MAX_TIME_MS: u64 = word::MAX_TIME_MS;
-    /// How far before its construction a breaker's time origin lies, in ms.
-    pub const CLOCK_HEADROOM_MS: u64 = crate::time::CLOCK_HEADROOM_MS;
-
-    /// A word of `kind` (0 closed, 1 open, 2 probing, 3 half-open) built by its constructor.
-    pub fn pack(kind: u8, generation: u32, payload: u64) -> u64 {
-        match kind % 4 {
-            // A closed payload is its flags and its count: any payload up to the field's top.
-            0 => {
-                let payload = payload.min((1 << word::PAYLOAD_BITS) - 1);
-                let count = payload & ((1 << (word::PAYLOAD_BITS - 2)) - 1);
-                Word::closed_with(generation, count, payload)
-            }
-            1 => Word::open(generation, payload),
-            2 => Word::probing(generation, payload),
-            _ => Word::half_open(generation),
-        }
-        .0
-    }
-
-    /// The word of a breaker forced open by hand.
-    pub fn isolated(generation: u32) -> u64 {
-        Word::isolated(generation).0
-    }
-
-    /// The fields of any 64-bit pattern: (kind 0–3, generation, payload).
-    pub fn unpack(bits: u64) -> (u8, u32, u64) {
-        let word = Word(bits);
-        let kind = match word.kind() {
-            Kind::Closed => 0,
-            Kind::Open => 1,
-            Kind::Probing => 2,
-            Kind::HalfOpen => 3,
-        };
-        (kind, word.generation(), word.payload())
-    }
-
-    /// The closed fast path's reading of any 64-bit pattern.
-    pub fn closed_generation(bits: u64) -> Option<u32> {
-        Word(bits).closed_generation()
-    }
-
-    /// A state learned from the fleet, as the fleet agent hands it to a breaker: times in ms since
-    /// the breaker's origin.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub enum Remote {
-        /// Open since `opened_at_ms`: a trip or a failed probe elsewhere, or a lease that ran out.
-        Open {
-            /// When the open state began, in ms since the breaker's origin.
-            opened_at_ms: u64,
-        },
-        /// Closed: a probe succeeded elsewhere, or closed by hand.
-        Closed,
-        /// Forced open by hand on some instance.
-        Isolated,
-        /// This instance won the fleet's probe.
-        ProbeHere,
-    }
-
-    /// What the fleet agent does when another instance's transition arrives: the breaker adopts
-    /// it (`CircuitBreaker::adopt`). Returns the transition announced, if any.
-    pub fn adopt(breaker: &crate::CircuitBreaker, remote: Remote) -> Option<crate::Transition> {
-        use crate::breaker::Remote as R;
-        let remote = match remote {
-            Remote::Open { opened_at_ms } => R::Open { opened_at_ms },
-            Remote::Closed => R::Closed,
-            Remote::Isolated => R::Isolated,
-            Remote::ProbeHere => R::ProbeHere,
-        };
-        breaker.adopt(remote).1
-    }
-}
+pub mod fuzzing;
 
 // The README's example runs as a doctest, so the front door stays true.
 #[cfg(all(doctest, feature = "serde"))]

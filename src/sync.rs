@@ -6,11 +6,13 @@
 //! or `portable_atomic`.
 //!
 //! - [`AtomicU64`] is the breaker's word and its threshold: under `--cfg loom` they are loom's, so
-//!   the model tests in `tests/loom.rs` explore every interleaving of the real breaker code.
+//!   the model tests (`breaker::loom_tests`) explore every interleaving of the real breaker code.
 //!   Elsewhere it comes from `portable-atomic`, the native instruction where the target has one
 //!   and a fallback where it does not, so 32-bit targets build too.
 //! - [`RelaxedU64`] is for values that take part in no protocol (the live durations, counters):
 //!   always `portable-atomic`'s, also under loom, so they stay out of the explored state.
+//! - [`AtomicU128`] is the rate rules' window's buckets and header: `portable-atomic`'s, also
+//!   under loom (the window orders nothing: see `breaker::window`).
 //! - The narrower atomics and the locks are the standard library's (loom's `Mutex` under loom).
 
 #[cfg(feature = "tokio")]
@@ -23,6 +25,7 @@ pub(crate) use loom::sync::atomic::AtomicU64;
 #[cfg(not(loom))]
 pub(crate) use portable_atomic::AtomicU64;
 pub(crate) use portable_atomic::AtomicU64 as RelaxedU64;
+pub(crate) use portable_atomic::AtomicU128;
 #[cfg(not(loom))]
 pub(crate) use std::sync::Mutex;
 pub(crate) use std::sync::RwLock;

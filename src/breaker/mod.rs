@@ -1,42 +1,38 @@
-//! [`CircuitBreaker`]: one packed word behind one compare-and-swap seam, and the calls that go
-//! through it.
+//! [`CircuitBreaker`]: the breaker type and its operations, each in a file of its own, over the
+//! state in `crate::state` (the word, the cells, the decider).
 //!
-//! The files of this folder, bottom up, each importing only from those before it: `word` (the
-//! layout and its constants), `decide` (the pure transitions), `store` (the type that owns the
-//! word and its one read-modify-write), `machine` (the breaker: it reads the clock and the live
-//! settings, applies the decisions through the store and tells the observers), `permit` (the
-//! permits, and the methods that issue them), `call` (guarded calls) and `builder`. `tap` (what
-//! the slow paths tell the fleet agent, feature `redis`) and `window` (the rate rules' counts,
-//! beside the word) sit between `store` and `machine`.
+//! The files, bottom up, each importing only from those before it: `tap` (what the slow paths
+//! tell the fleet's task, feature `redis`) and `window` (the rate rules' counts, beside the word)
+//! hold cells of their own; `machine` is the type, what it is built from and what every
+//! operation shares (the settings read, a decision applied through the word's cell, transitions
+//! told); then one file per operation: `fleet_hooks` (the fleet's door on the breaker), `probes`
+//! (the several probes' slots), `admit` (admission beyond the closed fast path), `report`
+//! (outcomes and the window's judgement), `manual` (changes by hand) and `reconfigure`; then
+//! `permit` (the permits, and the methods that issue them), `call` (guarded calls) and `builder`.
+//! The model checks of all of it (`loom_tests`, under `--cfg loom`) sit beside them.
 
+mod admit;
 mod builder;
 mod call;
-mod decide;
+mod fleet_hooks;
 mod machine;
+mod manual;
 mod permit;
-mod store;
+mod probes;
+mod reconfigure;
+mod report;
 mod tap;
 mod window;
-mod word;
 
 pub use self::builder::Builder;
 pub use self::call::{CallError, RunFuture};
-#[cfg_attr(not(feature = "redis"), allow(unused_imports))]
-pub(crate) use self::decide::Remote;
 pub use self::machine::CircuitBreaker;
 pub(crate) use self::machine::Extras;
-/// The model checks' hook type (`tests/loom.rs`), built only under `--cfg loom`.
-#[cfg(loom)]
-#[doc(hidden)]
-pub use self::machine::LoomRemote;
 pub use self::permit::{OwnedPermit, Permit};
 #[cfg_attr(not(feature = "redis"), allow(unused_imports))]
 pub(crate) use self::tap::{Outbox, Tap};
+#[cfg_attr(not(feature = "redis"), allow(unused_imports))]
+pub(crate) use crate::state::decide::Remote;
 
-/// Word-layout internals for the fuzz targets (`fuzz/`), built only under `--cfg fuzzing`.
-#[cfg(fuzzing)]
-pub(crate) mod fuzzing {
-    pub(crate) use super::word::{
-        GENERATION_BITS, KIND_BITS, Kind, MAX_GENERATION, MAX_TIME_MS, PAYLOAD_BITS, Word,
-    };
-}
+#[cfg(all(test, loom))]
+mod loom_tests;

@@ -5,9 +5,9 @@ use core::time::Duration;
 use std::sync::Arc;
 
 use super::machine::CircuitBreaker;
-use super::word::{RATED, Word};
 use crate::classify::Outcome;
 use crate::observe::Counter;
+use crate::state::word::Word;
 use crate::types::{Blocked, Transition};
 
 impl CircuitBreaker {
@@ -25,8 +25,10 @@ impl CircuitBreaker {
         let word = self.word();
         // The healthy path, kept small enough to inline: closed admits on the one load.
         match word.closed_generation() {
-            Some(generation) => Ok(Permit::new(self, generation, false, self.counting())
-                .rated(word.flags() & RATED != 0)),
+            Some(generation) => {
+                Ok(Permit::new(self, generation, false, self.counting())
+                    .rated(word.has(Word::RATED)))
+            }
             None => self.try_acquire_not_closed(word),
         }
     }
@@ -205,7 +207,7 @@ impl<'a> Permit<'a> {
     }
 
     /// [`record_elapsed`](Self::record_elapsed), for the crate's own timed calls.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    #[cfg(feature = "tokio")]
     pub(crate) fn record_timed(self, outcome: Outcome, elapsed: Duration) -> Option<Transition> {
         self.record_elapsed(outcome, elapsed)
     }
@@ -286,14 +288,14 @@ impl OwnedPermit {
     }
 
     /// As `Permit::times_call`.
-    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    #[cfg(feature = "tower")]
     pub(crate) fn times_call(&self) -> bool {
         self.ticket.times_call()
     }
 
     /// [`record`](Self::record), or [`record_elapsed`](Self::record_elapsed) for a call that was
     /// timed.
-    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    #[cfg(feature = "tower")]
     pub(crate) fn record_elapsed_if(
         self,
         outcome: Outcome,
@@ -344,8 +346,8 @@ impl<B: Deref<Target = CircuitBreaker>> Ticket<B> {
             // One load: the consecutive-only breaker's healthy word, or a rated breaker's, whose
             // success (not slow) is counted into its window and no more.
             let word = self.breaker.word();
-            if word == Word::closed(self.generation, 0)
-                || (word == Word::closed_with(self.generation, 0, RATED)
+            if word.is_healthy(self.generation, false)
+                || (word.is_healthy(self.generation, true)
                     && (counter != Counter::Success || self.breaker.count_healthy(elapsed)))
             {
                 if counting {

@@ -18,12 +18,13 @@
 //! gate's decision is still checked by the word's own compare-and-swap, which is what makes the
 //! claim exclusive). `elsewhere_until_ms` only shapes a retry-after, so it is relaxed.
 
-// Without feature `redis` nothing builds a tap; the hooks in `machine` see `None`.
+// Without feature `redis` nothing builds a tap; the hooks in `fleet_hooks` see `None`.
 #![cfg_attr(not(feature = "redis"), allow(dead_code))]
 
 use smol_str::SmolStr;
 
-use super::word::PAYLOAD_BITS;
+use crate::state::pack::Field;
+use crate::state::word::Word;
 use crate::sync::{self, AtomicU64, Mutex, Ordering};
 use crate::types::Transition;
 
@@ -60,15 +61,6 @@ impl Outbox {
     }
 }
 
-// Bits of `Tap::flags`.
-const QUEUED: u64 = 1;
-/// A closed count changed since the agent's last turn.
-const COUNTED: u64 = 1 << 1;
-/// A call was blocked because the fleet has not given this instance the probe.
-const WANTED: u64 = 1 << 2;
-/// `reset` was called (it clears a closed count without a transition).
-const RESET: u64 = 1 << 3;
-
 /// What one breaker tells the fleet agent, and the agent's answer on the probe slot.
 #[derive(Debug)]
 pub(crate) struct Tap {
@@ -78,7 +70,7 @@ pub(crate) struct Tap {
     transitions: Mutex<Vec<Transition>>,
     /// Whether the fleet decides who takes the probe slot (connected, record read and valid).
     governed: AtomicU64,
-    /// The probe slot the fleet gave this instance: `generation << PAYLOAD_BITS | until_ms`, the
+    /// The probe slot the fleet gave this instance: `Tap::GRANT_GENERATION | Tap::GRANT_UNTIL`, the
     /// local generation of the free slot and the local time (ms since the breaker's origin) until
     /// which a caller may claim it; 0 for none.
     grant: AtomicU64,
@@ -98,6 +90,19 @@ pub(crate) enum Gate {
 }
 
 impl Tap {
+    // Bits of `Tap::flags`.
+    const QUEUED: u64 = 1;
+    /// A closed count changed since the agent's last turn.
+    const COUNTED: u64 = 1 << 1;
+    /// A call was blocked because the fleet has not given this instance the probe.
+    const WANTED: u64 = 1 << 2;
+    /// `reset` was called (it clears a closed count without a transition).
+    const RESET: u64 = 1 << 3;
+    /// The grant's end: a local time, in the word's time field's width.
+    const GRANT_UNTIL: Field = Field::low(Word::PAYLOAD_BITS);
+    /// The grant's local generation, above its end.
+    const GRANT_GENERATION: Field = Self::GRANT_UNTIL.above(Word::GENERATION_BITS);
+
     pub(crate) fn new(name: SmolStr, outbox: std::sync::Arc<Outbox>, choosing_ms: u64) -> Self {
         Tap {
             name,
@@ -113,8 +118,8 @@ impl Tap {
 
     /// Set `bits` and queue this breaker for the agent if it was not queued.
     fn signal(&self, bits: u64) {
-        let before = self.flags.fetch_or(bits | QUEUED, Ordering::AcqRel);
-        if before & QUEUED == 0 {
+        let before = self.flags.fetch_or(bits | Self::QUEUED, Ordering::AcqRel);
+        if before & Self::QUEUED == 0 {
             sync::lock(&self.outbox.queue).push(self.name.clone());
             (*self.outbox.wake)();
         }
@@ -123,12 +128,12 @@ impl Tap {
     /// A closed count changed: a failure was counted, or a success cleared the count. The agent
     /// reads the count from the word, so any number of changes between its turns cost one report.
     pub(crate) fn count_changed(&self) {
-        self.signal(COUNTED);
+        self.signal(Self::COUNTED);
     }
 
     /// `reset` was called.
     pub(crate) fn reset(&self) {
-        self.signal(RESET);
+        self.signal(Self::RESET);
     }
 
     /// A transition landed (not one adopted from the fleet).
@@ -151,14 +156,14 @@ impl Tap {
             return Gate::Open;
         }
         let grant = self.grant.load(Ordering::Acquire);
-        if grant != 0 && grant >> PAYLOAD_BITS == u64::from(generation) {
-            let until = grant & super::word::PAYLOAD_MASK;
+        if grant != 0 && Self::GRANT_GENERATION.get(grant) == u64::from(generation) {
+            let until = Self::GRANT_UNTIL.get(grant);
             if now_ms < until {
                 return Gate::Open;
             }
         }
-        if self.flags.load(Ordering::Relaxed) & WANTED == 0 {
-            self.signal(WANTED);
+        if self.flags.load(Ordering::Relaxed) & Self::WANTED == 0 {
+            self.signal(Self::WANTED);
         }
         let elsewhere = self.elsewhere_until_ms.load(Ordering::Relaxed);
         let retry_after_ms = if elsewhere > now_ms {
@@ -177,9 +182,9 @@ impl Tap {
         let flags = self.flags.swap(0, Ordering::AcqRel);
         let transitions = core::mem::take(&mut *sync::lock(&self.transitions));
         Drained {
-            counted: flags & COUNTED != 0,
-            wanted: flags & WANTED != 0,
-            reset: flags & RESET != 0,
+            counted: flags & Self::COUNTED != 0,
+            wanted: flags & Self::WANTED != 0,
+            reset: flags & Self::RESET != 0,
             transitions,
         }
     }
@@ -191,8 +196,8 @@ impl Tap {
 
     /// Give local callers the probe slot of `generation` until local time `until_ms`.
     pub(crate) fn grant(&self, generation: u32, until_ms: u64) {
-        let packed =
-            (u64::from(generation) << PAYLOAD_BITS) | until_ms.min(super::word::MAX_TIME_MS);
+        let packed = Self::GRANT_GENERATION.put(u64::from(generation))
+            | Self::GRANT_UNTIL.put(until_ms.min(Word::MAX_TIME_MS));
         self.grant.store(packed.max(1), Ordering::Release);
     }
 
@@ -218,4 +223,36 @@ pub(crate) struct Drained {
     pub(crate) reset: bool,
     /// Transitions made here (not adopted), oldest first.
     pub(crate) transitions: Vec<Transition>,
+}
+
+const _: () = assert!(Tap::GRANT_GENERATION.end() <= 64);
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grant_round_trips_at_the_limits_of_its_fields_and_none_is_zero() {
+        let tap = Tap::new(
+            SmolStr::default(),
+            std::sync::Arc::new(Outbox::new(|| {})),
+            50,
+        );
+        tap.set_governed(true);
+        for generation in [0, 1, Word::MAX_GENERATION] {
+            for until_ms in [1, 2, Word::MAX_TIME_MS] {
+                tap.grant(generation, until_ms);
+                assert_eq!(tap.gate(generation, until_ms - 1), Gate::Open);
+                assert_ne!(
+                    tap.gate(generation, until_ms),
+                    Gate::Open,
+                    "over at its end"
+                );
+                let other = crate::state::word::next_generation(generation);
+                assert_ne!(tap.gate(other, 0), Gate::Open, "another generation's slot");
+            }
+        }
+        tap.revoke();
+        assert_ne!(tap.gate(0, 0), Gate::Open);
+    }
 }

@@ -4,7 +4,8 @@
 //! A healthy call writes one count to a stripe picked by its thread (the layout of the counters
 //! in `observe`): no line is shared between threads on different stripes. Everything else —
 //! a failure, a slow call, the judgement — is a slow path and writes a shared ring of buckets.
-//! Nothing here decides a transition: the judge returns the counts and the machine trips the
+//! Nothing here decides a transition: the judge returns the counts (`state::rates` says what
+//! they mean) and the breaker trips the
 //! word with one compare-and-swap fenced by generation (`decide::window_trip`).
 //!
 //! # Buckets
@@ -29,42 +30,21 @@ use crossbeam_utils::CachePadded;
 
 use crate::config::{Rates, WindowLimit};
 use crate::observe::{stripe_count, thread_index};
-use crate::sync::{Ordering, RelaxedU64 as AtomicU64};
-use crate::time::CLOCK_HEADROOM_MS;
+use crate::state::pack::Field;
+use crate::state::rates::{Judged, TIME_BUCKETS, call_width, time_bucket};
+use crate::state::word::Word;
+use crate::sync::{AtomicU128, Ordering, RelaxedU64 as AtomicU64};
 
-use portable_atomic::AtomicU128;
-
-/// Buckets a count window is split into.
-const CALL_BUCKETS: u64 = 32;
-/// Buckets a time window is split into.
-const TIME_BUCKETS: u64 = 10;
 /// Shared buckets: more than a count window's 32 (plus the one its oldest edge may split).
 const SLOTS: usize = 64;
-/// Bits of a bucket's number in a shared bucket's tag, beside the 20 of the generation.
-const NUMBER_BITS: u32 = 44;
-const NUMBER_MASK: u64 = (1 << NUMBER_BITS) - 1;
-/// The tag half of a stripe's time bucket.
-const TAG_MASK: u64 = !(u32::MAX as u64);
-
-/// What a judgement found in the window.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Judged {
-    /// Judged calls the minimum is compared with: for a count window, at most its size.
-    pub(crate) calls: u64,
-    /// Judged calls the rates are taken over (the whole buckets judged).
-    pub(crate) span: u64,
-    /// Counted failures among them.
-    pub(crate) failures: u64,
-    /// Slow calls among them.
-    pub(crate) slow: u64,
-}
 
 /// One stripe: the calls of the threads that land on it.
 #[derive(Debug, Default)]
 struct Stripe {
     /// Count windows: every judged call ever recorded on this stripe.
     calls: AtomicU64,
-    /// Time windows: bucket `k` at index `k % 10`, as `(k as u32) << 32 | calls`.
+    /// Time windows: bucket `k` at index `k % 10`, as `Windows::STRIPE_BUCKET` (`k`'s low 32
+    /// bits) above `Windows::STRIPE_CALLS`.
     time: [AtomicU64; TIME_BUCKETS as usize],
 }
 
@@ -74,15 +54,16 @@ struct Stripe {
 #[derive(Debug)]
 pub(crate) struct Windows {
     stripes: Box<[CachePadded<Stripe>]>,
-    /// `(generation << 44 | number) << 64 | failures << 32 | slow`.
+    /// A tag (`Windows::tag`: generation, bucket number) above `Windows::FAILURES` and
+    /// `Windows::SLOW`.
     slots: Box<[AtomicU128]>,
-    /// The generation the window counts, and where it began: `(generation << 44 | first time
-    /// bucket) << 64 | base`, the base being the stripes' sum of calls then (count windows) or
+    /// The generation the window counts, and where it began: a tag of the generation and its
+    /// first time bucket, above the base, the base being the stripes' sum of calls then (count windows) or
     /// their count in the first time bucket then (time windows).
     header: AtomicU128,
     /// The rate rules in force, one relaxed atomic per field, as the breaker's other live
     /// settings (kept here rather than in the breaker's block, which is one cache line pair).
-    /// `failure_ppm | slow_ppm << 32`, 0 when no rate rule is set.
+    /// `Windows::FAILURE_PPM` below `Windows::SLOW_PPM`, 0 when no rate rule is set.
     rate_ppm: AtomicU64,
     /// The slow-call threshold in ns (saturating at 584 years).
     slow_ns: AtomicU64,
@@ -91,9 +72,46 @@ pub(crate) struct Windows {
     minimum_calls: AtomicU64,
 }
 
-const TIME_WINDOW: u64 = 1 << 63;
-
 impl Windows {
+    /// The live window's flag: a duration in ms, not a count of calls.
+    const TIME_WINDOW: u64 = 1 << 63;
+    /// A tag's bucket number: a count window's bucket or a time bucket since the origin.
+    const NUMBER: Field = Field::low(64 - Word::GENERATION_BITS);
+    /// A tag's generation, above the number.
+    const GENERATION: Field = Self::NUMBER.above(Word::GENERATION_BITS);
+    /// A shared bucket's slow calls, in the low half of its 128 bits.
+    const SLOW: Field = Field::low(32);
+    /// A shared bucket's counted failures.
+    const FAILURES: Field = Self::SLOW.above(32);
+    /// A stripe's calls in one time bucket.
+    const STRIPE_CALLS: Field = Field::low(32);
+    /// The time bucket a stripe's count is of (its number's low 32 bits).
+    const STRIPE_BUCKET: Field = Self::STRIPE_CALLS.above(32);
+    /// The failure-rate rule in millionths.
+    const FAILURE_PPM: Field = Field::low(32);
+    /// The slow-call-rate rule in millionths.
+    const SLOW_PPM: Field = Self::FAILURE_PPM.above(32);
+
+    /// The tag of `generation`'s bucket `number`.
+    const fn tag(generation: u32, number: u64) -> u64 {
+        Self::GENERATION.put(generation as u64) | Self::NUMBER.put(number)
+    }
+
+    /// A 128-bit bucket or header: `high` (a tag) above `low`.
+    const fn join(high: u64, low: u64) -> u128 {
+        ((high as u128) << 64) | low as u128
+    }
+
+    /// The two halves of a 128-bit bucket or header: (high, low).
+    const fn halves(value: u128) -> (u64, u64) {
+        ((value >> 64) as u64, value as u64)
+    }
+
+    /// The tag of a stripe's count in time bucket `bucket`, with no calls.
+    const fn stripe_tag(bucket: u64) -> u64 {
+        Self::STRIPE_BUCKET.put(bucket)
+    }
+
     pub(crate) fn new() -> Self {
         Windows {
             stripes: (0..stripe_count())
@@ -119,11 +137,11 @@ impl Windows {
         }
         let window = self.window.load(Ordering::Relaxed);
         Some(Rates {
-            failure_ppm: ppm as u32,
-            slow_ppm: (ppm >> 32) as u32,
+            failure_ppm: Self::FAILURE_PPM.get(ppm) as u32,
+            slow_ppm: Self::SLOW_PPM.get(ppm) as u32,
             slow_threshold: core::time::Duration::from_nanos(self.slow_ns.load(Ordering::Relaxed)),
-            window: if window & TIME_WINDOW != 0 {
-                WindowLimit::TimeMs(window & !TIME_WINDOW)
+            window: if window & Self::TIME_WINDOW != 0 {
+                WindowLimit::TimeMs(window & !Self::TIME_WINDOW)
             } else {
                 WindowLimit::Calls(window as u32)
             },
@@ -141,13 +159,14 @@ impl Windows {
         self.slow_ns.store(slow_ns, Ordering::Relaxed);
         let window = match rates.window {
             WindowLimit::Calls(n) => u64::from(n),
-            WindowLimit::TimeMs(ms) => ms | TIME_WINDOW,
+            WindowLimit::TimeMs(ms) => ms | Self::TIME_WINDOW,
         };
         self.window.store(window, Ordering::Relaxed);
         self.minimum_calls
             .store(u64::from(rates.minimum_calls), Ordering::Relaxed);
         self.rate_ppm.store(
-            u64::from(rates.failure_ppm) | u64::from(rates.slow_ppm) << 32,
+            Self::FAILURE_PPM.put(u64::from(rates.failure_ppm))
+                | Self::SLOW_PPM.put(u64::from(rates.slow_ppm)),
             Ordering::Relaxed,
         );
     }
@@ -172,12 +191,12 @@ impl Windows {
 
     fn add_timed_call(&self, bucket: u64) {
         let slot = &self.stripe().time[(bucket % TIME_BUCKETS) as usize];
-        let tag = (bucket as u32 as u64) << 32;
+        let tag = Self::stripe_tag(bucket);
         let mut seen = slot.load(Ordering::Relaxed);
         loop {
-            if seen & TAG_MASK == tag {
+            if Self::stripe_tag(Self::STRIPE_BUCKET.get(seen)) == tag {
                 // Saturates: a bucket's count on one stripe stops at 2^32 − 1 calls.
-                if seen as u32 != u32::MAX {
+                if Self::STRIPE_CALLS.get(seen) != Self::STRIPE_CALLS.max() {
                     slot.fetch_add(1, Ordering::Relaxed);
                 }
                 return;
@@ -200,22 +219,20 @@ impl Windows {
                 (bucket, self.sum_bucket(bucket))
             }
         };
-        let tag = ((generation as u64) << NUMBER_BITS) | (first & NUMBER_MASK);
+        let tag = Self::tag(generation, first);
         // Relaxed, as every count here: the window orders nothing; the word's compare-and-swap
         // decides every trip, and a judgement that reads an older header or bucket judges fewer
         // calls, not wrong ones (a bucket or header of another generation is ignored).
-        self.header
-            .store(((tag as u128) << 64) | base as u128, Ordering::Relaxed);
+        self.header.store(Self::join(tag, base), Ordering::Relaxed);
     }
 
     /// The generation the header counts, its first time bucket and its base.
     fn header(&self) -> (u32, u64, u64) {
-        let header = self.header.load(Ordering::Relaxed);
-        let tag = (header >> 64) as u64;
+        let (tag, base) = Self::halves(self.header.load(Ordering::Relaxed));
         (
-            (tag >> NUMBER_BITS) as u32,
-            tag & NUMBER_MASK,
-            header as u64,
+            Self::GENERATION.get(tag) as u32,
+            Self::NUMBER.get(tag),
+            base,
         )
     }
 
@@ -264,17 +281,21 @@ impl Windows {
     }
 
     fn add_to_slot(&self, generation: u32, bucket: u64, failure: bool, slow: bool) {
-        let tag = (((generation as u64) << NUMBER_BITS) | (bucket & NUMBER_MASK)) as u128;
+        let tag = Self::tag(generation, bucket);
         let slot = &self.slots[(bucket % SLOTS as u64) as usize];
-        let add = |count: u32, on: bool| count.saturating_add(on as u32);
+        let add = |count: u64, on: bool| (count + u64::from(on)).min(Self::FAILURES.max());
         let mut seen = slot.load(Ordering::Relaxed);
         loop {
-            let (failures, slows) = if seen >> 64 == tag {
-                (add((seen >> 32) as u32, failure), add(seen as u32, slow))
+            let (seen_tag, counts) = Self::halves(seen);
+            let (failures, slows) = if seen_tag == tag {
+                (
+                    add(Self::FAILURES.get(counts), failure),
+                    add(Self::SLOW.get(counts), slow),
+                )
             } else {
-                (failure as u32, slow as u32)
+                (u64::from(failure), u64::from(slow))
             };
-            let next = (tag << 64) | ((failures as u128) << 32) | slows as u128;
+            let next = Self::join(tag, Self::FAILURES.put(failures) | Self::SLOW.put(slows));
             // Relaxed: the tag and both counts change in this one swap, so no count is lost or
             // moved to another bucket; it publishes nothing else (see `rebase`).
             match slot.compare_exchange_weak(seen, next, Ordering::Relaxed, Ordering::Relaxed) {
@@ -286,10 +307,11 @@ impl Windows {
 
     /// The failures and slow calls of `generation`'s bucket `bucket`.
     fn slot(&self, generation: u32, bucket: u64) -> (u64, u64) {
-        let tag = (((generation as u64) << NUMBER_BITS) | (bucket & NUMBER_MASK)) as u128;
-        let seen = self.slots[(bucket % SLOTS as u64) as usize].load(Ordering::Relaxed);
-        if seen >> 64 == tag {
-            (u64::from((seen >> 32) as u32), u64::from(seen as u32))
+        let tag = Self::tag(generation, bucket);
+        let (seen_tag, counts) =
+            Self::halves(self.slots[(bucket % SLOTS as u64) as usize].load(Ordering::Relaxed));
+        if seen_tag == tag {
+            (Self::FAILURES.get(counts), Self::SLOW.get(counts))
         } else {
             (0, 0)
         }
@@ -304,13 +326,13 @@ impl Windows {
 
     /// The calls the stripes hold for time bucket `bucket`.
     fn sum_bucket(&self, bucket: u64) -> u64 {
-        let tag = (bucket as u32 as u64) << 32;
+        let tag = Self::stripe_tag(bucket);
         self.stripes
             .iter()
             .map(|s| {
                 let seen = s.time[(bucket % TIME_BUCKETS) as usize].load(Ordering::Relaxed);
-                if seen & TAG_MASK == tag {
-                    seen & u32::MAX as u64
+                if Self::stripe_tag(Self::STRIPE_BUCKET.get(seen)) == tag {
+                    Self::STRIPE_CALLS.get(seen)
                 } else {
                     0
                 }
@@ -372,60 +394,85 @@ impl Windows {
     }
 }
 
-/// A count window's bucket width in calls: `⌈n/32⌉`.
-fn call_width(n: u32) -> u64 {
-    u64::from(n).div_ceil(CALL_BUCKETS)
-}
+const _: () = assert!(Windows::GENERATION.end() == 64 && Windows::FAILURES.end() == 64);
+const _: () = assert!(Windows::STRIPE_BUCKET.end() == 64 && Windows::SLOW_PPM.end() == 64);
 
-/// A time window's bucket width in ms: `⌈t/10⌉`, at least 1.
-fn width(window_ms: u64) -> u64 {
-    window_ms.div_ceil(TIME_BUCKETS).max(1)
-}
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
 
-/// The time bucket `now_ms` falls in. Buckets are counted from the breaker's construction (its
-/// clock's reading `CLOCK_HEADROOM_MS`), so one begins when the breaker does.
-fn time_bucket(now_ms: u64, window_ms: u64) -> u64 {
-    let width = width(window_ms);
-    now_ms.saturating_sub(CLOCK_HEADROOM_MS % width) / width
-}
-
-/// What the rates say of a judgement: the rule that trips, with its count, if one does.
-pub(crate) fn verdict(judged: &Judged, rates: &Rates) -> Option<(Rule, u64)> {
-    if judged.calls < u64::from(rates.minimum_calls) || judged.span == 0 {
-        return None;
-    }
-    let reached = |count: u64, ppm: u32| {
-        ppm != 0 && u128::from(count) * 1_000_000 >= u128::from(ppm) * u128::from(judged.span)
-    };
-    if reached(judged.failures, rates.failure_ppm) {
-        Some((Rule::FailureRate, judged.failures))
-    } else if reached(judged.slow, rates.slow_ppm) {
-        Some((Rule::SlowCallRate, judged.slow))
-    } else {
-        None
-    }
-}
-
-/// Whether successes must be judged: the window holds failures or slow calls, and a success
-/// may still change the verdict (an exact count window that has reached its minimum only loses
-/// its oldest call to each new one, so its rate rises only with a failure or a slow call).
-pub(crate) fn watch(judged: &Judged, rates: &Rates) -> bool {
-    let holds = judged.failures != 0 || judged.slow != 0;
-    match rates.window {
-        // Exact (one call per bucket): past the minimum a success only replaces the oldest
-        // call, which lowers the rate or keeps it.
-        WindowLimit::Calls(n) if call_width(n) == 1 => {
-            holds && judged.calls < u64::from(rates.minimum_calls)
+    #[test]
+    fn the_windows_encodings_round_trip_at_the_limits_of_their_fields() {
+        for generation in [0, 1, Word::MAX_GENERATION] {
+            for number in [0, 1, Windows::NUMBER.max()] {
+                let tag = Windows::tag(generation, number);
+                assert_eq!(
+                    (
+                        Windows::GENERATION.get(tag) as u32,
+                        Windows::NUMBER.get(tag)
+                    ),
+                    (generation, number)
+                );
+                for low in [0, 1, u64::MAX] {
+                    assert_eq!(Windows::halves(Windows::join(tag, low)), (tag, low));
+                }
+            }
         }
-        // Whole buckets leave at once, so a success can raise the rate by pushing out a bucket
-        // of successes; time windows lose calls as time passes.
-        WindowLimit::Calls(_) | WindowLimit::TimeMs(_) => holds,
+        for (failures, slow) in [
+            (0, 0),
+            (1, 0),
+            (0, 1),
+            (u64::from(u32::MAX), u64::from(u32::MAX)),
+        ] {
+            let counts = Windows::FAILURES.put(failures) | Windows::SLOW.put(slow);
+            assert_eq!(
+                (Windows::FAILURES.get(counts), Windows::SLOW.get(counts)),
+                (failures, slow)
+            );
+        }
+        for bucket in [0, 1, u64::from(u32::MAX), u64::from(u32::MAX) + 1] {
+            let seen = Windows::stripe_tag(bucket) | Windows::STRIPE_CALLS.put(7);
+            assert_eq!(Windows::STRIPE_CALLS.get(seen), 7);
+            assert_eq!(
+                Windows::stripe_tag(Windows::STRIPE_BUCKET.get(seen)),
+                Windows::stripe_tag(bucket)
+            );
+        }
     }
-}
 
-/// The rule a window trip is made by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Rule {
-    FailureRate,
-    SlowCallRate,
+    #[test]
+    fn the_rules_and_the_header_round_trip_through_the_window() {
+        let windows = Windows::new();
+        assert_eq!(windows.rates(), None);
+        for window in [
+            WindowLimit::Calls(1),
+            WindowLimit::Calls(u32::MAX),
+            WindowLimit::TimeMs(1),
+            WindowLimit::TimeMs(crate::config::MAX_DURATION_MS),
+        ] {
+            for (failure_ppm, slow_ppm) in [(1, 0), (0, 1), (1_000_000, 1_000_000)] {
+                let rates = Rates {
+                    failure_ppm,
+                    slow_ppm,
+                    slow_threshold: core::time::Duration::from_nanos(u64::MAX),
+                    window,
+                    minimum_calls: u32::MAX,
+                };
+                windows.set_rates(Some(rates));
+                assert_eq!(windows.rates(), Some(rates));
+                for generation in [0, Word::MAX_GENERATION] {
+                    windows.rebase(generation, &rates, Word::MAX_TIME_MS);
+                    let (counted, first, _) = windows.header();
+                    assert_eq!(counted, generation);
+                    let expected = match window {
+                        WindowLimit::Calls(_) => 0,
+                        WindowLimit::TimeMs(ms) => time_bucket(Word::MAX_TIME_MS, ms),
+                    };
+                    assert_eq!(first, expected);
+                }
+            }
+        }
+        windows.set_rates(None);
+        assert_eq!(windows.rates(), None);
+    }
 }

@@ -204,7 +204,7 @@ fn transition(dependency: &str, transition: &Transition, listener: Option<&Liste
                 )
             };
         }
-        if transition.to() == crate::State::Open {
+        if transition.to() == crate::types::State::Open {
             transition_event!(tracing::Level::WARN);
         } else {
             transition_event!(tracing::Level::INFO);

@@ -314,8 +314,8 @@ impl fmt::Display for ConfigChange {
         };
         let window = |c: Config| match c.window() {
             None => "off".to_owned(),
-            Some(crate::Window::Calls(n)) => format!("{n} calls"),
-            Some(crate::Window::Time(t)) => format!("{} ms", millis_floor(t)),
+            Some(crate::config::Window::Calls(n)) => format!("{n} calls"),
+            Some(crate::config::Window::Time(t)) => format!("{} ms", millis_floor(t)),
         };
         let minimum = |c: Config| {
             c.minimum_calls()

@@ -1,20 +1,27 @@
 //! Model checks of the real breaker code under loom: the interleavings loom explores for 2–3
-//! threads (all of them, or up to the preemption bound the script sets). Run with
+//! threads (all of them, or up to the preemption bound the script sets). Built only under
+//! `--cfg loom`, as the crate's unit tests, so they reach the breaker's crate-private side (the
+//! fleet's hooks) without any hidden public item. Run with
 //!
 //! ```sh
-//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release --test loom
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release --lib loom_tests
 //! ```
 //!
 //! Loom cannot model a clock, so time is a `quanta` mock clock that only the test moves, before the
 //! threads start or from inside one thread (a plain value read, not an explored atomic).
-#![cfg(loom)]
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use loom::thread;
-use toolbreaker::quanta::{Clock, Mock};
-use toolbreaker::{BlockedReason, CircuitBreaker, FailureKind, Outcome, State};
+use quanta::{Clock, Mock};
+use smol_str::SmolStr;
+
+use super::machine::{CircuitBreaker, Extras};
+use super::tap::{Outbox, Tap};
+use crate::classify::{FailureKind, Outcome};
+use crate::config::{Config, Window};
+use crate::state::decide::Remote;
+use crate::types::{BlockedReason, State, Transition, TransitionReason};
 
 const COOLDOWN: Duration = Duration::from_millis(100);
 const FAIL: Outcome = Outcome::Failure(FailureKind::Unavailable);
@@ -293,7 +300,7 @@ fn a_lowered_threshold_racing_failures_always_trips_exactly_once() {
             .into_iter()
             .map(|permit| thread::spawn(move || permit.record(FAIL)))
             .collect();
-        let lowered = toolbreaker::Config::new(2, COOLDOWN, Duration::from_secs(1)).unwrap();
+        let lowered = Config::new(2, COOLDOWN, Duration::from_secs(1)).unwrap();
         let reconfigured = thread::spawn(move || breaker.reconfigure(lowered));
         let mut trips: Vec<_> = reporters.into_iter().map(|r| r.join().unwrap()).collect();
         trips.push(reconfigured.join().unwrap());
@@ -318,7 +325,7 @@ fn one_failure_racing_a_lowered_threshold_is_never_lost() {
         breaker.try_acquire().unwrap().record(FAIL);
         let permit = breaker.try_acquire().unwrap();
         let reporter = thread::spawn(move || permit.record(FAIL));
-        let lowered = toolbreaker::Config::new(2, COOLDOWN, Duration::from_secs(1)).unwrap();
+        let lowered = Config::new(2, COOLDOWN, Duration::from_secs(1)).unwrap();
         let reconfigured = thread::spawn(move || breaker.reconfigure(lowered));
         let trips = [reporter.join().unwrap(), reconfigured.join().unwrap()];
         assert_eq!(breaker.state(), State::Open);
@@ -393,12 +400,10 @@ fn transitions_racing_to_be_told_are_heard_in_order_ending_at_the_state() {
 }
 
 // ---- Fleet mode: the local word adopting another instance's transition (`CircuitBreaker::adopt`,
-// reached through the `loom_*` hooks, which exist only under `--cfg loom`) while local callers
+// and the fleet task's other calls, made here as the task makes them) while local callers
 // race it. Each model also checks that loom explored every outcome it names.
 
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use toolbreaker::breaker::LoomRemote;
-use toolbreaker::{Transition, TransitionReason};
 
 /// Transitions a listener heard, kept in a plain lock: nothing inside it is a loom operation, so
 /// it is never held across a preemption and adds nothing to the explored state.
@@ -420,13 +425,37 @@ fn heard_breaker(threshold: u32) -> (&'static CircuitBreaker, Arc<Mock>, Heard) 
     (Box::leak(Box::new(breaker)), mock, heard)
 }
 
-/// A breaker whose probe slot the fleet governs (`loom_fleet`): a local caller may claim it only
-/// in the generation the fleet granted (`loom_take_fleet_probe`).
+/// A breaker whose probe slot the fleet governs, as a registry with a fleet builds it, and no
+/// fleet task (the model plays it): a local caller may claim the slot only in the generation the
+/// fleet granted (`take_fleet_probe`).
 fn fleet_breaker() -> (&'static CircuitBreaker, Arc<Mock>) {
     let (clock, mock) = Clock::mock();
-    let config = toolbreaker::Config::new(1, COOLDOWN, Duration::from_secs(1)).unwrap();
-    let breaker = CircuitBreaker::loom_fleet(config, clock);
+    let config = Config::new(1, COOLDOWN, Duration::from_secs(1)).unwrap();
+    let outbox = Arc::new(Outbox::new(|| {}));
+    let tap = Arc::new(Tap::new(SmolStr::default(), outbox, 50));
+    tap.set_governed(true);
+    let extras = Extras {
+        name: SmolStr::default(),
+        listener: None,
+        metrics: false,
+        tap: Some(tap),
+    };
+    let breaker = CircuitBreaker::with_extras(config, clock, extras);
     (Box::leak(Box::new(breaker)), mock)
+}
+
+/// What the fleet's task does when another instance's trip arrives: adopt open, since now.
+fn adopt_open_now(breaker: &CircuitBreaker) -> Option<Transition> {
+    let opened_at_ms = breaker.now_ms();
+    breaker.adopt(Remote::Open { opened_at_ms }).1
+}
+
+/// What the fleet's task does when the fleet's probe is no longer this instance's: take the
+/// grant back.
+fn revoke(breaker: &CircuitBreaker) {
+    if let Some(tap) = breaker.tap() {
+        tap.revoke();
+    }
 }
 
 /// What was heard since the last take.
@@ -490,7 +519,7 @@ fn a_remote_trip_racing_a_local_trip_opens_once_in_the_next_generation() {
         let start = bystander.generation();
         let failing = breaker.try_acquire().unwrap();
         let local = thread::spawn(move || failing.record(FAIL));
-        let remote = thread::spawn(move || breaker.loom_adopt(LoomRemote::Open { ago_ms: 0 }));
+        let remote = thread::spawn(move || adopt_open_now(breaker));
         let tripped = local.join().unwrap();
         let adopted = remote.join().unwrap();
         let opened = match (tripped, adopted) {
@@ -536,7 +565,7 @@ fn a_remote_open_racing_the_probes_success_ends_open_and_the_loser_is_stale() {
         let start = probe.generation();
         take(&heard);
         let prober = thread::spawn(move || probe.record(Outcome::Success));
-        let remote = thread::spawn(move || breaker.loom_adopt(LoomRemote::Open { ago_ms: 0 }));
+        let remote = thread::spawn(move || adopt_open_now(breaker));
         let verdict = prober.join().unwrap();
         let adopted = remote.join().unwrap().expect("the adoption always opens");
         assert_eq!(
@@ -599,7 +628,7 @@ fn a_remote_close_racing_a_probe_claim_and_report_ends_closed() {
                     None => (probe, generation, None, Some(permit)),
                 }
             });
-            let remote = thread::spawn(move || breaker.loom_adopt(LoomRemote::Closed));
+            let remote = thread::spawn(move || breaker.adopt(Remote::Closed).1);
             let (probe, generation, verdict_landed, held) = local.join().unwrap();
             let adopted = remote.join().unwrap();
             assert_eq!(breaker.state(), State::Closed);
@@ -706,10 +735,10 @@ fn the_fleets_probe_granted_while_a_caller_asks_is_taken_exactly_once() {
             mock.increment(COOLDOWN);
             if expired {
                 // A probe granted earlier hangs past its lease and a cooldown after it.
-                breaker.loom_take_fleet_probe(1_000).unwrap();
+                breaker.take_fleet_probe(1_000).unwrap();
                 std::mem::forget(breaker.try_acquire().unwrap());
                 mock.increment(Duration::from_secs(1) + COOLDOWN);
-                breaker.loom_revoke();
+                revoke(breaker);
             }
             let caller = thread::spawn(move || {
                 // Yields first, or loom never runs the agent ahead of it (see model 3).
@@ -718,7 +747,7 @@ fn the_fleets_probe_granted_while_a_caller_asks_is_taken_exactly_once() {
                     .try_acquire()
                     .map(|p| std::mem::ManuallyDrop::new(p).generation())
             });
-            let agent = thread::spawn(move || breaker.loom_take_fleet_probe(1_000));
+            let agent = thread::spawn(move || breaker.take_fleet_probe(1_000));
             let raced = caller.join().unwrap();
             let granted = agent.join().unwrap().expect("open: the slot is freed here");
             let after = breaker
@@ -764,11 +793,11 @@ fn a_lost_fleet_probe_racing_the_local_claim_leaves_no_current_probe() {
         let (breaker, mock) = fleet_breaker();
         breaker.try_acquire().unwrap().record(FAIL);
         mock.increment(COOLDOWN);
-        let granted = breaker.loom_take_fleet_probe(1_000).unwrap();
+        let granted = breaker.take_fleet_probe(1_000).unwrap();
         let caller = thread::spawn(move || breaker.try_acquire().ok());
         let agent = thread::spawn(move || {
-            let adopted = breaker.loom_adopt(LoomRemote::Open { ago_ms: 0 });
-            breaker.loom_revoke();
+            let adopted = adopt_open_now(breaker);
+            revoke(breaker);
             adopted
         });
         let probe = caller.join().unwrap();
@@ -809,7 +838,7 @@ fn rated_breaker() -> (&'static CircuitBreaker, Arc<Mock>) {
     let (clock, mock) = Clock::mock();
     let breaker = CircuitBreaker::builder()
         .failure_rate(0.5)
-        .window(toolbreaker::Window::Calls(2))
+        .window(Window::Calls(2))
         .minimum_calls(2)
         .cooldown(COOLDOWN)
         .probe_timeout(Duration::from_secs(1))
@@ -852,10 +881,7 @@ fn a_window_trip_racing_a_probe_verdict_never_reopens_the_new_generation() {
         );
         let trips: Vec<_> = [late_trip, first_trip].into_iter().flatten().collect();
         assert_eq!(trips.len(), 1, "{trips:?}");
-        assert_eq!(
-            trips[0].reason(),
-            toolbreaker::TransitionReason::FailureRate
-        );
+        assert_eq!(trips[0].reason(), TransitionReason::FailureRate);
         assert!(close.is_after(&trips[0]));
         SEEN[usize::from(late_trip.is_some())].store(true, Relaxed);
     });

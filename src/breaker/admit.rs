@@ -1,0 +1,279 @@
+//! Admission beyond the closed fast path (`permit` has that): the open rejection answered from
+//! the word, the slow path that decides and applies an admission, and the checks that ask
+//! without taking a permit.
+
+use super::machine::CircuitBreaker;
+use crate::config::Limits;
+use crate::observe::{self, Counter};
+use crate::state::decide::{self, Admission, SlotsStep};
+use crate::state::word::{Kind, Word};
+use crate::types::{Blocked, BlockedReason, State};
+
+impl CircuitBreaker {
+    /// Several probes' lease over with every slot given back ([`released`](Self::released)):
+    /// written down as half-open with its slots free (no transition: the state stays half-open),
+    /// so what follows is decided from there. The word after it.
+    pub(super) fn settle_released(&self, word: Word, limits: &Limits) -> Word {
+        if self.released(word, limits) == word {
+            return word;
+        }
+        let updated = self.update(word, |seen| {
+            let next = self.released(seen, limits);
+            ((next != seen).then_some(next), ())
+        });
+        updated.after.unwrap_or(updated.before)
+    }
+
+    /// `word`, or the half-open word it stands for when several probes' lease is over with every
+    /// slot given back (see `decide::released`).
+    pub(super) fn released(&self, word: Word, limits: &Limits) -> Word {
+        decide::released(
+            word,
+            limits,
+            || self.inner.cold.slots.load(),
+            || self.permit_is_current(word.generation(), true),
+        )
+    }
+
+    /// The retry-after of an open breaker's rejection, answered from the word, the plain cooldown
+    /// and the clock alone (see `decide::open_rejection`), or `Err` with the clock's reading, if
+    /// it was read, for the slow path to decide: the breaker is not plainly open, its cooldown is
+    /// shaped (backoff or jitter: the cooldown in force is the open period's), or it is over.
+    #[inline(always)]
+    fn open_rejection(&self, word: Word) -> Result<u64, Option<u64>> {
+        if word.kind() != Kind::Open {
+            return Err(None);
+        }
+        let Some(cooldown_ms) = self.inner.settings.plain_cooldown_ms() else {
+            return Err(None);
+        };
+        let now_ms = self.now_ms();
+        decide::open_rejection(word, cooldown_ms, now_ms).ok_or(Some(now_ms))
+    }
+
+    /// Decide an admission for a word that is not closed, and apply it: the rest of
+    /// `try_acquire`. `permit` makes the permit of an admission (its generation, whether it is
+    /// the probe) before anyone hears of the write: a listener that panics then unwinds through
+    /// the permit, whose drop gives the probe slot back. Inlined into the one out-of-line caller,
+    /// so the answer is built in place.
+    ///
+    /// An open breaker with a plain cooldown that has not passed answers first, from the word:
+    /// it builds no settings, writes nothing and tells no transition (there is none).
+    #[inline(always)]
+    pub(crate) fn acquire_slow<P>(
+        &self,
+        word: Word,
+        permit: impl FnOnce(u32, bool) -> P,
+    ) -> Result<P, Blocked> {
+        match self.open_rejection(word) {
+            Ok(retry_after_ms) => {
+                self.count(Counter::Blocked);
+                let blocked =
+                    self.blocked(State::Open, BlockedReason::DependencyOpen, retry_after_ms);
+                observe::blocked(&blocked);
+                Err(blocked)
+            }
+            Err(now) => self.acquire_decided(word, now, permit),
+        }
+    }
+
+    /// The rest of [`acquire_slow`](Self::acquire_slow) past the open rejection: settle, decide
+    /// and apply the admission, and tell what it wrote. Out of line, so an open breaker's
+    /// rejection keeps a small frame; `now` is the clock's reading if it was already taken.
+    #[inline(never)]
+    fn acquire_decided<P>(
+        &self,
+        word: Word,
+        mut now: Option<u64>,
+        permit: impl FnOnce(u32, bool) -> P,
+    ) -> Result<P, Blocked> {
+        let limits = self.limits();
+        let word = self.settle_released(word, &limits);
+        let updated = self.update(word, |word| {
+            let (admission, next) = decide::acquire(word, &self.limits_at(word, &limits), || {
+                *now.get_or_insert_with(|| self.now_ms())
+            });
+            // In fleet mode the fleet says which instance takes the probe slot.
+            if let Some(gated) =
+                self.fleet_gate(admission, || *now.get_or_insert_with(|| self.now_ms()))
+            {
+                return (None, gated);
+            }
+            (next, admission)
+        });
+        let admission = match decide::slots_step(updated.answer, updated.before, &limits) {
+            SlotsStep::Keep => updated.answer,
+            SlotsStep::Start { generation } => {
+                self.start_slots(generation);
+                updated.answer
+            }
+            // Another probe of a breaker that admits several, while the first one's lease holds.
+            SlotsStep::Claim { generation } if self.claim_slot(generation, &limits) => {
+                Admission::Admit {
+                    generation,
+                    probe: true,
+                }
+            }
+            SlotsStep::Claim { .. } => updated.answer,
+        };
+        let answer = match admission {
+            Admission::Admit { generation, probe } => Ok(permit(generation, probe)),
+            Admission::Reject {
+                state,
+                reason,
+                retry_after_ms,
+            } => {
+                self.count(Counter::Blocked);
+                Err(self.blocked(state, reason, retry_after_ms))
+            }
+        };
+        if let Some(after) = updated.after {
+            // Only the caller whose write landed reports what it wrote.
+            let landed = decide::acquire_transitions(updated.before, after, &limits);
+            if landed.0.iter().any(Option::is_some) {
+                self.announce_all(&landed.0.map(|t| t.map(|t| self.shaped(t, &limits))));
+            }
+        }
+        // After the transition that explains it (a timed-out probe found by this caller).
+        if let Err(blocked) = &answer {
+            observe::blocked(blocked);
+        }
+        answer
+    }
+
+    /// The rejection of a call: every `Blocked` the breaker answers is built here.
+    fn blocked(&self, state: State, reason: BlockedReason, retry_after_ms: u64) -> Blocked {
+        Blocked::new(self.inner.name.clone(), state, reason, retry_after_ms)
+    }
+
+    /// Whether [`try_acquire`](Self::try_acquire) would admit a call now (closed, or half-open
+    /// with the probe slot free), asked without taking a permit or the slot, without writing and
+    /// without counting: for a caller that must wait on something else before it can use a
+    /// permit, such as the tower service waiting on its inner service's readiness. The answer
+    /// may be stale by the time the caller asks for the permit, which decides.
+    #[cfg(feature = "tower")]
+    pub(crate) fn would_admit(&self) -> bool {
+        let word = self.released(self.word(), &self.limits());
+        word.closed_generation().is_some()
+            || decide::view(word, &self.limits_at(word, &self.limits()), || {
+                self.now_ms()
+            }) == decide::View::HalfOpen
+    }
+
+    /// `Blocked` if the breaker is open (or isolated) now, as [`try_acquire`](Self::try_acquire)
+    /// would answer, but without taking a permit or the probe slot and without writing the word:
+    /// for a caller deciding whether a retry is worth waiting for. Half-open is `Ok`, probe in
+    /// flight or not: the probe may have finished by the time the retry asks. A `Blocked` answer is
+    /// counted and logged as a blocked call, since the caller gives up on it.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn check_open(&self) -> Result<(), Blocked> {
+        let word = self.released(self.word(), &self.limits());
+        if word.closed_generation().is_some() {
+            return Ok(());
+        }
+        match decide::acquire(word, &self.limits_at(word, &self.limits()), || {
+            self.now_ms()
+        })
+        .0
+        {
+            Admission::Reject {
+                state: State::Open,
+                reason,
+                retry_after_ms,
+            } => {
+                let blocked = self.blocked(State::Open, reason, retry_after_ms);
+                self.count(Counter::Blocked);
+                observe::blocked(&blocked);
+                Err(blocked)
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(all(test, not(loom), feature = "tokio"))]
+mod tests {
+    use std::sync::Arc;
+
+    use core::time::Duration;
+
+    use super::*;
+    use crate::classify::{FailureKind, Outcome};
+    use crate::types::TransitionReason;
+
+    /// The retry check reads and never claims: at any state it leaves the probe slot, the word,
+    /// the admission count and the transitions as they were.
+    #[test]
+    fn the_open_check_never_takes_the_probe_slot_or_writes() {
+        let (clock, mock) = quanta::Clock::mock();
+        let heard = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = Arc::clone(&heard);
+        let breaker = CircuitBreaker::builder()
+            .failure_threshold(1)
+            .cooldown(Duration::from_millis(100))
+            .probe_timeout(Duration::from_millis(50))
+            .clock(clock)
+            .metrics(true)
+            .on_transition(move |e| log.lock().unwrap().push(e.transition().reason()))
+            .build()
+            .unwrap();
+        let word = || breaker.word_bits();
+        assert_eq!(breaker.check_open(), Ok(()), "closed");
+
+        breaker
+            .try_acquire()
+            .unwrap()
+            .record(Outcome::Failure(FailureKind::Unavailable));
+        let before = (word(), heard.lock().unwrap().len());
+        let blocked = breaker.check_open().unwrap_err();
+        assert_eq!(
+            (blocked.state(), blocked.reason(), blocked.retry_after()),
+            (
+                State::Open,
+                BlockedReason::DependencyOpen,
+                Duration::from_millis(100)
+            )
+        );
+
+        mock.increment(Duration::from_millis(100)); // half-open, slot free
+        for _ in 0..3 {
+            assert_eq!(breaker.check_open(), Ok(()));
+        }
+        assert_eq!(
+            (word(), heard.lock().unwrap().len()),
+            before,
+            "nothing written"
+        );
+        let probe = breaker.try_acquire().expect("the slot is still free");
+        assert!(probe.is_probe());
+        assert_eq!(
+            breaker.check_open(),
+            Ok(()),
+            "half-open with a probe in flight"
+        );
+
+        mock.increment(Duration::from_millis(50)); // the probe's lease runs out: open again
+        let before = word();
+        assert_eq!(breaker.check_open().unwrap_err().state(), State::Open);
+        assert_eq!(
+            word(),
+            before,
+            "the timed-out probe is left for a caller to write down"
+        );
+        drop(probe);
+
+        let metrics = breaker.metrics().unwrap();
+        assert_eq!(
+            metrics.admitted, 2,
+            "the first call and the probe, nothing else"
+        );
+        assert_eq!(metrics.blocked, 2, "the two open answers");
+        assert_eq!(
+            *heard.lock().unwrap(),
+            [
+                TransitionReason::FailureThreshold,
+                TransitionReason::CooldownElapsed
+            ]
+        );
+    }
+}

@@ -1,0 +1,36 @@
+//! Every atomic in the breaker, what it holds, and the ordering of each operation on it.
+//!
+//! Each atomic that takes part in a protocol is the private field of one small type, its *cell*,
+//! in a file of its own, which owns the atomic's layout and its only read-modify-write; every
+//! atomic is imported through one shim (`sync`), so the model checks (`--cfg loom`) swap in loom's
+//! where it matters. *Loom* below marks the atomics loom explores; the others are
+//! `portable-atomic`'s under loom too, because they order nothing.
+//!
+//! # The state (`state/`)
+//!
+//! | cell | atomic | holds | operations and orderings |
+//! |---|---|---|---|
+//! | `word::WordCell` | `word` (loom) | the state word: kind, generation, payload | load `Acquire`; `compare_exchange_weak` `AcqRel` on success, `Acquire` on failure (the one read-modify-write). Each write publishes what its caller did before it (a probe's call, a reconfiguration's stores of the settings); each load acquires the newest write it sees. |
+//! | `slots::SlotsCell` | `slots` (loom) | the several probes' slots: generation, claimed, succeeded | load `Acquire`; `fetch_update` `AcqRel` / `Acquire`. The count is exact from this atomic's total order alone; the orderings keep a claimer's re-reading of the word after its claim. |
+//! | `settings::Settings` | `failure_threshold` (loom) | the threshold in force | load and store `Relaxed`: published by the reconfiguration's read-modify-write of the word, after the stores; a report whose swap reads from that write sees the new threshold. |
+//! | `settings::Settings` | `cooldown`, `lease` | the cooldown (with its `SHAPED` flag), the probe timeout and the probes | load and store `Relaxed`: read afresh by every decision, ordering nothing. |
+//! | `cooldown::Cooldown` | `multiplier_ppm`, `max_cooldown_ms`, `jitter_ppm` | the cooldown's shape | load and store `Relaxed`, as the other settings. |
+//! | `cooldown::Cooldown` | `in_force` | the record of the cooldown in force: generation, base | load and store `Relaxed`: written before the swap that enters its generation (whose release publishes it) and again by the writer that landed. |
+//!
+//! # Beside the word (`breaker/`)
+//!
+//! | cell | atomic | holds | operations and orderings |
+//! |---|---|---|---|
+//! | `window::Windows` | each stripe's `calls`, `time` | a thread stripe's judged calls (count windows), or its calls per time bucket with the bucket's tag | `fetch_add` and `compare_exchange_weak` `Relaxed`: a count orders nothing; the judge reads whatever has landed. |
+//! | `window::Windows` | `slots` (128 bits each) | a shared bucket: tag (generation, number), failures, slow calls | `compare_exchange_weak` `Relaxed`: the tag and both counts change in one swap, so no count moves to another bucket. |
+//! | `window::Windows` | `header` (128 bits) | the generation counted, its first time bucket, its base | load and store `Relaxed`: the word's swap decides every trip; an older header judges fewer calls, not wrong ones. |
+//! | `window::Windows` | `rate_ppm`, `slow_ns`, `window`, `minimum_calls` | the rate rules in force | load and store `Relaxed`, published by the reconfiguration's write of the word. |
+//! | `tap::Tap` (feature `redis`) | `flags` | what the breaker has to tell the fleet's task | `fetch_or` and `swap` `AcqRel` (a signal set after the task's swap queues the breaker again); a `Relaxed` load skips a signal already set. |
+//! | `tap::Tap` | `governed`, `grant` | whether the fleet chooses the probe, and the slot it gave this instance | store `Release`, load `Acquire`: a caller that sees a grant sees the word the task freed before granting it (the word's own swap still makes the claim exclusive). |
+//! | `tap::Tap` | `elsewhere_until_ms` | when another instance's probe lease ends | `Relaxed`: it only shapes a retry-after. |
+//!
+//! # Counters
+//!
+//! The metrics counters (`observe::counters`) and a registry's idle-eviction marks
+//! (`registry::eviction`) are `Relaxed` adds and loads: each is a count or a time that orders
+//! nothing, read one after another while calls go on.

@@ -1,0 +1,144 @@
+//! The live settings: the threshold, cooldown, probe timeout and probes in force, one atomic per
+//! field, changed by `reconfigure`; their encoding and the cell that holds them.
+//!
+//! Read with relaxed loads: each decision uses the value of each field at the time it is made.
+//! Only the threshold takes part in a protocol with the word (a lowered threshold must trip a
+//! breaker whose count a racing report just raised: see `reconfigure`), so only it is the model
+//! checker's atomic under loom; the durations are read afresh by every decision and order
+//! nothing, so they stay out of the explored state.
+//!
+//! # Layout
+//!
+//! ```text
+//! threshold:  the failure threshold (a whole u64)
+//! cooldown:   | SHAPED (bit 63) | spare (22) | cooldown in ms (41 bits)  |
+//! lease:      | spare (3) | probes − 1 (20) | probe timeout in ms (41 bits) |
+//! ```
+//!
+//! A duration is at most `MAX_DURATION_MS` (2^40 ms), so 41 bits hold it; `SHAPED` says the
+//! cooldown backs off or spreads (its shape is read from the cooldown's cell only then).
+
+use super::pack::Field;
+use crate::config::{Limits, MAX_DURATION_MS, MAX_PROBES, Rates, Shape};
+use crate::sync::{AtomicU64, Ordering, RelaxedU64};
+
+/// The settings in force (see the module docs).
+#[derive(Debug)]
+pub(crate) struct Settings {
+    failure_threshold: AtomicU64,
+    cooldown: RelaxedU64,
+    lease: RelaxedU64,
+}
+
+impl Settings {
+    /// A duration in ms: the cooldown's and the probe timeout's field.
+    const DURATION: Field = Field::low(41);
+    /// The cooldown's flag: its shape is not fixed.
+    const SHAPED: Field = Field::bit(63);
+    /// The probes less one, above the probe timeout.
+    const PROBES: Field = Self::DURATION.above(20);
+
+    /// The settings of `limits`.
+    pub(crate) fn new(limits: Limits) -> Self {
+        let settings = Settings {
+            failure_threshold: AtomicU64::new(0),
+            cooldown: RelaxedU64::new(0),
+            lease: RelaxedU64::new(0),
+        };
+        settings.store(limits);
+        settings
+    }
+
+    /// Relaxed loads: see the module docs. The rate rules live with the window, the cooldown's
+    /// shape in its own cell: `shape` reads it when the cooldown is shaped.
+    #[inline]
+    pub(crate) fn load(&self, rates: Option<Rates>, shape: impl FnOnce() -> Shape) -> Limits {
+        let cooldown = self.cooldown.load(Ordering::Relaxed);
+        let lease = self.lease.load(Ordering::Relaxed);
+        Limits {
+            failure_threshold: self.failure_threshold.load(Ordering::Relaxed),
+            cooldown_ms: Self::DURATION.get(cooldown),
+            probe_timeout_ms: Self::DURATION.get(lease),
+            probes: Self::PROBES.get(lease) as u32 + 1,
+            rates,
+            shape: if Self::SHAPED.get(cooldown) != 0 {
+                shape()
+            } else {
+                Shape::FIXED
+            },
+        }
+    }
+
+    /// The cooldown in ms when its shape is fixed (no backoff, no jitter), else `None`: all an
+    /// open breaker's rejection needs to know. One relaxed load.
+    #[inline(always)]
+    pub(crate) fn plain_cooldown_ms(&self) -> Option<u64> {
+        let cooldown = self.cooldown.load(Ordering::Relaxed);
+        (Self::SHAPED.get(cooldown) == 0).then_some(Self::DURATION.get(cooldown))
+    }
+
+    /// Relaxed stores: `reconfigure`'s read-modify-write of the word, after them, publishes them.
+    pub(crate) fn store(&self, limits: Limits) {
+        self.failure_threshold
+            .store(limits.failure_threshold, Ordering::Relaxed);
+        let shaped = Self::SHAPED.put(u64::from(limits.shape.is_shaped()));
+        self.cooldown.store(
+            Self::DURATION.put(limits.cooldown_ms) | shaped,
+            Ordering::Relaxed,
+        );
+        let probes = Self::PROBES.put(u64::from(limits.probes.max(1) - 1));
+        self.lease.store(
+            Self::DURATION.put(limits.probe_timeout_ms) | probes,
+            Ordering::Relaxed,
+        );
+    }
+}
+
+// Every duration and number of probes a configuration accepts fits its field.
+const _: () = assert!(MAX_DURATION_MS <= Settings::DURATION.max());
+const _: () = assert!((MAX_PROBES - 1) as u64 <= Settings::PROBES.max());
+const _: () = assert!(Settings::PROBES.end() <= 64 && Settings::SHAPED.end() == 64);
+const _: () = assert!(Settings::DURATION.end() <= Settings::SHAPED.shift());
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::config::{Rates, WindowLimit};
+    use core::time::Duration;
+
+    #[test]
+    fn settings_round_trip_at_the_limits_of_their_fields() {
+        let shaped = Shape {
+            multiplier_ppm: 2_000_000,
+            max_cooldown_ms: MAX_DURATION_MS,
+            jitter_ppm: 999_999,
+        };
+        let rates = Rates {
+            failure_ppm: 500_000,
+            slow_ppm: 0,
+            slow_threshold: Duration::from_secs(1),
+            window: WindowLimit::Calls(10),
+            minimum_calls: 5,
+        };
+        for failure_threshold in [1, u64::from(u32::MAX), u64::MAX] {
+            for duration in [1, 2, MAX_DURATION_MS] {
+                for probes in [1, 2, MAX_PROBES] {
+                    for (shape, rates) in [(Shape::FIXED, None), (shaped, Some(rates))] {
+                        let limits = Limits {
+                            failure_threshold,
+                            cooldown_ms: duration,
+                            probe_timeout_ms: duration,
+                            rates,
+                            shape,
+                            probes,
+                        };
+                        let settings = Settings::new(limits);
+                        assert_eq!(settings.load(rates, || shape), limits);
+                        let plain = (!shape.is_shaped()).then_some(duration);
+                        assert_eq!(settings.plain_cooldown_ms(), plain);
+                    }
+                }
+            }
+        }
+    }
+}
