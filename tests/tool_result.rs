@@ -25,7 +25,7 @@ fn blocked_open(cooldown_ms: u64, elapsed_ms: u64) -> toolbreaker::Blocked {
 
 #[test]
 fn blocked_while_open_is_exactly_the_documented_json() {
-    let json = ToolResult::<()>::blocked(&blocked_open(2_000, 160))
+    let json = ToolResult::<()>::blocked("search", blocked_open(2_000, 160))
         .to_json()
         .unwrap();
     assert_eq!(
@@ -54,7 +54,9 @@ fn blocked_while_a_probe_is_in_flight_is_exactly_this_json() {
     mock.increment(Duration::from_millis(1_500));
     let blocked = breaker.try_acquire().unwrap_err();
     assert_eq!(blocked.reason(), BlockedReason::ProbeInFlight);
-    let json = ToolResult::<()>::blocked(&blocked).to_json().unwrap();
+    let json = ToolResult::<()>::blocked(breaker.name(), blocked)
+        .to_json()
+        .unwrap();
     assert_eq!(
         json,
         r#"{"status":"blocked","dependency":"weather","reason":"probe_in_flight","retry_after_ms":3500,"message":"weather is being checked for recovery; do not call it again now. Answer with what you know, use another tool, or try after 3.5 s."}"#
@@ -78,7 +80,7 @@ fn the_message_never_reads_as_retry_now() {
             message,
             retry_after_ms,
             ..
-        } = ToolResult::<()>::blocked(&blocked)
+        } = ToolResult::<()>::blocked("search", blocked)
         else {
             panic!("blocked")
         };
@@ -101,7 +103,7 @@ fn ok_carries_the_value_and_round_trips() {
     assert_eq!(back, ok);
     assert!(back.is_ok());
 
-    let blocked = ToolResult::<serde_json::Value>::blocked(&blocked_open(100, 0));
+    let blocked = ToolResult::<serde_json::Value>::blocked("search", blocked_open(100, 0));
     let back: ToolResult<serde_json::Value> =
         serde_json::from_str(&blocked.to_json().unwrap()).unwrap();
     assert_eq!(back, blocked);
@@ -116,7 +118,7 @@ fn an_isolated_or_unnamed_breakers_result_reads_well() {
         reason,
         message,
         ..
-    } = ToolResult::<()>::blocked(&breaker.try_acquire().unwrap_err())
+    } = ToolResult::<()>::blocked(breaker.name(), breaker.try_acquire().unwrap_err())
     else {
         panic!("blocked")
     };
@@ -135,7 +137,7 @@ fn an_isolated_or_unnamed_breakers_result_reads_well() {
         dependency,
         message,
         ..
-    } = ToolResult::<()>::blocked(&unnamed.try_acquire().unwrap_err())
+    } = ToolResult::<()>::blocked(unnamed.name(), unnamed.try_acquire().unwrap_err())
     else {
         panic!("blocked")
     };

@@ -306,7 +306,8 @@ impl<X> ToolGuard<X> {
             let permit = match breaker.try_acquire() {
                 Ok(permit) => permit,
                 Err(blocked) => {
-                    return ToolResult::blocked(&blocked).with_stats(stats(attempts, now));
+                    return ToolResult::blocked(dependency, blocked)
+                        .with_stats(stats(attempts, now));
                 }
             };
             if let Err(reason) = run.take_attempt() {
@@ -377,7 +378,7 @@ impl<X> ToolGuard<X> {
             // call now (blocked), and so does a spent run (stopped); no wait is slept for nothing.
             // Asked without taking the probe slot (a half-open breaker's retry waits, then asks).
             if let Err(blocked) = breaker.check_open() {
-                return ToolResult::blocked(&blocked).with_stats(stats(attempts, now));
+                return ToolResult::blocked(dependency, blocked).with_stats(stats(attempts, now));
             }
             if let Err(reason) = run.check(now) {
                 return ToolResult::stopped(run.id(), reason).with_stats(stats(attempts, now));

@@ -29,7 +29,7 @@ use crate::types::{Blocked, BlockedReason};
 /// search.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Unavailable));
 ///
 /// let blocked = search.try_acquire().unwrap_err();
-/// let json = ToolResult::<()>::blocked(&blocked).to_json().unwrap();
+/// let json = ToolResult::<()>::blocked(search.name(), blocked).to_json().unwrap();
 /// assert_eq!(
 ///     json,
 ///     r#"{"status":"blocked","dependency":"search","reason":"dependency_open","retry_after_ms":1840,"message":"search is temporarily unavailable; do not call it again now. Answer with what you know, use another tool, or try after 1.8 s."}"#
@@ -245,15 +245,16 @@ impl<T> ToolResult<T> {
         ToolResult::Ok { value, call: None }
     }
 
-    /// The result of a call the dependency's breaker blocked; the dependency is the one that
-    /// refused, [`Blocked::dependency`] (so the model can never be told about another).
+    /// The result of a call that `dependency`'s breaker blocked: pass the name of the breaker
+    /// that refused ([`CircuitBreaker::name`](crate::CircuitBreaker::name)), as the guard
+    /// pipeline does, so the model is never told about another dependency.
     ///
     /// The message tells the model not to call the tool again now, to answer with what it knows
     /// or use another tool, and when the tool may be tried (retry-after in seconds, to a tenth,
     /// never shown as less than 0.1 s).
     #[cold]
-    pub fn blocked(blocked: &Blocked) -> Self {
-        let dependency = blocked.dependency().to_owned();
+    pub fn blocked(dependency: &str, blocked: Blocked) -> Self {
+        let dependency = dependency.to_owned();
         let retry_after_ms = millis_floor(blocked.retry_after()).max(1);
         let what = match blocked.reason() {
             BlockedReason::DependencyOpen => "is temporarily unavailable",

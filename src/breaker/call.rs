@@ -25,7 +25,7 @@ use crate::types::Blocked;
 /// assert_eq!(error.to_string(), "the operation failed");
 /// assert_eq!(error.source().unwrap().to_string(), "connection reset");
 /// ```
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CallError<E> {
     /// The breaker did not admit the call; the operation never ran.

@@ -638,13 +638,13 @@ impl CircuitBreaker {
         }
         // After the transition that explains it (a timed-out probe found by this caller).
         if let Err(blocked) = &answer {
-            observe::blocked(blocked);
+            observe::blocked(self.name(), blocked);
         }
         answer
     }
 
     fn blocked(&self, state: State, reason: BlockedReason, retry_after_ms: u64) -> Blocked {
-        Blocked::new(self.inner.name.clone(), state, reason, retry_after_ms)
+        Blocked::new(state, reason, retry_after_ms)
     }
 
     /// Whether [`try_acquire`](Self::try_acquire) would admit a call now (closed, or half-open
@@ -684,7 +684,7 @@ impl CircuitBreaker {
             } => {
                 let blocked = self.blocked(State::Open, reason, retry_after_ms);
                 self.count(Counter::Blocked);
-                observe::blocked(&blocked);
+                observe::blocked(self.name(), &blocked);
                 Err(blocked)
             }
             _ => Ok(()),
