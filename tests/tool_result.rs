@@ -188,3 +188,42 @@ fn a_failed_result_tells_the_kind_and_status_and_words_only_when_given() {
     assert_eq!(back, worded);
     assert!(!back.is_ok(), "a failed call ran, and is not ok");
 }
+
+/// `map` turns an answer into what the model reads and keeps every other result as it is, for
+/// each kind of result: the same JSON before and after, the Retry-After hint of a 429 included.
+#[test]
+fn map_changes_only_an_answer_and_keeps_every_other_result_whole() {
+    let limited = Outcome::Failure(FailureKind::RateLimited {
+        retry_after: Some(Duration::from_millis(7_000)),
+    });
+    let stats = toolbreaker::agent::CallStats {
+        attempts: 2,
+        elapsed_ms: 40,
+    };
+    let others: [ToolResult<Vec<u8>>; 4] = [
+        ToolResult::blocked("search", blocked_open(2_000, 160)).with_stats(stats),
+        ToolResult::failed("search", limited, Some(429), None).with_stats(stats),
+        ToolResult::failed("search", Outcome::Ignored, Some(404), None),
+        ToolResult::stopped("run-1", toolbreaker::StopReason::Deadline).with_stats(stats),
+    ];
+    for result in others {
+        let before = result.to_json().unwrap();
+        let after = result
+            .map(|_| -> String { unreachable!("only an answer is mapped") })
+            .to_json()
+            .unwrap();
+        assert_eq!(after, before);
+    }
+    let failed = ToolResult::<()>::failed("search", limited, Some(429), None);
+    assert_eq!(
+        failed.to_json().unwrap(),
+        r#"{"status":"failed","dependency":"search","kind":"rate_limited","http_status":429,"retry_after_ms":7000,"error":"rate limited (HTTP 429)","counted":true,"message":"search failed: rate limited (HTTP 429). Do not call it again now; answer with what you know, use another tool, or try after 7.0 s."}"#
+    );
+
+    let ok = ToolResult::ok(b"3 hits".to_vec()).with_stats(stats);
+    let mapped = ok.map(|body| String::from_utf8(body).unwrap());
+    assert_eq!(
+        mapped.to_json().unwrap(),
+        r#"{"status":"ok","value":"3 hits","attempts":2,"elapsed_ms":40}"#
+    );
+}
