@@ -91,7 +91,7 @@ pub use quanta;
 pub use agent::{AgentRun, RetryPolicy, ToolGuard};
 pub use agent::{StopReason, ToolResult};
 pub use breaker::{CallError, CircuitBreaker, Permit};
-pub use classify::{Classify, FailureKind, Outcome};
+pub use classify::{Classified, Classify, FailureKind, Outcome};
 pub use config::{Config, ConfigError, Window};
 #[cfg(feature = "redis")]
 pub use fleet::{Fleet, FleetError};

@@ -7,9 +7,8 @@
 use core::fmt;
 use core::time::Duration;
 
-use smol_str::SmolStr;
-
 use crate::config::Limits;
+
 /// The effective state of a breaker.
 ///
 /// Derived from the stored word and the clock; reading it never changes anything.
@@ -271,17 +270,20 @@ impl Transition {
 /// A call the breaker did not admit. Nothing was sent to the dependency.
 ///
 /// A value with accessors, `Display` and `std::error::Error`, so it can be boxed into any error
-/// type (the shape of governor's `NotUntil` and tower's `Overloaded`). It names the dependency
-/// whose breaker refused, so the result the model sees can never name another one.
+/// type (the shape of governor's `NotUntil` and tower's `Overloaded`). It is small and `Copy`
+/// (16 bytes: the retry-after in milliseconds, the state and the reason), so a rejection writes
+/// two words and owns nothing to drop: the cost an outage puts on every call.
 ///
-/// A name of up to 23 bytes is carried inline, so a rejection copies it and touches no shared
-/// memory; a longer name is shared by reference count (one atomic add per rejection).
+/// It does not carry the dependency's name: whoever asked the breaker holds it
+/// ([`CircuitBreaker::name`](crate::CircuitBreaker::name)), and every layer that reports one
+/// takes it from there: the model's [`ToolResult::blocked`](crate::ToolResult::blocked), the
+/// guard pipeline, the MCP client and gateway, and the `call blocked` tracing event.
 ///
 /// # Examples
 ///
 /// ```
 /// use std::time::Duration;
-/// use toolbreaker::{BlockedReason, CircuitBreaker, FailureKind, Outcome, State};
+/// use toolbreaker::{Blocked, BlockedReason, CircuitBreaker, FailureKind, Outcome, State};
 ///
 /// let (clock, _mock) = toolbreaker::quanta::Clock::mock();
 /// let breaker = CircuitBreaker::builder()
@@ -292,44 +294,34 @@ impl Transition {
 ///     .build()?;
 /// breaker.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Timeout));
 ///
-/// let blocked = breaker.try_acquire().unwrap_err();
-/// assert_eq!(blocked.dependency(), "search");
+/// let blocked: Blocked = breaker.try_acquire().unwrap_err();
 /// assert_eq!(blocked.state(), State::Open);
 /// assert_eq!(blocked.reason(), BlockedReason::DependencyOpen);
 /// assert_eq!(blocked.retry_after(), Duration::from_secs(2));
 /// assert_eq!(
 ///     blocked.to_string(),
-///     "search: circuit open: dependency calls blocked for another 2.000 s"
+///     "circuit open: dependency calls blocked for another 2.000 s"
 /// );
+/// // The name is the breaker's.
+/// assert_eq!(format!("{}: {blocked}", breaker.name()), "search: circuit open: dependency calls blocked for another 2.000 s");
+/// assert!(std::mem::size_of::<Blocked>() <= 16);
 /// # Ok::<(), toolbreaker::ConfigError>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Blocked {
-    dependency: SmolStr,
     retry_after_ms: u64,
     state: State,
     reason: BlockedReason,
 }
 
 impl Blocked {
-    pub(crate) fn new(
-        dependency: SmolStr,
-        state: State,
-        reason: BlockedReason,
-        retry_after_ms: u64,
-    ) -> Self {
+    #[inline]
+    pub(crate) const fn new(state: State, reason: BlockedReason, retry_after_ms: u64) -> Self {
         Blocked {
-            dependency,
             retry_after_ms,
             state,
             reason,
         }
-    }
-
-    /// The dependency whose breaker refused the call: the breaker's name (empty for an unnamed
-    /// breaker).
-    pub fn dependency(&self) -> &str {
-        &self.dependency
     }
 
     /// How long until a call may be admitted again, in whole milliseconds and never zero: the
@@ -353,9 +345,6 @@ impl Blocked {
 
 impl fmt::Display for Blocked {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if !self.dependency.is_empty() {
-            write!(f, "{}: ", self.dependency)?;
-        }
         let secs = self.retry_after().as_secs_f64();
         let what = match self.reason {
             BlockedReason::DependencyOpen => "circuit open: dependency calls blocked",

@@ -1,5 +1,6 @@
 //! Guarded calls: `call`, `run`, and `run_with_timeout` under tokio's paused clock (no real waits);
-//! the classifiers they take, and `CallError` as an error reporter shows it.
+//! the classifications they and the pipeline take (closures in place, types through `classify::with`), the
+//! sizes of what they return, and `CallError` as an error reporter shows it.
 
 use std::error::Error;
 use std::fmt;
@@ -7,8 +8,11 @@ use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use toolbreaker::classify::http::HttpClassifier;
-use toolbreaker::{CallError, CircuitBreaker, FailureKind, Outcome, State};
+use toolbreaker::classify::{self, http::HttpClassifier};
+use toolbreaker::{
+    AgentRun, Blocked, CallError, CircuitBreaker, Classify, FailureKind, Outcome, RetryPolicy,
+    State, ToolGuard, ToolResult,
+};
 
 const COOLDOWN: Duration = Duration::from_millis(100);
 const PER_CALL: Duration = Duration::from_millis(250);
@@ -234,61 +238,46 @@ fn an_error_report_shows_each_message_of_the_chain_once() {
     let blocked = blocked.unwrap_err();
     let links = chain(&blocked);
     assert_eq!(occurrences(&links, "circuit open"), 1, "{links:?}");
-    assert_eq!(occurrences(&links, "search"), 1, "{links:?}");
+    assert_eq!(
+        links,
+        [
+            "call blocked by its circuit breaker",
+            "circuit open: dependency calls blocked for another 30.000 s"
+        ]
+    );
     assert!(blocked.source().unwrap().is::<toolbreaker::Blocked>());
 
     let timed_out: CallError<FetchFailed> = CallError::TimedOut(PER_CALL);
     assert_eq!(chain(&timed_out), ["call timed out after 0.250 s"]);
 }
 
-/// A classifier type is passed to `call`, `run` and `run_with_timeout` as it is.
+/// The bug a new user hit: a classifier written in place, `|_| ...` or `|r| match r { .. }`,
+/// failed to compile ("implementation of `FnOnce` is not general enough") in every guarded call,
+/// since they took `impl Classify`. Each method that takes a classification is called here with
+/// both forms, and with the earlier `|r: &_|` form; this file compiling is half the test.
 #[tokio::test(start_paused = true)]
-async fn a_classifier_type_is_accepted_wherever_a_classifier_is() {
+async fn a_closure_in_place_infers_its_argument_in_every_guarded_call() {
     let (clock, _mock) = quanta::Clock::mock();
     let breaker = breaker(clock);
-    let response = |status: u16| {
-        Ok::<_, io::Error>(http::Response::builder().status(status).body(()).unwrap())
-    };
-    let answer = breaker.call(|| response(503), HttpClassifier::new());
-    assert_eq!(answer.unwrap().status(), 503);
-    let answer = breaker
-        .run(async { response(404) }, HttpClassifier::new())
-        .await;
-    assert_eq!(answer.unwrap().status(), 404, "a 404 is ignored");
-    assert_eq!(breaker.state(), State::Closed);
-    let answer = breaker
-        .run_with_timeout(PER_CALL, async { response(502) }, HttpClassifier::new())
-        .await;
-    assert_eq!(answer.unwrap().status(), 502);
-    assert_eq!(breaker.state(), State::Open, "the two 5xx counted");
-    assert!(matches!(
-        breaker.call(|| response(200), HttpClassifier::new()),
-        Err(CallError::Blocked(_))
-    ));
-}
+    let answer = |n: u16| if n == 0 { Ok(1) } else { Err::<i32, u16>(n) };
 
-/// A closure written in place infers its argument's type from the call; it names the argument
-/// as a reference (`|r: &_|`), since the bound is `Classify` and not `Fn`.
-#[test]
-fn a_closure_in_place_infers_its_argument_type() {
-    let (clock, _mock) = quanta::Clock::mock();
-    let breaker = breaker(clock);
-    let classify_in_place = |n: u16| {
-        breaker.call(
-            || if n == 0 { Ok(1) } else { Err::<i32, u16>(n) },
-            |r: &_| match r {
-                Ok(_) => Outcome::Success,
-                Err(503) => Outcome::Failure(FailureKind::Unavailable),
-                Err(_) => Outcome::Ignored,
-            },
-        )
-    };
-    assert_eq!(classify_in_place(0), Ok(1));
-    assert_eq!(classify_in_place(400), Err(CallError::Inner(400)));
-    assert_eq!(breaker.state(), State::Closed);
+    // `call`.
+    assert_eq!(
+        breaker.call(|| answer(400), |_| Outcome::Ignored),
+        Err(CallError::Inner(400))
+    );
+    let matched = breaker.call(
+        || answer(400),
+        |r| match r {
+            Ok(_) => Outcome::Success,
+            Err(503) => Outcome::Failure(FailureKind::Unavailable),
+            Err(_) => Outcome::Ignored,
+        },
+    );
+    assert_eq!(matched, Err(CallError::Inner(400)));
     assert_eq!(
         breaker.call(
-            || Ok::<_, u16>(1),
+            || answer(0),
             |r: &_| match r {
                 Ok(_) => Outcome::Success,
                 Err(_) => Outcome::Ignored,
@@ -296,8 +285,209 @@ fn a_closure_in_place_infers_its_argument_type() {
         ),
         Ok(1)
     );
-    for _ in 0..2 {
-        assert_eq!(classify_in_place(503), Err(CallError::Inner(503)));
+
+    // `run`.
+    let run = breaker.run(async { answer(0) }, |_| Outcome::Success).await;
+    assert_eq!(run, Ok(1));
+    let run = breaker
+        .run(async { answer(404) }, |r| match r {
+            Ok(_) => Outcome::Success,
+            Err(500..) => Outcome::Failure(FailureKind::Unavailable),
+            Err(_) => Outcome::Ignored,
+        })
+        .await;
+    assert_eq!(run, Err(CallError::Inner(404)));
+
+    // `run_with_timeout`.
+    let timed = breaker
+        .run_with_timeout(PER_CALL, async { answer(0) }, |_| Outcome::Success)
+        .await;
+    assert_eq!(timed, Ok(1));
+    assert_eq!(breaker.state(), State::Closed, "nothing counted yet");
+    let timed = breaker
+        .run_with_timeout(PER_CALL, async { answer(503) }, |r| match r {
+            Ok(_) => Outcome::Success,
+            Err(503) => Outcome::Failure(FailureKind::Unavailable),
+            Err(_) => Outcome::Ignored,
+        })
+        .await;
+    assert_eq!(timed, Err(CallError::Inner(503)));
+    let _ = breaker.call(
+        || answer(503),
+        |r| match r {
+            Err(503) => Outcome::Failure(FailureKind::Unavailable),
+            _ => Outcome::Ignored,
+        },
+    );
+    assert_eq!(breaker.state(), State::Open, "the two 503s counted");
+
+    // The pipeline's `call` and `call_observed`.
+    let (clock, _mock) = quanta::Clock::mock();
+    let search = CircuitBreaker::builder()
+        .name("search")
+        .clock(clock)
+        .build()
+        .unwrap();
+    let guard = ToolGuard::new(PER_CALL, RetryPolicy::none());
+    let agent_run = AgentRun::new("run-1", Duration::from_secs(60), 10);
+    let result = guard
+        .call(
+            &agent_run,
+            &search,
+            |_| Outcome::Success,
+            || async { answer(0) },
+        )
+        .await;
+    assert!(
+        matches!(result, ToolResult::Ok { value: 1, .. }),
+        "{result:?}"
+    );
+    let result = guard
+        .call(
+            &agent_run,
+            &search,
+            |r| match r {
+                Ok(_) => Outcome::Success,
+                Err(503) => Outcome::Failure(FailureKind::Unavailable),
+                Err(_) => Outcome::Ignored,
+            },
+            || async { answer(503) },
+        )
+        .await;
+    assert!(
+        matches!(result, ToolResult::Failed { counted: true, .. }),
+        "{result:?}"
+    );
+    let mut heard = Vec::new();
+    let result = guard
+        .call_observed(
+            &agent_run,
+            &search,
+            |r| match r {
+                Ok(_) => Outcome::Success,
+                Err(_) => Outcome::Ignored,
+            },
+            || async { answer(400) },
+            |attempt| heard.push(attempt.outcome),
+        )
+        .await;
+    assert!(
+        matches!(result, ToolResult::Failed { counted: false, .. }),
+        "{result:?}"
+    );
+    assert_eq!(heard, [Outcome::Ignored]);
+}
+
+/// Classifier types stay usable in every guarded call, through `classify::with`, and the pipeline still
+/// tells the model the HTTP status they read.
+#[tokio::test(start_paused = true)]
+async fn a_classifier_type_goes_through_classify_with_in_every_guarded_call() {
+    let (clock, _mock) = quanta::Clock::mock();
+    let breaker = breaker(clock);
+    let response = |status: u16| {
+        Ok::<_, io::Error>(http::Response::builder().status(status).body(()).unwrap())
+    };
+    let http = HttpClassifier::new();
+    let answer = breaker.call(|| response(503), classify::with(&http));
+    assert_eq!(answer.unwrap().status(), 503);
+    let answer = breaker
+        .run(
+            async { response(404) },
+            classify::with(&HttpClassifier::new()),
+        )
+        .await;
+    assert_eq!(answer.unwrap().status(), 404, "a 404 is ignored");
+    assert_eq!(breaker.state(), State::Closed);
+    let answer = breaker
+        .run_with_timeout(PER_CALL, async { response(502) }, classify::with(&http))
+        .await;
+    assert_eq!(answer.unwrap().status(), 502);
+    assert_eq!(breaker.state(), State::Open, "the two 5xx counted");
+    assert!(matches!(
+        breaker.call(|| response(200), classify::with(&http)),
+        Err(CallError::Blocked(_))
+    ));
+
+    // A named function and a type of the caller's own.
+    struct ByResult;
+    impl Classify<u32, &'static str> for ByResult {
+        fn classify(&self, result: &Result<u32, &'static str>) -> Outcome {
+            by_result(result)
+        }
     }
-    assert_eq!(breaker.state(), State::Open);
+    let (clock, _mock) = quanta::Clock::mock();
+    let other = self::breaker(clock);
+    assert_eq!(
+        other.call(|| Err("bad arguments"), by_result),
+        Err(CallError::Inner("bad arguments"))
+    );
+    assert_eq!(
+        other.call(|| Err("bad arguments"), classify::with(&ByResult)),
+        Err(CallError::Inner("bad arguments"))
+    );
+    assert_eq!(other.state(), State::Closed);
+
+    // The pipeline: the model is told the status the classifier read.
+    let (clock, _mock) = quanta::Clock::mock();
+    let search = CircuitBreaker::builder()
+        .name("search")
+        .clock(clock)
+        .build()
+        .unwrap();
+    let guard = ToolGuard::new(PER_CALL, RetryPolicy::none());
+    let agent_run = AgentRun::new("run-1", Duration::from_secs(60), 10);
+    let result = guard
+        .call(&agent_run, &search, classify::with(&http), || async {
+            response(503)
+        })
+        .await;
+    let ToolResult::Failed {
+        error,
+        counted: true,
+        ..
+    } = &result
+    else {
+        panic!("expected a counted failure, got {result:?}")
+    };
+    assert_eq!(error, "unavailable (HTTP 503)");
+    let mut heard = Vec::new();
+    let result = guard
+        .call_observed(
+            &agent_run,
+            &search,
+            classify::with(&http),
+            || async { response(200) },
+            |attempt| heard.push(attempt.outcome),
+        )
+        .await;
+    assert!(matches!(&result, ToolResult::Ok { value, .. } if value.status() == 200));
+    assert_eq!(heard, [Outcome::Success]);
+}
+
+/// What a caller pays for a rejection: `Blocked` is two words and `Copy`, owning no name and
+/// having no drop, so `call`'s result is a few stores and never read back for a drop check
+/// (it grew to 40 bytes with a drop when it carried the breaker's name).
+#[test]
+fn blocked_is_small_and_copy_and_so_is_what_call_returns() {
+    fn copy<T: Copy>() {}
+    copy::<Blocked>();
+    copy::<CallError<u64>>();
+    copy::<Result<u64, CallError<u64>>>();
+    assert!(!std::mem::needs_drop::<Blocked>());
+    assert!(!std::mem::needs_drop::<Result<u64, CallError<u64>>>());
+    assert_eq!(
+        size_of::<Blocked>(),
+        16,
+        "the retry-after, the state and the reason"
+    );
+    // Three words at most for a small answer and error: the largest variant (a `Blocked` or a
+    // timeout's `Duration`) and a tag.
+    let sizes = [
+        size_of::<CallError<()>>(),
+        size_of::<CallError<u64>>(),
+        size_of::<Result<(), CallError<()>>>(),
+        size_of::<Result<u64, CallError<u64>>>(),
+        size_of::<Result<u64, CallError<std::io::Error>>>(),
+    ];
+    assert!(sizes.iter().all(|&size| size <= 24), "{sizes:?}");
 }

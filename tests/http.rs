@@ -1,16 +1,19 @@
 //! HTTP classification: the status table, `Retry-After`, overrides, and reqwest transport errors
-//! over real loopback sockets.
+//! over real loopback sockets; an HTTP tool call through the guard, as the README shows it.
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::{HeaderMap, Response, StatusCode};
+use toolbreaker::classify;
 use toolbreaker::classify::http::{
     HttpClassifier, classify_response, classify_status, retry_after,
 };
-use toolbreaker::classify::reqwest::{classify_reqwest, classify_reqwest_error};
-use toolbreaker::{FailureKind, Outcome};
+use toolbreaker::classify::reqwest::{TextResponse, classify_reqwest, classify_reqwest_error};
+use toolbreaker::{
+    AgentRun, CircuitBreaker, FailureKind, Outcome, RetryPolicy, ToolGuard, ToolResult,
+};
 
 const TIMEOUT: Outcome = Outcome::Failure(FailureKind::Timeout);
 const UNAVAILABLE: Outcome = Outcome::Failure(FailureKind::Unavailable);
@@ -368,4 +371,123 @@ fn reqwest_malformed_responses_are_classified_not_panics() {
 fn reqwest_requests_that_cannot_be_built_are_ignored() {
     let result = runtime().block_on(reqwest::get("http://[::1"));
     assert_eq!(classify_reqwest(&result), Outcome::Ignored);
+}
+
+// ---- an HTTP tool call through the guard, as the README shows it ----
+
+/// The README's `search` tool, as written there: one GET through the guard, its body for the
+/// model.
+async fn search(
+    guard: &ToolGuard,
+    run: &AgentRun,
+    breaker: &CircuitBreaker,
+    client: &reqwest::Client,
+    url: &str,
+) -> ToolResult<String> {
+    let http = HttpClassifier::new();
+    guard
+        .call(run, breaker, classify::with(&http), || async {
+            TextResponse::read(client.get(url).send().await?).await
+        })
+        .await
+        .map(TextResponse::into_body)
+}
+
+/// A search service on a loopback socket: `/search` answers, `/limited` sheds load with a
+/// `Retry-After` of 7 s, `/missing` is a 404 with a body that says why.
+async fn search_service() -> std::net::SocketAddr {
+    use axum::http::header::RETRY_AFTER;
+    let router = axum::Router::new()
+        .route(
+            "/search",
+            axum::routing::get(|| async { "3 hits for rust" }),
+        )
+        .route(
+            "/limited",
+            axum::routing::get(|| async {
+                (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    [(RETRY_AFTER, "7")],
+                    "slow down",
+                )
+            }),
+        )
+        .route(
+            "/missing",
+            axum::routing::get(|| async { (StatusCode::NOT_FOUND, "no index named `rust`") }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    addr
+}
+
+/// The bug a new user hit: `ToolGuard::call` with `HttpClassifier` around `client.get(url)
+/// .send()` gave a `ToolResult<reqwest::Response>`, which does not serialise, and turning it
+/// into the body lost a 429's `Retry-After`. Read through `TextResponse` and mapped, every kind
+/// of answer is JSON for the model: the body, the 429 with its status and hint, the 404's body.
+#[tokio::test]
+async fn an_http_tool_call_through_the_guard_is_json_for_the_model_with_the_hint_kept() {
+    let addr = search_service().await;
+    let (clock, _mock) = quanta::Clock::mock();
+    let breaker = CircuitBreaker::builder()
+        .name("search")
+        .clock(clock)
+        .build()
+        .unwrap();
+    // No retries: a retry would honour the 7 s hint by waiting for it.
+    let guard = ToolGuard::new(Duration::from_secs(30), RetryPolicy::none());
+    let run = AgentRun::new("run-1", Duration::from_secs(300), 10);
+    let client = reqwest::Client::new();
+
+    let ok = search(
+        &guard,
+        &run,
+        &breaker,
+        &client,
+        &format!("http://{addr}/search"),
+    )
+    .await;
+    let json: serde_json::Value = serde_json::from_str(&ok.to_json().unwrap()).unwrap();
+    assert_eq!(json["status"], "ok", "{json}");
+    assert_eq!(json["value"], "3 hits for rust");
+
+    let limited = search(
+        &guard,
+        &run,
+        &breaker,
+        &client,
+        &format!("http://{addr}/limited"),
+    )
+    .await;
+    let json: serde_json::Value = serde_json::from_str(&limited.to_json().unwrap()).unwrap();
+    assert_eq!(json["status"], "failed", "{json}");
+    assert_eq!(json["dependency"], "search");
+    assert_eq!(json["kind"], "rate_limited");
+    assert_eq!(json["http_status"], 429);
+    assert_eq!(
+        json["retry_after_ms"], 7_000,
+        "the Retry-After hint reaches the model"
+    );
+    assert_eq!(json["counted"], true);
+    let message = json["message"].as_str().unwrap();
+    assert!(message.ends_with("or try after 7.0 s."), "{message}");
+    assert!(
+        !message.contains(&addr.to_string()),
+        "no URL reaches the model: {message}"
+    );
+
+    // A 404 is the call's own fault: passed on as the dependency's word, its body for the model.
+    let missing = search(
+        &guard,
+        &run,
+        &breaker,
+        &client,
+        &format!("http://{addr}/missing"),
+    )
+    .await;
+    assert!(
+        matches!(&missing, ToolResult::Ok { value, .. } if value == "no index named `rust`"),
+        "{missing:?}"
+    );
 }

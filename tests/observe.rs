@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use toolbreaker::agent::FailedKind;
-use toolbreaker::classify::http::HttpClassifier;
 use toolbreaker::classify::reqwest::classify_reqwest_error;
+use toolbreaker::classify::{self, http::HttpClassifier};
 use toolbreaker::quanta::{Clock, Mock};
 use toolbreaker::tower::CircuitBreakerLayer;
 use toolbreaker::{
@@ -1210,11 +1210,14 @@ async fn a_reqwest_errors_url_never_reaches_the_model_or_a_subscriber() {
     let guard = ToolGuard::new(Duration::from_secs(10), no_jitter(0));
     let run = AgentRun::new("run-7", Duration::from_secs(60), 10);
 
-    // The HTTP classifier, passed as it is, on the client's own result.
+    // The HTTP classifier, through `classify::with`, on the client's own result.
     let result = guard
-        .call(&run, &breaker, HttpClassifier::new(), || {
-            client.get(&url).send()
-        })
+        .call(
+            &run,
+            &breaker,
+            classify::with(&HttpClassifier::new()),
+            || client.get(&url).send(),
+        )
         .await;
     let shown = format!("{result:?}");
     match &result {

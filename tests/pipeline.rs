@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use toolbreaker::agent::FailedKind;
-use toolbreaker::classify::http::HttpClassifier;
+use toolbreaker::classify::{self, http::HttpClassifier};
 use toolbreaker::quanta::Clock;
 use toolbreaker::{
     AgentRun, BlockedReason, CircuitBreaker, Classify, FailureKind, Outcome, RetryPolicy, State,
@@ -610,9 +610,12 @@ async fn a_failed_result_shows_the_kind_and_status_and_never_the_errors_text() {
         (401, FailedKind::Rejected, "HTTP 401"),
     ] {
         let result = guard
-            .call(&run, &breaker, StatusErrors, || async move {
-                Err((status, LeakyError))
-            })
+            .call(
+                &run,
+                &breaker,
+                classify::with(&StatusErrors),
+                || async move { Err((status, LeakyError)) },
+            )
             .await;
         let json = result.to_json().unwrap();
         assert!(!json.contains("SECRET123"), "{json}");
@@ -661,7 +664,7 @@ async fn a_guard_shows_an_errors_text_only_through_its_error_text_function() {
         },
     );
     let result = redacting
-        .call(&run, &breaker, StatusErrors, || async {
+        .call(&run, &breaker, classify::with(&StatusErrors), || async {
             Err((503, LeakyError))
         })
         .await;
@@ -687,7 +690,7 @@ async fn a_guard_shows_an_errors_text_only_through_its_error_text_function() {
     let declining = ToolGuard::new(Duration::from_secs(5), no_jitter(0))
         .error_text(|_: &(u16, LeakyError)| None);
     let result = declining
-        .call(&run, &breaker, StatusErrors, || async {
+        .call(&run, &breaker, classify::with(&StatusErrors), || async {
             Err((502, LeakyError))
         })
         .await;
@@ -712,7 +715,12 @@ async fn the_pipeline_takes_an_http_classifier_and_reports_the_answers_status() 
         async move { Ok::<_, std::io::Error>(response) }
     };
     let result = guard
-        .call(&run, &breaker, HttpClassifier::new(), || answer(503))
+        .call(
+            &run,
+            &breaker,
+            classify::with(&HttpClassifier::new()),
+            || answer(503),
+        )
         .await;
     assert!(
         matches!(
@@ -727,7 +735,12 @@ async fn the_pipeline_takes_an_http_classifier_and_reports_the_answers_status() 
         "{result:?}"
     );
     let result = guard
-        .call(&run, &breaker, HttpClassifier::new(), || answer(404))
+        .call(
+            &run,
+            &breaker,
+            classify::with(&HttpClassifier::new()),
+            || answer(404),
+        )
         .await;
     match result {
         ToolResult::Ok { value, .. } => assert_eq!(value.status(), 404, "a 404 is passed on"),

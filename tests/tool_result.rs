@@ -25,7 +25,7 @@ fn blocked_open(cooldown_ms: u64, elapsed_ms: u64) -> toolbreaker::Blocked {
 
 #[test]
 fn blocked_while_open_is_exactly_the_documented_json() {
-    let json = ToolResult::<()>::blocked(&blocked_open(2_000, 160))
+    let json = ToolResult::<()>::blocked("search", blocked_open(2_000, 160))
         .to_json()
         .unwrap();
     assert_eq!(
@@ -54,7 +54,9 @@ fn blocked_while_a_probe_is_in_flight_is_exactly_this_json() {
     mock.increment(Duration::from_millis(1_500));
     let blocked = breaker.try_acquire().unwrap_err();
     assert_eq!(blocked.reason(), BlockedReason::ProbeInFlight);
-    let json = ToolResult::<()>::blocked(&blocked).to_json().unwrap();
+    let json = ToolResult::<()>::blocked(breaker.name(), blocked)
+        .to_json()
+        .unwrap();
     assert_eq!(
         json,
         r#"{"status":"blocked","dependency":"weather","reason":"probe_in_flight","retry_after_ms":3500,"message":"weather is being checked for recovery; do not call it again now. Answer with what you know, use another tool, or try after 3.5 s."}"#
@@ -78,7 +80,7 @@ fn the_message_never_reads_as_retry_now() {
             message,
             retry_after_ms,
             ..
-        } = ToolResult::<()>::blocked(&blocked)
+        } = ToolResult::<()>::blocked("search", blocked)
         else {
             panic!("blocked")
         };
@@ -101,7 +103,7 @@ fn ok_carries_the_value_and_round_trips() {
     assert_eq!(back, ok);
     assert!(back.is_ok());
 
-    let blocked = ToolResult::<serde_json::Value>::blocked(&blocked_open(100, 0));
+    let blocked = ToolResult::<serde_json::Value>::blocked("search", blocked_open(100, 0));
     let back: ToolResult<serde_json::Value> =
         serde_json::from_str(&blocked.to_json().unwrap()).unwrap();
     assert_eq!(back, blocked);
@@ -116,7 +118,7 @@ fn an_isolated_or_unnamed_breakers_result_reads_well() {
         reason,
         message,
         ..
-    } = ToolResult::<()>::blocked(&breaker.try_acquire().unwrap_err())
+    } = ToolResult::<()>::blocked(breaker.name(), breaker.try_acquire().unwrap_err())
     else {
         panic!("blocked")
     };
@@ -135,7 +137,7 @@ fn an_isolated_or_unnamed_breakers_result_reads_well() {
         dependency,
         message,
         ..
-    } = ToolResult::<()>::blocked(&unnamed.try_acquire().unwrap_err())
+    } = ToolResult::<()>::blocked(unnamed.name(), unnamed.try_acquire().unwrap_err())
     else {
         panic!("blocked")
     };
@@ -185,4 +187,43 @@ fn a_failed_result_tells_the_kind_and_status_and_words_only_when_given() {
     let back: ToolResult<()> = serde_json::from_str(&json).unwrap();
     assert_eq!(back, worded);
     assert!(!back.is_ok(), "a failed call ran, and is not ok");
+}
+
+/// `map` turns an answer into what the model reads and keeps every other result as it is, for
+/// each kind of result: the same JSON before and after, the Retry-After hint of a 429 included.
+#[test]
+fn map_changes_only_an_answer_and_keeps_every_other_result_whole() {
+    let limited = Outcome::Failure(FailureKind::RateLimited {
+        retry_after: Some(Duration::from_millis(7_000)),
+    });
+    let stats = toolbreaker::agent::CallStats {
+        attempts: 2,
+        elapsed_ms: 40,
+    };
+    let others: [ToolResult<Vec<u8>>; 4] = [
+        ToolResult::blocked("search", blocked_open(2_000, 160)).with_stats(stats),
+        ToolResult::failed("search", limited, Some(429), None).with_stats(stats),
+        ToolResult::failed("search", Outcome::Ignored, Some(404), None),
+        ToolResult::stopped("run-1", toolbreaker::StopReason::Deadline).with_stats(stats),
+    ];
+    for result in others {
+        let before = result.to_json().unwrap();
+        let after = result
+            .map(|_| -> String { unreachable!("only an answer is mapped") })
+            .to_json()
+            .unwrap();
+        assert_eq!(after, before);
+    }
+    let failed = ToolResult::<()>::failed("search", limited, Some(429), None);
+    assert_eq!(
+        failed.to_json().unwrap(),
+        r#"{"status":"failed","dependency":"search","kind":"rate_limited","http_status":429,"retry_after_ms":7000,"error":"rate limited (HTTP 429)","counted":true,"message":"search failed: rate limited (HTTP 429). Do not call it again now; answer with what you know, use another tool, or try after 7.0 s."}"#
+    );
+
+    let ok = ToolResult::ok(b"3 hits".to_vec()).with_stats(stats);
+    let mapped = ok.map(|body| String::from_utf8(body).unwrap());
+    assert_eq!(
+        mapped.to_json().unwrap(),
+        r#"{"status":"ok","value":"3 hits","attempts":2,"elapsed_ms":40}"#
+    );
 }

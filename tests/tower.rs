@@ -48,8 +48,8 @@ fn poll_once<F: Future>(fut: Pin<&mut F>) -> Poll<F::Output> {
 fn blocked(error: &BoxError) -> Blocked {
     error
         .downcast_ref::<Blocked>()
+        .copied()
         .unwrap_or_else(|| panic!("expected a Blocked error, got {error}"))
-        .clone()
 }
 
 /// What the stand-in dependency is asked to do.

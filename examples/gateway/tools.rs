@@ -35,6 +35,7 @@ use axum::routing::get;
 use axum::serve::ListenerExt;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use toolbreaker::classify;
 use toolbreaker::classify::reqwest::{classify_reqwest, classify_reqwest_error};
 use toolbreaker::{
     AgentRun, CircuitBreaker, Classify, FailureKind, Outcome, RetryPolicy, ToolGuard, ToolResult,
@@ -562,7 +563,13 @@ pub async fn call_tool(
     observe: impl FnMut(&Attempt),
 ) -> ToolResult<String> {
     guard
-        .call_observed(run, breaker, Classified, || fetch(client, url), observe)
+        .call_observed(
+            run,
+            breaker,
+            classify::with(&Classified),
+            || fetch(client, url),
+            observe,
+        )
         .await
 }
 

@@ -11,7 +11,7 @@ use super::retry::retryable;
 use super::run::AgentRun;
 use super::spans::CallSpan;
 use crate::breaker::CircuitBreaker;
-use crate::classify::{Classify, FailureKind, Outcome};
+use crate::classify::{Classified, FailureKind, Outcome};
 use crate::time::{millis_floor, tokio_now};
 use crate::types::Transition;
 
@@ -79,7 +79,8 @@ mod sealed {
 ///
 /// A `failed` result says how the call failed ([`FailedKind`](super::FailedKind): a counted
 /// failure's kind, or `rejected` for the call's own fault) and, when the classification knows it,
-/// the HTTP status ([`Classify::http_status`]). It never holds an error's own text: errors carry
+/// the HTTP status ([`Classified::http_status`], which a classifier type's
+/// [`classify::with`](crate::classify::with) gives). It never holds an error's own text: errors carry
 /// what the model must not read (a `reqwest::Error` displays its URL, query string and any API key
 /// in it included). A caller whose errors are safe to show, or who can redact them, opts in with
 /// [`error_text`](Self::error_text): a function from the error to the words to show, or `None`
@@ -114,7 +115,7 @@ mod sealed {
 /// let run = AgentRun::new("run-1", Duration::from_secs(60), 20);
 /// let mut calls = 0;
 /// let result = guard
-///     .call(&run, &breaker, |r: &Result<&str, &str>| match r {
+///     .call(&run, &breaker, |r| match r {
 ///         Ok(_) => Outcome::Success,
 ///         Err(_) => Outcome::Failure(FailureKind::Unavailable),
 ///     }, || {
@@ -200,9 +201,12 @@ impl<X> ToolGuard<X> {
     /// module docs).
     ///
     /// `attempt` makes one attempt and is called once per attempt; `classify` is the
-    /// dependency's classification, any [`Classify`]: a type passed as it is, a named function,
-    /// or a closure whose argument is written as a reference (`|r: &Result<_, _>|`; see
-    /// [Closures](Classify#closures)). A failed call tells the model the failure's kind and HTTP
+    /// dependency's classification, a function from an attempt's result to an [`Outcome`] or a
+    /// [`Classified`]: a closure written in place (`|r| match r { .. }`, its argument's type
+    /// inferred), a named function, or a classifier type through
+    /// [`classify::with`](crate::classify::with), which also gives the HTTP status (see
+    /// [Closures in place, types through `with`](crate::Classify#closures-in-place-types-through-with)).
+    /// A failed call tells the model the failure's kind and HTTP
     /// status only, unless the guard shows errors' text ([`error_text`](Self::error_text)). An
     /// answer (`Ok`) is passed on as [`ToolResult::Ok`] unless it counts against the dependency:
     /// one classified `Ignored`, such as a 4xx response through `HttpClassifier`, is the
@@ -210,15 +214,16 @@ impl<X> ToolGuard<X> {
     ///
     /// The breaker reads its own clock, not tokio's: in a test on tokio's paused clock, give the
     /// breaker a `quanta` mock (`toolbreaker::quanta::Clock::mock()`) and move both.
-    pub async fn call<T, E, Fut>(
+    pub async fn call<T, E, O, Fut>(
         &self,
         run: &AgentRun,
         breaker: &CircuitBreaker,
-        classify: impl Classify<T, E>,
+        classify: impl Fn(&Result<T, E>) -> O,
         attempt: impl FnMut() -> Fut,
     ) -> ToolResult<T>
     where
         Fut: Future<Output = Result<T, E>>,
+        O: Into<Classified>,
         X: ErrorText<E>,
     {
         self.call_observed(run, breaker, classify, attempt, |_| {})
@@ -230,16 +235,17 @@ impl<X> ToolGuard<X> {
     ///
     /// With feature `tracing`, the call is one span and each attempt a span inside it (see
     /// [Tracing](Self#tracing)).
-    pub async fn call_observed<T, E, Fut>(
+    pub async fn call_observed<T, E, O, Fut>(
         &self,
         run: &AgentRun,
         breaker: &CircuitBreaker,
-        classify: impl Classify<T, E>,
+        classify: impl Fn(&Result<T, E>) -> O,
         attempt: impl FnMut() -> Fut,
         observe: impl FnMut(&Attempt),
     ) -> ToolResult<T>
     where
         Fut: Future<Output = Result<T, E>>,
+        O: Into<Classified>,
         X: ErrorText<E>,
     {
         let mut attempt = attempt;
@@ -250,16 +256,17 @@ impl<X> ToolGuard<X> {
     /// [`call_observed`](Self::call_observed), whose `attempt` is told whether no attempt can
     /// follow it (the retry policy allows no more), so that it can move what it would otherwise
     /// copy for a retry.
-    pub(crate) async fn call_knowing_last<T, E, Fut>(
+    pub(crate) async fn call_knowing_last<T, E, O, Fut>(
         &self,
         run: &AgentRun,
         breaker: &CircuitBreaker,
-        classify: impl Classify<T, E>,
+        classify: impl Fn(&Result<T, E>) -> O,
         attempt: impl FnMut(bool) -> Fut,
         observe: impl FnMut(&Attempt),
     ) -> ToolResult<T>
     where
         Fut: Future<Output = Result<T, E>>,
+        O: Into<Classified>,
         X: ErrorText<E>,
     {
         let span = CallSpan::new(breaker.name(), run);
@@ -275,17 +282,18 @@ impl<X> ToolGuard<X> {
     /// Tokio's clock is read once per step: at the start (the run's check, the time left and the
     /// attempt's start share it), when the attempt ends (its time, the call's, and the checks
     /// before a retry), and after a retry's wait. The backoff is built at the first retry.
-    async fn guarded<T, E, Fut>(
+    async fn guarded<T, E, O, Fut>(
         &self,
         run: &AgentRun,
         breaker: &CircuitBreaker,
-        classify: impl Classify<T, E>,
+        classify: impl Fn(&Result<T, E>) -> O,
         mut attempt: impl FnMut(bool) -> Fut,
         mut observe: impl FnMut(&Attempt),
         span: &CallSpan,
     ) -> ToolResult<T>
     where
         Fut: Future<Output = Result<T, E>>,
+        O: Into<Classified>,
         X: ErrorText<E>,
     {
         let dependency = breaker.name();
@@ -306,7 +314,8 @@ impl<X> ToolGuard<X> {
             let permit = match breaker.try_acquire() {
                 Ok(permit) => permit,
                 Err(blocked) => {
-                    return ToolResult::blocked(&blocked).with_stats(stats(attempts, now));
+                    return ToolResult::blocked(dependency, blocked)
+                        .with_stats(stats(attempts, now));
                 }
             };
             if let Err(reason) = run.take_attempt() {
@@ -329,9 +338,12 @@ impl<X> ToolGuard<X> {
             let answered = attempt_span.instrument(pending).await;
             now = tokio_now();
             let elapsed = now.saturating_duration_since(attempt_started);
-            let (outcome, result) = match answered {
+            let (outcome, status, result) = match answered {
                 // 4. Classify and record.
-                Ok(result) => (classify.classify(&result), Some(result)),
+                Ok(result) => {
+                    let classified = classify(&result).into();
+                    (classified.outcome(), classified.http_status(), Some(result))
+                }
                 // Cut short by the run's deadline rather than the per-call timeout: that says
                 // nothing about the dependency, so nothing is recorded (a probe's slot is given
                 // back) and the run has stopped.
@@ -341,7 +353,7 @@ impl<X> ToolGuard<X> {
                     let reason = run.stop(StopReason::Deadline);
                     return ToolResult::stopped(run.id(), reason).with_stats(stats(attempts, now));
                 }
-                Err(_elapsed) => (Outcome::Failure(FailureKind::Timeout), None),
+                Err(_elapsed) => (Outcome::Failure(FailureKind::Timeout), None, None),
             };
             // Recorded inside the attempt's span, so the breaker's events (a counted failure, a
             // transition) belong to it.
@@ -368,7 +380,7 @@ impl<X> ToolGuard<X> {
             let Some(delay) = retry else {
                 return span
                     .answered(
-                        self.last(dependency, &classify, outcome, limit, result),
+                        self.last(dependency, outcome, status, limit, result),
                         &outcome,
                     )
                     .with_stats(stats(attempts, now));
@@ -377,7 +389,7 @@ impl<X> ToolGuard<X> {
             // call now (blocked), and so does a spent run (stopped); no wait is slept for nothing.
             // Asked without taking the probe slot (a half-open breaker's retry waits, then asks).
             if let Err(blocked) = breaker.check_open() {
-                return ToolResult::blocked(&blocked).with_stats(stats(attempts, now));
+                return ToolResult::blocked(dependency, blocked).with_stats(stats(attempts, now));
             }
             if let Err(reason) = run.check(now) {
                 return ToolResult::stopped(run.id(), reason).with_stats(stats(attempts, now));
@@ -392,7 +404,7 @@ impl<X> ToolGuard<X> {
             {
                 return span
                     .answered(
-                        self.last(dependency, &classify, outcome, limit, result),
+                        self.last(dependency, outcome, status, limit, result),
                         &outcome,
                     )
                     .with_stats(stats(attempts, now));
@@ -410,8 +422,8 @@ impl<X> ToolGuard<X> {
     fn last<T, E>(
         &self,
         dependency: &str,
-        classify: &impl Classify<T, E>,
         outcome: Outcome,
+        status: Option<u16>,
         limit: Duration,
         result: Option<Result<T, E>>,
     ) -> ToolResult<T>
@@ -422,7 +434,7 @@ impl<X> ToolGuard<X> {
             Some(Ok(value)) if !outcome.is_counted_failure() => {
                 ToolResult::Ok { value, call: None }
             }
-            Some(result) => self.failed(dependency, classify, outcome, &result),
+            Some(result) => self.failed(dependency, outcome, status, &result),
             None => timed_out(dependency, outcome, limit),
         }
     }
@@ -434,14 +446,13 @@ impl<X> ToolGuard<X> {
     fn failed<T, E>(
         &self,
         dependency: &str,
-        classify: &impl Classify<T, E>,
         outcome: Outcome,
+        status: Option<u16>,
         result: &Result<T, E>,
     ) -> ToolResult<T>
     where
         X: ErrorText<E>,
     {
-        let status = classify.http_status(result);
         let text = match result {
             Err(error) => self.error_text.error_text(error),
             Ok(_) => None,

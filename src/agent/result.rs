@@ -29,7 +29,7 @@ use crate::types::{Blocked, BlockedReason};
 /// search.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Unavailable));
 ///
 /// let blocked = search.try_acquire().unwrap_err();
-/// let json = ToolResult::<()>::blocked(&blocked).to_json().unwrap();
+/// let json = ToolResult::<()>::blocked(search.name(), blocked).to_json().unwrap();
 /// assert_eq!(
 ///     json,
 ///     r#"{"status":"blocked","dependency":"search","reason":"dependency_open","retry_after_ms":1840,"message":"search is temporarily unavailable; do not call it again now. Answer with what you know, use another tool, or try after 1.8 s."}"#
@@ -91,6 +91,13 @@ pub enum ToolResult<T> {
             serde(default, skip_serializing_if = "Option::is_none")
         )]
         http_status: Option<u16>,
+        /// Milliseconds the dependency asked callers to wait, when it said (a 429's
+        /// `Retry-After`, [`Outcome::retry_after`]); never zero.
+        #[cfg_attr(
+            feature = "serde",
+            serde(default, skip_serializing_if = "Option::is_none")
+        )]
+        retry_after_ms: Option<u64>,
         /// What went wrong, in words: by default the kind and the status (`unavailable (HTTP
         /// 503)`, `timed out after 250 ms`, `HTTP 400`); the text the caller chose to show, when
         /// it chose to.
@@ -245,31 +252,27 @@ impl<T> ToolResult<T> {
         ToolResult::Ok { value, call: None }
     }
 
-    /// The result of a call the dependency's breaker blocked; the dependency is the one that
-    /// refused, [`Blocked::dependency`] (so the model can never be told about another).
+    /// The result of a call that `dependency`'s breaker blocked: pass the name of the breaker
+    /// that refused ([`CircuitBreaker::name`](crate::CircuitBreaker::name)), as the guard
+    /// pipeline does, so the model is never told about another dependency.
     ///
     /// The message tells the model not to call the tool again now, to answer with what it knows
     /// or use another tool, and when the tool may be tried (retry-after in seconds, to a tenth,
     /// never shown as less than 0.1 s).
     #[cold]
-    pub fn blocked(blocked: &Blocked) -> Self {
-        let dependency = blocked.dependency().to_owned();
+    pub fn blocked(dependency: &str, blocked: Blocked) -> Self {
+        let dependency = dependency.to_owned();
         let retry_after_ms = millis_floor(blocked.retry_after()).max(1);
         let what = match blocked.reason() {
             BlockedReason::DependencyOpen => "is temporarily unavailable",
             BlockedReason::ProbeInFlight => "is being checked for recovery",
             BlockedReason::Isolated => "is switched off by its operators",
         };
-        // Tenths of a second, rounded to nearest but never to zero: "try after 0.0 s" would read
-        // as "now".
-        let tenths = retry_after_ms.saturating_add(50) / 100;
-        let tenths = tenths.max(1);
         let message = format!(
             "{} {what}; do not call it again now. Answer with what you know, \
-             use another tool, or try after {}.{} s.",
+             use another tool, or try after {} s.",
             subject(&dependency),
-            tenths / 10,
-            tenths % 10
+            seconds(retry_after_ms)
         );
         ToolResult::Blocked {
             dependency,
@@ -315,25 +318,104 @@ impl<T> ToolResult<T> {
             (None, _) => kind.words().to_owned(),
         });
         let subject = subject(&dependency);
-        let message = if counted {
-            format!(
+        let retry_after_ms = outcome.retry_after().map(|wait| millis_floor(wait).max(1));
+        let message = match retry_after_ms {
+            Some(wait) if counted => format!(
+                "{subject} failed: {error}. Do not call it again now; answer with what you \
+                 know, use another tool, or try after {} s.",
+                seconds(wait)
+            ),
+            _ if counted => format!(
                 "{subject} failed: {error}. Do not call it again now; answer with what you \
                  know or use another tool."
-            )
-        } else {
-            format!(
+            ),
+            _ => format!(
                 "{subject} rejected the call: {error}. Correct the arguments before calling \
                  it again."
-            )
+            ),
         };
         ToolResult::Failed {
             dependency,
             kind,
             http_status,
+            retry_after_ms,
             error,
             counted,
             message,
             call: None,
+        }
+    }
+
+    /// The same result with an answer's value turned into another by `f`: the way from what a
+    /// call returns to what the model should read (a response to its body, a record to the
+    /// fields the model needs). A `blocked`, `failed` or `stopped` result is kept as it is, its
+    /// dependency, reason, HTTP status, retry-after, message and stats included; only `ok`
+    /// results run `f`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{FailureKind, Outcome, ToolResult};
+    ///
+    /// let ok = ToolResult::ok(vec!["a", "b"]).map(|hits| hits.len());
+    /// assert!(matches!(ok, ToolResult::Ok { value: 2, .. }));
+    ///
+    /// let limited = Outcome::Failure(FailureKind::RateLimited { retry_after: Some(std::time::Duration::from_secs(7)) });
+    /// let failed = ToolResult::<Vec<&str>>::failed("search", limited, Some(429), None);
+    /// let mapped = failed.clone().map(|hits| hits.len());
+    /// assert_eq!(mapped.to_json()?, failed.to_json()?);
+    /// assert!(mapped.to_json()?.contains(r#""http_status":429,"retry_after_ms":7000"#));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> ToolResult<U> {
+        match self {
+            ToolResult::Ok { value, call } => ToolResult::Ok {
+                value: f(value),
+                call,
+            },
+            ToolResult::Blocked {
+                dependency,
+                reason,
+                retry_after_ms,
+                message,
+                call,
+            } => ToolResult::Blocked {
+                dependency,
+                reason,
+                retry_after_ms,
+                message,
+                call,
+            },
+            ToolResult::Failed {
+                dependency,
+                kind,
+                http_status,
+                retry_after_ms,
+                error,
+                counted,
+                message,
+                call,
+            } => ToolResult::Failed {
+                dependency,
+                kind,
+                http_status,
+                retry_after_ms,
+                error,
+                counted,
+                message,
+                call,
+            },
+            ToolResult::Stopped {
+                run_id,
+                stop_reason,
+                message,
+                call,
+            } => ToolResult::Stopped {
+                run_id,
+                stop_reason,
+                message,
+                call,
+            },
         }
     }
 
@@ -395,6 +477,13 @@ impl<T: Serialize> ToolResult<T> {
     pub fn to_json(&self) -> serde_json::Result<String> {
         serde_json::to_string(self)
     }
+}
+
+/// A wait in milliseconds as a message shows it: seconds to a tenth, rounded to nearest but
+/// never to zero ("try after 0.0 s" would read as "now").
+fn seconds(ms: u64) -> String {
+    let tenths = (ms.saturating_add(50) / 100).max(1);
+    format!("{}.{}", tenths / 10, tenths % 10)
 }
 
 /// How a message names the dependency: its name, or "This tool" for an unnamed breaker.

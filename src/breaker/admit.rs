@@ -70,7 +70,7 @@ impl CircuitBreaker {
                 self.count(Counter::Blocked);
                 let blocked =
                     self.blocked(State::Open, BlockedReason::DependencyOpen, retry_after_ms);
-                observe::blocked(&blocked);
+                observe::blocked(self.name(), &blocked);
                 Err(blocked)
             }
             Err(now) => self.acquire_decided(word, now, permit),
@@ -136,14 +136,14 @@ impl CircuitBreaker {
         }
         // After the transition that explains it (a timed-out probe found by this caller).
         if let Err(blocked) = &answer {
-            observe::blocked(blocked);
+            observe::blocked(self.name(), blocked);
         }
         answer
     }
 
     /// The rejection of a call: every `Blocked` the breaker answers is built here.
     fn blocked(&self, state: State, reason: BlockedReason, retry_after_ms: u64) -> Blocked {
-        Blocked::new(self.inner.name.clone(), state, reason, retry_after_ms)
+        Blocked::new(state, reason, retry_after_ms)
     }
 
     /// Whether [`try_acquire`](Self::try_acquire) would admit a call now (closed, or half-open
@@ -183,7 +183,7 @@ impl CircuitBreaker {
             } => {
                 let blocked = self.blocked(State::Open, reason, retry_after_ms);
                 self.count(Counter::Blocked);
-                observe::blocked(&blocked);
+                observe::blocked(self.name(), &blocked);
                 Err(blocked)
             }
             _ => Ok(()),

@@ -8,7 +8,7 @@ use core::time::Duration;
 
 use super::machine::CircuitBreaker;
 use super::permit::Permit;
-use crate::classify::Classify;
+use crate::classify::Classified;
 use crate::types::Blocked;
 
 /// Why a guarded call returned no value.
@@ -25,7 +25,7 @@ use crate::types::Blocked;
 /// assert_eq!(error.to_string(), "the operation failed");
 /// assert_eq!(error.source().unwrap().to_string(), "connection reset");
 /// ```
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CallError<E> {
     /// The breaker did not admit the call; the operation never ran.
@@ -86,8 +86,11 @@ impl CircuitBreaker {
     /// The operation is not run when the call is blocked. If it panics, the panic propagates, the
     /// permit is dropped unrecorded: a probe's slot is released and no outcome is recorded.
     ///
-    /// `classify` is any [`Classify`]: a type passed as it is, a named function, or a closure
-    /// whose argument is written as a reference (`|r: &_|`; see [Closures](Classify#closures)).
+    /// `classify` is the call's classification, a function from the result to an
+    /// [`Outcome`](crate::Outcome) (or a [`Classified`]): a closure written in place (`|r| match
+    /// r { .. }`, its argument's type inferred), a named function, or a classifier type through
+    /// [`classify::with`](crate::classify::with) (see [Closures in place, types through
+    /// `with`](crate::Classify#closures-in-place-types-through-with)).
     ///
     /// # Errors
     ///
@@ -100,11 +103,13 @@ impl CircuitBreaker {
     /// use toolbreaker::{CallError, CircuitBreaker, FailureKind, Outcome};
     ///
     /// let breaker = CircuitBreaker::builder().failure_threshold(1).build()?;
+    /// assert_eq!(breaker.call(|| Ok::<u32, &str>(7), |_| Outcome::Success), Ok(7));
+    ///
+    /// // A classification kept for several calls names its argument's type.
     /// let classify = |r: &Result<u32, &str>| match r {
     ///     Ok(_) => Outcome::Success,
     ///     Err(_) => Outcome::Failure(FailureKind::Unavailable),
     /// };
-    /// assert_eq!(breaker.call(|| Ok(7), classify), Ok(7));
     /// assert_eq!(breaker.call(|| Err("503"), classify), Err(CallError::Inner("503")));
     ///
     /// let mut ran = false;
@@ -114,22 +119,38 @@ impl CircuitBreaker {
     /// # Ok::<(), toolbreaker::ConfigError>(())
     /// ```
     #[inline(always)]
-    pub fn call<T, E>(
+    pub fn call<T, E, O: Into<Classified>>(
         &self,
         op: impl FnOnce() -> Result<T, E>,
-        classify: impl Classify<T, E>,
+        classify: impl Fn(&Result<T, E>) -> O,
     ) -> Result<T, CallError<E>> {
         let permit = self.try_acquire().map_err(CallError::Blocked)?;
         // Two paths, so a call that is not timed (no slow-call rule: the permit knows from the
-        // word it was issued from) compiles to what it was before calls could be timed.
+        // word it was issued from) compiles to what it was before calls could be timed, and the
+        // timed one is out of line: it holds the clock's reading across the call, which would
+        // cost every caller registers to save.
         if permit.times_call() {
-            let started = self.start_timing(true);
-            let result = op();
-            permit.record_elapsed_if(classify.classify(&result), self.timed_since(started));
-            return result.map_err(CallError::Inner);
+            return self.call_timed(permit, op, classify);
         }
         let result = op();
-        permit.record(classify.classify(&result));
+        permit.record(classify(&result).into().outcome());
+        result.map_err(CallError::Inner)
+    }
+
+    /// [`call`](Self::call) for a breaker with a slow-call rule: the call is timed. Out of line
+    /// and cold, so the healthy untimed path stays small in every caller.
+    #[cold]
+    #[inline(never)]
+    fn call_timed<T, E, O: Into<Classified>>(
+        &self,
+        permit: Permit<'_>,
+        op: impl FnOnce() -> Result<T, E>,
+        classify: impl Fn(&Result<T, E>) -> O,
+    ) -> Result<T, CallError<E>> {
+        let started = self.start_timing(true);
+        let result = op();
+        let elapsed = self.timed_since(started);
+        permit.record_elapsed_if(classify(&result).into().outcome(), elapsed);
         result.map_err(CallError::Inner)
     }
 
@@ -154,16 +175,17 @@ impl CircuitBreaker {
     /// use toolbreaker::{CircuitBreaker, Outcome};
     ///
     /// let breaker = CircuitBreaker::builder().build()?;
-    /// let call = pin!(breaker.run(async { Ok::<_, ()>(42) }, |_: &_| Outcome::Success));
+    /// let call = pin!(breaker.run(async { Ok::<_, ()>(42) }, |_| Outcome::Success));
     /// let polled = call.poll(&mut Context::from_waker(Waker::noop()));
     /// assert_eq!(polled, Poll::Ready(Ok(42)));
     /// # Ok::<(), toolbreaker::ConfigError>(())
     /// ```
     #[inline]
-    pub fn run<F, T, E, C>(&self, fut: F, classify: C) -> RunFuture<'_, F, C>
+    pub fn run<F, T, E, C, O>(&self, fut: F, classify: C) -> RunFuture<'_, F, C>
     where
         F: Future<Output = Result<T, E>>,
-        C: Classify<T, E>,
+        C: Fn(&Result<T, E>) -> O,
+        O: Into<Classified>,
     {
         RunFuture {
             breaker: self,
@@ -193,26 +215,28 @@ impl CircuitBreaker {
     /// # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
     /// let breaker = CircuitBreaker::builder().failure_threshold(1).build().unwrap();
     /// let hung = std::future::pending::<Result<(), ()>>();
-    /// let answer = breaker.run_with_timeout(Duration::from_millis(200), hung, |_: &_| Outcome::Success).await;
+    /// let answer = breaker.run_with_timeout(Duration::from_millis(200), hung, |_| Outcome::Success).await;
     /// assert_eq!(answer, Err(CallError::TimedOut(Duration::from_millis(200))));
     /// assert_eq!(breaker.state(), State::Open);
     /// # });
     /// ```
     #[cfg(feature = "tokio")]
-    pub async fn run_with_timeout<F, T, E>(
+    pub async fn run_with_timeout<F, T, E, O>(
         &self,
         timeout: Duration,
         fut: F,
-        classify: impl Classify<T, E>,
+        classify: impl Fn(&Result<T, E>) -> O,
     ) -> Result<T, CallError<E>>
     where
         F: Future<Output = Result<T, E>>,
+        O: Into<Classified>,
     {
         let permit = self.try_acquire().map_err(CallError::Blocked)?;
         let started = self.start_timing(permit.times_call());
         match tokio::time::timeout(timeout, fut).await {
             Ok(result) => {
-                permit.record_elapsed_if(classify.classify(&result), self.timed_since(started));
+                let outcome = classify(&result).into().outcome();
+                permit.record_elapsed_if(outcome, self.timed_since(started));
                 result.map_err(CallError::Inner)
             }
             Err(_elapsed) => {
@@ -262,10 +286,11 @@ impl<F, C> fmt::Debug for RunFuture<'_, F, C> {
     }
 }
 
-impl<'a, F, C, T, E> Future for RunFuture<'a, F, C>
+impl<'a, F, C, T, E, O> Future for RunFuture<'a, F, C>
 where
     F: Future<Output = Result<T, E>>,
-    C: Classify<T, E>,
+    C: Fn(&Result<T, E>) -> O,
+    O: Into<Classified>,
 {
     type Output = Result<T, CallError<E>>;
 
@@ -289,7 +314,7 @@ where
         let result = ready!(this.fut.poll(cx));
         if let Stage::Admitted(permit, started) = core::mem::replace(this.stage, Stage::Done) {
             let elapsed = this.breaker.timed_since(started);
-            permit.record_elapsed_if(this.classify.classify(&result), elapsed);
+            permit.record_elapsed_if((this.classify)(&result).into().outcome(), elapsed);
         }
         Poll::Ready(result.map_err(CallError::Inner))
     }

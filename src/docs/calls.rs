@@ -12,11 +12,11 @@
 //! `Retry-After`, and the header wins when it has one), and `reqwest` results by
 //! `toolbreaker::classify::reqwest` (`classify_reqwest`, or `HttpClassifier::reqwest`).
 //!
-//! Every guarded call (`call`, `run`, `run_with_timeout`, `ToolGuard::call`, the tower layer) takes
-//! any `Classify`: a type passed as it is (`HttpClassifier`, or one of your own), a named function,
-//! or a closure. A closure written in place names its argument as a reference, `|r: &_|` (its type
-//! is still inferred): the compiler infers a closure's argument types only from `Fn` bounds, and a
-//! bare `|r|` does not compile against `Classify`.
+//! Every guarded call (`call`, `run`, `run_with_timeout`, `ToolGuard::call`) takes its
+//! classification as a function: a closure written in place (`|_| Outcome::Ignored`,
+//! `|r| match r { .. }`, its argument's type inferred), a named function, or a `Classify` type
+//! (`HttpClassifier`, or one of your own) through `classify::with(&classifier)`, which keeps the
+//! HTTP status the model is told. The tower layer takes a `Classify` type as it is.
 //!
 //! A tower stack takes the breaker as a layer: `CircuitBreakerLayer::new(breaker, classify)` in
 //! front of an HTTP client service (`cargo run --example tower_client` shows one).

@@ -258,7 +258,13 @@ impl GuardedClient {
         };
         self.inner
             .guard
-            .call_knowing_last(run, &route.breaker, &route.classifier, attempt, observe)
+            .call_knowing_last(
+                run,
+                &route.breaker,
+                crate::classify::with(&route.classifier),
+                attempt,
+                observe,
+            )
             .await
     }
 

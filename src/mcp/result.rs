@@ -29,7 +29,7 @@ use crate::agent::ToolResult;
 /// let search = CircuitBreaker::builder().name("search").failure_threshold(1)
 ///     .cooldown(Duration::from_millis(1840)).clock(clock).build()?;
 /// search.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Connect));
-/// let blocked = ToolResult::<CallToolResult>::blocked(&search.try_acquire().unwrap_err());
+/// let blocked = ToolResult::<CallToolResult>::blocked(search.name(), search.try_acquire().unwrap_err());
 ///
 /// let seen = CallToolResult::from(blocked);
 /// assert_eq!(seen.is_error, Some(true));

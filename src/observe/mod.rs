@@ -220,21 +220,21 @@ fn transition(dependency: &str, transition: &Transition, listener: Option<&Liste
 
 /// A call was blocked. The level check is inline; the event, when wanted, is out of line.
 #[inline(always)]
-pub(crate) fn blocked(blocked: &Blocked) {
+pub(crate) fn blocked(dependency: &str, blocked: &Blocked) {
     #[cfg(feature = "tracing")]
     if tracing::level_enabled!(tracing::Level::DEBUG) {
-        blocked_event(blocked);
+        blocked_event(dependency, blocked);
     }
     #[cfg(not(feature = "tracing"))]
-    let _ = blocked;
+    let _ = (dependency, blocked);
 }
 
 #[cfg(feature = "tracing")]
 #[inline(never)]
-fn blocked_event(blocked: &Blocked) {
+fn blocked_event(dependency: &str, blocked: &Blocked) {
     tracing::debug!(
         target: "toolbreaker",
-        dependency = blocked.dependency(),
+        dependency,
         state = blocked.state().as_str(),
         reason = blocked.reason().as_str(),
         retry_after_ms = crate::time::millis_floor(blocked.retry_after()),

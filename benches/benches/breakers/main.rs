@@ -13,17 +13,18 @@
 
 use std::time::Duration;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 
 mod asynchronous;
 mod closed;
 mod contention;
 mod open;
+mod outside;
 mod peers;
 mod registry;
 mod sketch;
 
-/// Short runs: the operations are nanoseconds, and seven groups of five must fit in minutes.
+/// Short runs: the operations are nanoseconds, and eight groups of up to five must fit in minutes.
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_millis(500))
@@ -41,6 +42,18 @@ criterion_group! {
         open::rejection,
         contention::half_open,
         registry::lookup,
-        asynchronous::run
+        asynchronous::run,
+        outside::public_api
 }
-criterion_main!(benches);
+
+/// Criterion's run; or, with `TOOLBREAKER_OUTSIDE_LOOP="CASE N"` set, `N` calls of one case of the
+/// `outside_crate` group and nothing else, for an instruction count under callgrind (see
+/// `benches/README.md`).
+fn main() {
+    if let Ok(spec) = std::env::var("TOOLBREAKER_OUTSIDE_LOOP") {
+        outside::run_fixed(&spec);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
