@@ -4,9 +4,9 @@
 //! a tool is down, and the failing server is left alone, instead of each call waiting on it.
 //!
 //! ```text
-//! cargo run --release --example mcp_gateway                      # 10 s, 16 MCP clients, a table
-//! cargo run --release --example mcp_gateway -- --duration 4 --json
-//! cargo run --release --example mcp_gateway -- --serve            # keep the gateway up; Ctrl-C ends it
+//! cargo run --release --example mcp_gateway --features mcp_gateway             # 10 s, 16 MCP clients, a table
+//! cargo run --release --example mcp_gateway --features mcp_gateway -- --duration 4 --json
+//! cargo run --release --example mcp_gateway --features mcp_gateway -- --serve   # keep the gateway up; Ctrl-C ends it
 //! ```
 //!
 //! Everything runs in this process on real sockets (`127.0.0.1`, ephemeral ports; nothing else

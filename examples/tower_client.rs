@@ -8,7 +8,7 @@
 //! runs in well under a second.
 //!
 //! ```sh
-//! cargo run --example tower_client
+//! cargo run --example tower_client --features tower_client
 //! ```
 
 #[path = "gateway/listen.rs"]

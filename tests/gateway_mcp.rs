@@ -9,7 +9,7 @@
 //! with `MCP_GATEWAY_JSON=<that file>`:
 //!
 //! ```sh
-//! cargo run --release --example mcp_gateway -- --duration 4 --json > target/mcp_gateway.json
+//! cargo run --release --example mcp_gateway --features mcp_gateway -- --duration 4 --json > target/mcp_gateway.json
 //! MCP_GATEWAY_JSON=target/mcp_gateway.json cargo test --all-features --test gateway_mcp -- --ignored
 //! ```
 //!

@@ -439,11 +439,14 @@ fn cycle_rated(policy: &Policy) {
         // The clock, as in the test above.
         s.spawn(|| {
             let mut rng = fastrand::Rng::with_seed(7);
+            // Everything asserted below, a trip by a rate rule too: on a loaded machine the run
+            // lasts until then (up to `RUN_AT_MOST`), not `RATE_RUN_FOR` of wall-clock time.
             let enough = || {
                 counts.trips.load(Ordering::Relaxed) >= 10
                     && counts.reopens.load(Ordering::Relaxed) >= 10
                     && counts.closes.load(Ordering::Relaxed) >= 10
                     && counts.timed_out.load(Ordering::Relaxed) >= 1
+                    && rate_trips.load(Ordering::Relaxed) >= 1
             };
             while Instant::now() < deadline || (!enough() && Instant::now() < give_up) {
                 let write = time.write().unwrap();
