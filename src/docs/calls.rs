@@ -19,7 +19,7 @@
 //! HTTP status the model is told. The tower layer takes a `Classify` type as it is.
 //!
 //! A tower stack takes the breaker as a layer: `CircuitBreakerLayer::new(breaker, classify)` in
-//! front of an HTTP client service (`cargo run --example tower_client` shows one).
+//! front of an HTTP client service (`cargo run --example tower_client --features tower_client` shows one).
 //!
 //! # HTTP classification
 //!

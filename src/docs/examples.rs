@@ -89,8 +89,8 @@
 //! # The MCP gateway
 //!
 //! ```sh
-//! cargo run --release --example mcp_gateway              # upstream MCP servers that fail, a gateway, MCP clients
-//! cargo run --release --example mcp_gateway -- --serve   # keep the gateway up; connect any MCP client to it
+//! cargo run --release --example mcp_gateway --features mcp_gateway              # upstream MCP servers that fail, a gateway, MCP clients
+//! cargo run --release --example mcp_gateway --features mcp_gateway -- --serve   # keep the gateway up; connect any MCP client to it
 //! ```
 //!
 //! The example starts three upstream MCP servers with rmcp on 127.0.0.1, each behind a counting
