@@ -4,7 +4,7 @@
 //!
 //! - **Contract tests** (`tests/`): the behaviour contract and ten failure scenarios other breakers
 //!   shipped, each as a named test on a mock clock — nothing sleeps.
-//! - **Loom** (`tests/loom.rs`): the real breaker code, with its atomic swapped for loom's through
+//! - **Loom** (`breaker::loom_tests`, in the crate, built only under `--cfg loom`): the real breaker code, with its atomic swapped for loom's through
 //!   `src/sync.rs`, under the interleavings loom explores for 2–3 threads: racing probes, concurrent
 //!   trips, stale outcomes racing the probe's, a dropped probe racing new callers, a success racing a
 //!   failure, an expired probe racing the next claim, and the release/acquire publication a close
@@ -25,8 +25,8 @@
 //!   unbounded they take one to two minutes each.
 //!
 //!   ```sh
-//!   RUSTFLAGS="--cfg loom" cargo test --release --test loom                           # exhaustive
-//!   RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release --test loom    # bounded
+//!   RUSTFLAGS="--cfg loom" cargo test --release --lib loom_tests                        # exhaustive
+//!   RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release --lib loom_tests # bounded
 //!   ```
 //! - **Differential fuzzing** (`fuzz/`, its own workspace, cargo-fuzz on the stable toolchain):
 //!   `transitions` runs arbitrary operations — acquire, record any held permit, drop one, move the

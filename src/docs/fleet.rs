@@ -52,7 +52,7 @@
 //!               ▼
 //!            tap (flags; wakes the agent) ──► agent task ──EVALSHA──► Redis record
 //!                                                 ▲                       │ PUBLISH
-//!               adopt (through the store seam) ◄──┴──── pub/sub ◄─────────┘
+//!               adopt (through the word's cell)◄──┴──── pub/sub ◄─────────┘
 //!                                                 + MGET epoch every sync interval
 //! ```
 //!

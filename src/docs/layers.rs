@@ -12,7 +12,8 @@
 //! | [`classify`](crate::classify) | outcomes, failure kinds, the `Classify` trait, HTTP and `reqwest` |
 //! | `types` | the values a breaker reports: [`State`](crate::State), [`Blocked`](crate::Blocked), [`Transition`](crate::Transition) |
 //! | [`observe`](crate::observe) | listeners and the order they hear in, counters, tracing events, metrics export |
-//! | [`breaker`](crate::breaker) | `word.rs` (the packed word's layout), `decide.rs` (the pure transitions and their exhaustive tests), `store.rs` (the one type that owns the word and its one compare-and-swap loop: the seam), `tap.rs` (what the slow paths tell the fleet's task), `window.rs` (the rate rules' striped counts, beside the word), `machine.rs` (`CircuitBreaker`; the cooldown's shape and the probe slots), `permit.rs`, `call.rs`, `builder.rs` |
+//! | `state` | the pure state and its cells: `pack.rs` (the one vocabulary of packed fields), then a file per atomic that takes part in a protocol, each with its encoding and the cell that owns it: `word.rs` (the state word and `WordCell`, its one compare-and-swap loop: the seam), `slots.rs` (several probes' slots), `settings.rs` (the live threshold, cooldown, probe timeout, probes), `backoff.rs` and `cooldown.rs` (the cooldown's shape and the record of the one in force), `rates.rs` (the rate rules' arithmetic); last `decide.rs` and `decide/` (the pure transitions, the only code that builds a next word or slots value, and their exhaustive tests) |
+//! | [`breaker`](crate::breaker) | `CircuitBreaker` and one operation per file: `tap.rs` (what the slow paths tell the fleet's task), `window.rs` (the rate rules' striped counts, beside the word), `machine.rs` (the type and what every operation shares), `fleet_hooks.rs`, `probes.rs`, `admit.rs`, `report.rs`, `manual.rs`, `reconfigure.rs`, then `permit.rs`, `call.rs`, `builder.rs`; the model checks (`loom_tests.rs`, under `--cfg loom`) |
 //! | `fleet` | fleet mode (feature `redis`): `status.rs` (settings, counters, events), `script.rs` (the shared record and its Lua scripts), `agent.rs` (the task), `mod.rs` (`Fleet`) |
 //! | [`registry`](crate::registry) | [`Registry`](crate::Registry): breakers by dependency; `config.rs` (`RegistryConfig`, `Reload`), `bounds.rs` (`RegistryFull`, the entries), `eviction.rs` (`try_get`, idle eviction), `toml.rs`, `export.rs` |
 //! | [`agent`](crate::agent) | [`ToolResult`](crate::ToolResult), the result the model sees; with `tokio`, the guard pipeline: `guard.rs` (`ToolGuard`), `run.rs` (`AgentRun`), `retry.rs`, `spans.rs` |
@@ -20,13 +21,13 @@
 //! | `mcp` | MCP (feature `mcp`): `classify.rs` (`McpClassifier`), `result.rs` (the model's `CallToolResult`), `client.rs` (`GuardedClient`), `gateway.rs` (`McpGateway`) |
 //! | [`docs`](crate::docs) | these pages: the contract, calls, configuration, fleet mode, MCP, observability, features, time, the layers, the checks, the examples |
 //!
-//! # The store seam
+//! # The seam: the word's cell
 //!
 //! A breaker's state is one packed `u64`: 2 bits of kind (closed, open, probing, half-open),
 //! 20 bits of generation and 42 bits of payload (the failure count and two flags of the rate
 //! rules, or a time in ms since the
-//! breaker's origin). One type owns it, and every read-modify-write goes through its one
-//! helper: a pure decision from `decide` is applied to the newest word with a
+//! breaker's origin). One type owns it (`state::word::WordCell`), and every read-modify-write
+//! goes through its one helper: a pure decision from `decide` is applied to the newest word with a
 //! compare-and-swap, and decided again from any word that beat it. The decision functions
 //! read no atomics and no clock, and are tested exhaustively; the seam carries the one
 //! ordering comment (acquire loads, acq-rel writes). The seam is a concrete type with no
@@ -40,7 +41,7 @@
 //!
 //! # Where the guarantees are written
 //!
-//! Every read-modify-write of a breaker's word goes through `Store::update`, which carries the
+//! Every read-modify-write of a breaker's word goes through `WordCell::update`, which carries the
 //! one ordering comment; the guarantees users may rely on are in
 //! [`CircuitBreaker`](crate::CircuitBreaker)'s `# Memory ordering` docs. The crate root exports
 //! what ordinary code names; the rest is in its module
