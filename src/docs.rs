@@ -235,6 +235,18 @@ pub mod fleet {
     //!
     //! # Keys (prefix `P`, dependency `D`)
     //!
+    //! `P` stands for the prefix as it is written in a name: its `%` as `%25` and its `:` as
+    //! `%3A` (percent-encoding of those two characters; a prefix with neither, such as the
+    //! default `toolbreaker`, is written as it is). The written prefix thus holds no `:`, so the
+    //! first `:` of a name ends it and the prefix can be read back: no two fleets' names meet,
+    //! whatever their prefixes and dependency names. After it comes the role: `breaker`,
+    //! `votes`, `probe` followed by `:D` (the dependency is the rest of the name, whatever it
+    //! holds), or `epoch`, `incarnation`, `transitions` alone. Prefix `gw:breaker` writes its
+    //! epoch as `gw%3Abreaker:epoch`, apart from prefix `gw`'s record of a dependency named
+    //! `epoch`, `gw:breaker:epoch`. The crate uses no hash tags: a fleet's scripts touch several
+    //! of its keys at once, so a fleet needs one Redis server (or a primary with replicas), not a
+    //! Cluster.
+    //!
     //! | key | type | contents |
     //! |---|---|---|
     //! | `P:breaker:D` | hash | `v` (format version, `1`), `gen` (the fleet generation), `state` (`closed`, `open`, `isolated`), `at` (server ms when the state began), `lu` (server ms when the last probe lease of this open period ends; `0` if none or given back), `m` (the id of the last change by hand, so a resend applies once) |

@@ -14,7 +14,8 @@ use tokio::sync::Notify;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
 
-use super::script::{self, Keys, Record, Reply, Scripts, Shared};
+use super::keys::{self, Keys};
+use super::script::{self, Record, Reply, Scripts, Shared};
 use super::status::{EventHook, FleetEvent, Settings, Status, tell, token};
 use crate::breaker::{CircuitBreaker, Outbox, Remote};
 use crate::types::{State, TransitionReason};
@@ -302,7 +303,7 @@ impl Agent {
 
     /// Try to reach Redis; on success sync every dependency and send what is pending.
     async fn reconnect(&mut self) {
-        let channel = script::channel(&self.settings.prefix);
+        let channel = keys::channel(&self.settings.prefix);
         self.status.commands.fetch_add(1, Ordering::Relaxed);
         let subscribed = self.manager.subscribe(&channel).await;
         if let Err(error) = subscribed {
@@ -340,8 +341,8 @@ impl Agent {
         // missing or changed incarnation means the keys were wiped.
         self.status.commands.fetch_add(1, Ordering::Relaxed);
         let read: Result<(Option<String>, Option<String>), _> = redis::cmd("MGET")
-            .arg(script::epoch_key(&self.settings.prefix))
-            .arg(script::incarnation_key(&self.settings.prefix))
+            .arg(keys::epoch_key(&self.settings.prefix))
+            .arg(keys::incarnation_key(&self.settings.prefix))
             .query_async(&mut self.manager)
             .await;
         let (epoch, incarnation) = match read {

@@ -47,6 +47,7 @@ use crate::breaker::{CircuitBreaker, Outbox, Tap};
 use crate::config::{ConfigError, Problem, duration_field, name_field};
 
 mod agent;
+mod keys;
 mod script;
 mod status;
 
@@ -96,7 +97,9 @@ impl fmt::Debug for FleetBuilder {
 
 impl FleetBuilder {
     /// The prefix of every key and of the channel (default [`DEFAULT_PREFIX`]): fleets that share a
-    /// Redis server keep apart by prefix. Non-empty, no whitespace or control characters.
+    /// Redis server keep apart by prefix, whatever it holds (a `:` in it is written `%3A` in the
+    /// keys, see [`docs::fleet`](crate::docs::fleet)). Non-empty, no whitespace or control
+    /// characters.
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self

@@ -6,7 +6,7 @@
 //! time in a record is the server's (`TIME`), in ms since the Unix epoch; no instance's clock is
 //! written, so instances whose clocks disagree still agree on when a cooldown ends.
 //!
-//! # Keys (under the user's prefix `P`, for dependency `D`)
+//! # Keys (under the user's prefix `P`, encoded as `super::keys` says, for dependency `D`)
 //!
 //! | key | type | contents |
 //! |---|---|---|
@@ -21,47 +21,10 @@
 
 use redis::Value;
 
+use super::keys::Keys;
+
 /// The record format this build reads and writes.
 pub(crate) const FORMAT_VERSION: &str = "1";
-
-/// The keys and channel of one dependency.
-#[derive(Clone, Debug)]
-pub(crate) struct Keys {
-    pub(crate) record: String,
-    pub(crate) votes: String,
-    pub(crate) lease: String,
-    pub(crate) epoch: String,
-    pub(crate) incarnation: String,
-    pub(crate) channel: String,
-}
-
-impl Keys {
-    pub(crate) fn new(prefix: &str, dependency: &str) -> Keys {
-        Keys {
-            record: format!("{prefix}:breaker:{dependency}"),
-            votes: format!("{prefix}:votes:{dependency}"),
-            lease: format!("{prefix}:probe:{dependency}"),
-            epoch: epoch_key(prefix),
-            incarnation: incarnation_key(prefix),
-            channel: channel(prefix),
-        }
-    }
-}
-
-pub(crate) fn epoch_key(prefix: &str) -> String {
-    format!("{prefix}:epoch")
-}
-
-/// Set, with the server's time to the µs, when the first record is written after the keys were
-/// wiped: a changed value tells an instance that every record was lost, even if another instance
-/// has written the epoch again since.
-pub(crate) fn incarnation_key(prefix: &str) -> String {
-    format!("{prefix}:incarnation")
-}
-
-pub(crate) fn channel(prefix: &str) -> String {
-    format!("{prefix}:transitions")
-}
 
 /// A shared state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
