@@ -530,9 +530,12 @@ pub(crate) enum Remote {
 /// Every adoption that changes the state takes a new generation, so no permit issued before it
 /// counts after it (a local probe or a failure racing the adoption is stale, as after a trip). The
 /// rules, which keep the local word at least as cautious as the fleet's:
-/// - open: a closed, half-open, probing or isolated word opens from `opened_at_ms`; an open word
-///   keeps the later of its own opened-at and the fleet's (an open period is never shortened,
-///   and the time shift keeps the generation, since an open word issues no permits);
+/// - open: a closed, half-open, isolated word, or a probing word past its lease, opens from
+///   `opened_at_ms`; an open word keeps the later of its own opened-at and the fleet's (an open
+///   period is never shortened, and the time shift keeps the generation, since an open word
+///   issues no permits); a probing word within its lease is left as it is: its probe is this
+///   instance's one probe (taken while the fleet could not be asked), and freeing its slot would
+///   let a second one start while it runs; its verdict decides, and the fleet is asked again;
 /// - closed: any word not closed closes with no failures; a closed word keeps its count;
 /// - isolated: any word not isolated is isolated;
 /// - probe here: an open word (not isolated) frees its probe slot in a new generation, and so
@@ -543,13 +546,13 @@ pub(crate) enum Remote {
 ///
 /// The transition, if the announced state changes or an isolation begins or ends (`open → open`),
 /// has reason `fleet`. `now` is called only to
-/// judge a probing word's lease for `ProbeHere`.
+/// judge a probing word's lease (for `Open` and `ProbeHere`).
 #[cfg_attr(not(any(feature = "redis", test)), allow(dead_code))]
 pub(crate) fn adopt(
     word: Word,
     remote: Remote,
     limits: &Limits,
-    now: impl FnOnce() -> u64,
+    mut now: impl FnMut() -> u64,
 ) -> Option<Step> {
     let generation = next_generation(word.generation());
     let failures = if word.kind() == Kind::Closed {
@@ -558,6 +561,10 @@ pub(crate) fn adopt(
         0
     };
     let (next, to) = match remote {
+        // A local probe within its lease is kept: no instance holds two probes at once.
+        Remote::Open { .. } if word.kind() == Kind::Probing && now() < lease_end(word, limits) => {
+            return None;
+        }
         Remote::Open { opened_at_ms } => {
             let opened_at_ms = opened_at_ms.min(super::word::MAX_TIME_MS);
             if word.kind() == Kind::Open && !word.is_isolated() {
@@ -1383,9 +1390,9 @@ mod tests {
         Remote::ProbeHere,
     ];
 
-    /// `adopt` at `now`, with the clock readable only for the one rule that judges a lease.
+    /// `adopt` at `now`, with the clock readable only for the rules that judge a lease.
     fn adopt_at(word: Word, remote: Remote, now: u64) -> Option<Step> {
-        if remote == Remote::ProbeHere {
+        if remote == Remote::ProbeHere || matches!(remote, Remote::Open { .. }) {
             adopt(word, remote, &LIMITS, || now)
         } else {
             adopt(word, remote, &LIMITS, never)
@@ -1420,7 +1427,8 @@ mod tests {
         use State::{Closed, HalfOpen, Open};
         let kinds = every_kind(7);
         // Open since `at`: every word not open (isolated included) opens from `at` in a new
-        // generation; an open word keeps the later opening, in its own generation, silently.
+        // generation, except a probe within its lease, which is kept (no second probe while it
+        // runs); an open word keeps the later opening, in its own generation, silently.
         let open = |at: u64, kept: bool| {
             let shifted = if kept {
                 None
@@ -1432,7 +1440,7 @@ mod tests {
                 fleet(Word::open(8, at), Closed, Open, 2),
                 shifted,
                 shifted,
-                fleet(Word::open(8, at), HalfOpen, Open, 0),
+                None,
                 fleet(Word::open(8, at), HalfOpen, Open, 0),
                 fleet(Word::open(8, at), HalfOpen, Open, 0),
                 // An isolation ended by the fleet is heard: open → open.
@@ -1583,6 +1591,29 @@ mod tests {
                 probe: true
             }
         );
+    }
+
+    /// A partitioned instance took a local probe; the fleet's open record (another instance's
+    /// probe, an opening long past its cooldown) arrives while it runs. The local probe is kept
+    /// until its lease runs out, so no second probe starts beside it.
+    #[test]
+    fn an_adopted_opening_never_frees_a_local_probe_within_its_lease() {
+        let word = Word::probing(7, 10);
+        let lease_end = 10 + LIMITS.probe_timeout_ms;
+        for at in [0, 5, 10, 50, lease_end, MAX_TIME_MS] {
+            let remote = Remote::Open { opened_at_ms: at };
+            for now in [10, 11, lease_end - 1] {
+                assert_eq!(adopt_at(word, remote, now), None, "{remote:?} at {now}");
+                // The next caller is blocked: the probe is in flight.
+                assert!(
+                    matches!(admit(word, now).0, Admission::Reject { .. }),
+                    "a second probe at {now}"
+                );
+            }
+            // Past its lease the probe is over (a failed probe): the fleet's opening is adopted.
+            let step = adopt_at(word, remote, lease_end).unwrap();
+            assert_eq!(step.next, Word::open(8, at.min(MAX_TIME_MS)), "{remote:?}");
+        }
     }
 
     #[test]
