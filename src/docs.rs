@@ -213,7 +213,7 @@ pub mod layers {
 }
 
 pub mod fleet {
-    //! How fleet mode works: the record in Redis, its scripts, the agent (feature `redis`). The
+    //! How fleet mode works: the record in Redis, its scripts, the worker (feature `redis`). The
     //! rules it keeps are in [`contract`](super::contract), 12 to 20.
     //!
     //! # Shape
@@ -223,13 +223,13 @@ pub mod fleet {
     //!               │ slow paths only: a counted failure, a cleared count, a transition,
     //!               │ a call blocked waiting for the fleet's probe
     //!               ▼
-    //!            tap (flags; wakes the agent) ──► agent task ──EVALSHA──► Redis record
+    //!            tap (flags; wakes the worker) ──► worker task ──EVALSHA──► Redis record
     //!                                                 ▲                       │ PUBLISH
     //!               adopt (through the store seam) ◄──┴──── pub/sub ◄─────────┘
     //!                                                 + MGET epoch every sync interval
     //! ```
     //!
-    //! One agent per registry runs on the Tokio runtime the `Fleet` was built in.
+    //! One worker per registry runs on the Tokio runtime the `Fleet` was built in.
     //! Its one connection (redis-rs's `ConnectionManager`, RESP3) carries the scripts and the
     //! subscription, and reconnects with backoff.
     //!
@@ -251,7 +251,7 @@ pub mod fleet {
     //! |---|---|---|
     //! | `P:breaker:D` | hash | `v` (format version, `1`), `gen` (the fleet generation), `state` (`closed`, `open`, `isolated`), `at` (server ms when the state began), `lu` (server ms when the last probe lease of this open period ends; `0` if none or given back), `m` (the id of the last change by hand, so a resend applies once) |
     //! | `P:votes:D` | hash, expiring after the window | one field per instance: `count at tripped` |
-    //! | `P:probe:D` | string with a TTL | `gen holder`: the probe lease; the holder is the instance's name and a random token per agent, so two agents given one name by mistake never share a lease |
+    //! | `P:probe:D` | string with a TTL | `gen holder`: the probe lease; the holder is the instance's name and a random token per worker, so two workers given one name by mistake never share a lease |
     //! | `P:epoch` | integer | bumped by every write of any record |
     //! | `P:incarnation` | string | the server's time when the keys were first written after a wipe (`FLUSHALL`, a restart with no persistence) |
     //!
@@ -276,21 +276,21 @@ pub mod fleet {
     //! # Commands
     //!
     //! In the background, one `MGET` of the epoch and the incarnation per sync interval per
-    //! registry. The epoch counts every write and each write publishes one message, so an agent
+    //! registry. The epoch counts every write and each write publishes one message, so a worker
     //! that received fewer messages than the epoch moved (at two looks in a row) missed one and
     //! reads every record once; so does one that finds the epoch went back (a server restored
     //! from an older snapshot) or gone, or the incarnation changed or gone (a wipe). A message is
-    //! ordered against the agent's own replies by epoch; only a reply moves that mark, so a
+    //! ordered against the worker's own replies by epoch; only a reply moves that mark, so a
     //! forged message cannot cut a dependency off.
     //!
     //! # Time and manual clocks
     //!
-    //! The agent turns the server's times into a breaker's with the breaker's clock as it reads
+    //! The worker turns the server's times into a breaker's with the breaker's clock as it reads
     //! when the record is applied. A test on a mock clock (`RegistryBuilder::clock`) should let
-    //! the agent apply a change before moving the clock, or the jump counts as time that passed
+    //! the worker apply a change before moving the clock, or the jump counts as time that passed
     //! before it. Per shared trip
     //! cycle between instances: one report (the trip), one or two claims (the first answer may be
-    //! *wait*), one verdict, and each instance's agent reacts to the messages without a command.
+    //! *wait*), one verdict, and each instance's worker reacts to the messages without a command.
     //! The benchmark `fleet` (package `toolbreaker-benches`) counts them with `INFO commandstats`.
 }
 

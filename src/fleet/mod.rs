@@ -3,11 +3,11 @@
 //!
 //! The fleet shares *transitions*, not calls. A healthy call never leaves the process: no Redis
 //! command is sent per call. What crosses the network is what changes a breaker's state, sent by
-//! one background task per [`Registry`](crate::Registry) (the agent):
+//! one background task per [`Registry`](crate::Registry) (the worker):
 //!
 //! - a trip, a probe's verdict, a change by hand (`force_open`, `force_closed`, `reset`) on any
 //!   instance, each one Lua script that checks the fleet generation, published to the others;
-//! - counted failures, batched: the agent reports an instance's consecutive count when it changes,
+//! - counted failures, batched: the worker reports an instance's consecutive count when it changes,
 //!   one report however many failures came since the last, at most one per 5 ms (never a round
 //!   trip per failure);
 //! - the claim of the fleet's one probe lease when a call is blocked after the cooldown.
@@ -29,7 +29,7 @@
 //!     .prefix("gateway")
 //!     .instance("gw-1")
 //!     .min_instances(2)
-//!     .build()?; // inside a Tokio runtime: the agent is spawned on it
+//!     .build()?; // inside a Tokio runtime: the worker is spawned on it
 //! let registry = Registry::builder().fleet(fleet).build();
 //! let search = registry.get("search"); // still one atomic load per call
 //! assert!(search.try_acquire().is_ok());
@@ -46,10 +46,12 @@ use smol_str::SmolStr;
 use crate::breaker::{CircuitBreaker, Outbox, Tap};
 use crate::config::{ConfigError, Problem, duration_field, name_field};
 
-mod agent;
+mod backstop;
 mod keys;
+mod reconcile;
 mod script;
 mod status;
+mod worker;
 
 pub use self::status::FleetEvent;
 use self::status::{EventHook, Settings, Status};
@@ -158,20 +160,20 @@ impl FleetBuilder {
     }
 
     /// Called with each [`FleetEvent`] (Redis unreachable, reachable again, a bad record), on the
-    /// agent's task: keep it short. With feature `tracing` each event is also a `tracing` event.
+    /// worker's task: keep it short. With feature `tracing` each event is also a `tracing` event.
     pub fn on_event(mut self, hook: impl Fn(&FleetEvent) + Send + Sync + 'static) -> Self {
         self.on_event = Some(Arc::new(hook));
         self
     }
 
-    /// Validate the settings and open the Redis client (no connection is made yet: the agent
+    /// Validate the settings and open the Redis client (no connection is made yet: the worker
     /// connects once the registry is built, and keeps trying while Redis is unreachable).
     ///
     /// # Errors
     ///
     /// - [`FleetError::Config`] naming the first invalid field;
     /// - [`FleetError::Url`] if the URL is not a Redis URL;
-    /// - [`FleetError::NoRuntime`] if called outside a Tokio runtime (the agent runs on it).
+    /// - [`FleetError::NoRuntime`] if called outside a Tokio runtime (the worker runs on it).
     pub fn build(self) -> Result<Fleet, FleetError> {
         name_field("prefix", &self.prefix)?;
         let instance = match self.instance {
@@ -259,7 +261,7 @@ impl Fleet {
         }
     }
 
-    /// Start the agent: what a registry built with this fleet holds.
+    /// Start the worker: what a registry built with this fleet holds.
     pub(crate) fn start(self) -> FleetLink {
         let status = Arc::new(Status::default());
         let notify = Arc::new(tokio::sync::Notify::new());
@@ -270,7 +272,7 @@ impl Fleet {
             settings: Arc::clone(&self.settings),
             status: Arc::clone(&status),
         };
-        let task = agent::Agent::spawn(agent::Start {
+        let task = worker::Worker::spawn(worker::Start {
             settings: self.settings,
             client: self.client,
             runtime: self.runtime,
@@ -289,8 +291,8 @@ impl Fleet {
     }
 }
 
-/// What a registry in fleet mode holds: the agent's inbox and its handle. Dropping it stops the
-/// agent.
+/// What a registry in fleet mode holds: the worker's inbox and its handle. Dropping it stops the
+/// worker.
 #[derive(Debug)]
 pub(crate) struct FleetLink {
     handle: FleetHandle,
@@ -309,9 +311,9 @@ impl FleetLink {
         ))
     }
 
-    /// Tell the agent of a new breaker.
+    /// Tell the worker of a new breaker.
     pub(crate) fn register(&self, breaker: Arc<CircuitBreaker>) {
-        // The agent ends only when this link is dropped, so the send cannot fail before.
+        // The worker ends only when this link is dropped, so the send cannot fail before.
         let _ = self.register.send(breaker);
     }
 
@@ -326,7 +328,7 @@ impl Drop for FleetLink {
     }
 }
 
-/// A view of a registry's fleet agent: [`Registry::fleet`](crate::Registry::fleet).
+/// A view of a registry's fleet worker: [`Registry::fleet`](crate::Registry::fleet).
 #[derive(Clone, Debug)]
 pub struct FleetHandle {
     settings: Arc<Settings>,
@@ -339,7 +341,7 @@ impl FleetHandle {
         &self.settings.instance
     }
 
-    /// Whether the agent reaches Redis: `true` once it has connected and synced every dependency
+    /// Whether the worker reaches Redis: `true` once it has connected and synced every dependency
     /// the registry had then with the fleet, `false` from the first command that fails until it
     /// has reconnected and synced again. While it is `false` every breaker of the registry works
     /// as a local breaker.
@@ -347,7 +349,7 @@ impl FleetHandle {
         self.status.connected.load(Ordering::Acquire)
     }
 
-    /// The agent's counters since it started.
+    /// The worker's counters since it started.
     pub fn stats(&self) -> FleetStats {
         let s = &self.status;
         FleetStats {
@@ -361,7 +363,7 @@ impl FleetHandle {
     }
 }
 
-/// A fleet agent's counters ([`FleetHandle::stats`]).
+/// A fleet worker's counters ([`FleetHandle::stats`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FleetStats {
@@ -404,7 +406,7 @@ impl fmt::Display for FleetError {
             FleetError::Config(error) => error.fmt(f),
             FleetError::Url(error) => write!(f, "invalid Redis URL: {error}"),
             FleetError::NoRuntime => f.write_str(
-                "a fleet must be built inside a Tokio runtime: its agent is spawned on it",
+                "a fleet must be built inside a Tokio runtime: its worker is spawned on it",
             ),
         }
     }

@@ -22,6 +22,7 @@
 use redis::Value;
 
 use super::keys::Keys;
+use super::reconcile::ServerMs;
 
 /// The record format this build reads and writes.
 pub(crate) const FORMAT_VERSION: &str = "1";
@@ -59,14 +60,14 @@ pub(crate) struct Record {
     pub(crate) epoch: u64,
     pub(crate) generation: u64,
     pub(crate) state: Shared,
-    /// When the state was entered, server ms.
-    pub(crate) at_ms: u64,
-    /// The server's time when the record was read or published, ms.
-    pub(crate) now_ms: u64,
+    /// When the state was entered.
+    pub(crate) at: ServerMs,
+    /// The server's time when the record was read or published.
+    pub(crate) now: ServerMs,
     /// The instance holding the probe lease, if any.
     pub(crate) holder: Option<String>,
-    /// The end of the last lease of this open period, server ms (0: none).
-    pub(crate) lease_until_ms: u64,
+    /// The end of the last lease of this open period (0: none).
+    pub(crate) lease_until: ServerMs,
 }
 
 /// What a script answered.
@@ -395,10 +396,10 @@ fn parse_record(fields: &[String]) -> Option<Record> {
         epoch: epoch.parse().ok()?,
         generation: generation.parse().ok()?,
         state: Shared::parse(state)?,
-        at_ms: at.parse().ok()?,
-        now_ms: now.parse().ok()?,
+        at: ServerMs(at.parse().ok()?),
+        now: ServerMs(now.parse().ok()?),
         holder: (!holder.is_empty()).then(|| holder.clone()),
-        lease_until_ms: lease_until.parse().ok()?,
+        lease_until: ServerMs(lease_until.parse().ok()?),
     })
 }
 
@@ -446,8 +447,8 @@ mod tests {
         assert_eq!(dependency, "search\tv2", "the name is the rest of the line");
         assert_eq!(record.holder.as_deref(), Some("gw-1"));
         assert_eq!(
-            (record.epoch, record.generation, record.lease_until_ms),
-            (7, 3, 9)
+            (record.epoch, record.generation, record.lease_until),
+            (7, 3, ServerMs(9))
         );
     }
 

@@ -20,9 +20,9 @@ pub(crate) struct Settings {
     pub(crate) probe_window_ms: u64,
 }
 
-/// The agent's counters, shared with its handle. The counts are statistics, added and read
+/// The worker's counters, shared with its handle. The counts are statistics, added and read
 /// relaxed; `connected` is stored with release and read with acquire, so a caller that reads
-/// `true` also sees the syncs the agent made before telling it.
+/// `true` also sees the syncs the worker made before telling it.
 #[derive(Debug, Default)]
 pub(crate) struct Status {
     pub(crate) connected: AtomicBool,
@@ -34,7 +34,7 @@ pub(crate) struct Status {
     pub(crate) claims_won: AtomicU64,
 }
 
-/// Something the fleet agent tells the operator ([`FleetBuilder::on_event`](crate::fleet::FleetBuilder::on_event)).
+/// Something the fleet worker tells the operator ([`FleetBuilder::on_event`](crate::fleet::FleetBuilder::on_event)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FleetEvent {
@@ -44,7 +44,7 @@ pub enum FleetEvent {
         /// The error of the command that failed.
         error: String,
     },
-    /// Redis is reachable again: the agent has synced every dependency with the fleet.
+    /// Redis is reachable again: the worker has synced every dependency with the fleet.
     Reconnected,
     /// A dependency's record (or its probe lease) holds something this build does not read: a
     /// foreign value, a truncated record, another format version. That dependency works as a
@@ -87,7 +87,7 @@ impl fmt::Display for FleetEvent {
 }
 
 /// A random number, new at each call (a per-process seed hashed by `foldhash`'s randomly seeded
-/// hasher): the default instance name's suffix, and each agent's lease token.
+/// hasher): the default instance name's suffix, and each worker's lease token.
 pub(crate) fn token() -> u32 {
     use core::hash::BuildHasher;
     foldhash::fast::RandomState::default().hash_one(std::process::id()) as u32
