@@ -283,6 +283,20 @@ pub mod fleet {
     //! ordered against the worker's own replies by epoch; only a reply moves that mark, so a
     //! forged message cannot cut a dependency off.
     //!
+    //! # Refusals, timeouts and credentials
+    //!
+    //! An unreachable server (a connection refused, no answer within the command timeout, a
+    //! server loading or read-only) is an outage: every breaker works locally, the worker tries
+    //! again every sync interval, and one `FleetEvent::Unreachable` is told per outage (a
+    //! timeout says `no answer within the command timeout`). A refusal of this instance
+    //! (`WRONGPASS`, `NOAUTH`: a wrong or missing password or user; `NOPERM`: the user's ACL) is
+    //! a configuration error, not an outage: one `FleetEvent::Refused`, an error-level `tracing`
+    //! event, every breaker local, and the worker does not ask again. `FleetHandle::connected`
+    //! waits for the first connection at start (`Ok`), or returns `FleetError::Refused`, or
+    //! `FleetError::Timeout` with the last error. Every URL the crate prints or tells (in
+    //! `FleetError`, events, `tracing`) passes through `fleet::redact`, which replaces its
+    //! password with `***`.
+    //!
     //! # Time and manual clocks
     //!
     //! The worker turns the server's times into a breaker's with the breaker's clock as it reads

@@ -49,12 +49,14 @@ use crate::config::{ConfigError, Problem, duration_field, name_field};
 mod backstop;
 mod keys;
 mod reconcile;
+mod redact;
 mod script;
 mod status;
 mod worker;
 
+pub use self::redact::redact;
 pub use self::status::FleetEvent;
-use self::status::{EventHook, Settings, Status};
+use self::status::{EventHook, Link, Settings, Status};
 
 /// The default key prefix.
 pub const DEFAULT_PREFIX: &str = "toolbreaker";
@@ -349,6 +351,57 @@ impl FleetHandle {
         self.status.connected.load(Ordering::Acquire)
     }
 
+    /// Wait until the worker has connected and synced (as [`is_connected`](Self::is_connected)
+    /// reads `true`), for at most `timeout`: a way to start serving only once the fleet is
+    /// reachable, or to fail a start whose Redis settings are wrong. Returns at once if it is
+    /// connected now or was refused before.
+    ///
+    /// # Errors
+    ///
+    /// - [`FleetError::Refused`] if Redis refused this instance (a wrong or missing password or
+    ///   user, a command the user's ACL denies): a configuration error, also told as
+    ///   [`FleetEvent::Refused`]; the worker does not try again;
+    /// - [`FleetError::Timeout`] if `timeout` passed first, with the last error met (Redis
+    ///   unreachable, a connection refused, no answer), if any. The worker goes on trying.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use toolbreaker::{Fleet, FleetError, Registry};
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let fleet = Fleet::builder("redis://:wrong@127.0.0.1:6379/").build()?;
+    /// let registry = Registry::builder().fleet(fleet).build();
+    /// match registry.fleet().unwrap().connected(Duration::from_secs(5)).await {
+    ///     Ok(()) => {}
+    ///     Err(FleetError::Refused(error)) => return Err(error.into()), // fix the settings
+    ///     Err(error) => eprintln!("starting with local breakers: {error}"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn connected(&self, timeout: Duration) -> Result<(), FleetError> {
+        let mut link = self.status.link.subscribe();
+        let settled = link.wait_for(|l| matches!(l, Link::Connected | Link::Refused(_)));
+        match tokio::time::timeout(timeout, settled).await {
+            Ok(Ok(link)) => match &*link {
+                Link::Refused(error) => Err(FleetError::Refused(error.clone())),
+                _ => Ok(()),
+            },
+            // The sender lives in `Status`, which this handle holds: never dropped before it.
+            Ok(Err(_)) | Err(_) => {
+                let last = match &*self.status.link.borrow() {
+                    Link::Lost(error) => Some(error.clone()),
+                    _ => None,
+                };
+                Err(FleetError::Timeout {
+                    waited_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+                    last,
+                })
+            }
+        }
+    }
+
     /// The worker's counters since it started.
     pub fn stats(&self) -> FleetStats {
         let s = &self.status;
@@ -382,8 +435,9 @@ pub struct FleetStats {
     pub probes_claimed: u64,
 }
 
-/// Why a [`Fleet`] could not be built.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a [`Fleet`] could not be built ([`FleetBuilder::build`]) or did not connect
+/// ([`FleetHandle::connected`]). No variant holds a URL's password (see [`redact`]).
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FleetError {
     /// A setting is invalid; the error names the field.
@@ -392,6 +446,32 @@ pub enum FleetError {
     Url(String),
     /// [`FleetBuilder::build`] was called outside a Tokio runtime.
     NoRuntime,
+    /// Redis refused this instance: a wrong or missing password or user, or a command the
+    /// user's ACL denies (the server's answer). A configuration error.
+    Refused(String),
+    /// No connection within the time waited, in ms; the last error met, if any.
+    Timeout {
+        /// How long was waited, in ms.
+        waited_ms: u64,
+        /// The last error (Redis unreachable, a connection refused, no answer), if any.
+        last: Option<String>,
+    },
+}
+
+impl fmt::Debug for FleetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FleetError::Config(error) => f.debug_tuple("Config").field(error).finish(),
+            FleetError::Url(error) => f.debug_tuple("Url").field(&redact(error)).finish(),
+            FleetError::NoRuntime => f.write_str("NoRuntime"),
+            FleetError::Refused(error) => f.debug_tuple("Refused").field(&redact(error)).finish(),
+            FleetError::Timeout { waited_ms, last } => f
+                .debug_struct("Timeout")
+                .field("waited_ms", waited_ms)
+                .field("last", &last.as_deref().map(redact))
+                .finish(),
+        }
+    }
 }
 
 impl From<ConfigError> for FleetError {
@@ -404,7 +484,24 @@ impl fmt::Display for FleetError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FleetError::Config(error) => error.fmt(f),
-            FleetError::Url(error) => write!(f, "invalid Redis URL: {error}"),
+            FleetError::Url(error) => write!(f, "invalid Redis URL: {}", redact(error)),
+            FleetError::Refused(error) => write!(
+                f,
+                "Redis refused this instance (check the URL's user and password and the user's ACL): {}",
+                redact(error)
+            ),
+            FleetError::Timeout {
+                waited_ms,
+                last: Some(last),
+            } => write!(
+                f,
+                "no connection to Redis within {waited_ms} ms; the last error: {}",
+                redact(last)
+            ),
+            FleetError::Timeout {
+                waited_ms,
+                last: None,
+            } => write!(f, "no connection to Redis within {waited_ms} ms"),
             FleetError::NoRuntime => f.write_str(
                 "a fleet must be built inside a Tokio runtime: its worker is spawned on it",
             ),

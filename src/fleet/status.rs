@@ -23,15 +23,45 @@ pub(crate) struct Settings {
 /// The worker's counters, shared with its handle. The counts are statistics, added and read
 /// relaxed; `connected` is stored with release and read with acquire, so a caller that reads
 /// `true` also sees the syncs the worker made before telling it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Status {
     pub(crate) connected: AtomicBool,
+    /// The link's state, for [`FleetHandle::connected`](super::FleetHandle::connected).
+    pub(crate) link: tokio::sync::watch::Sender<Link>,
     pub(crate) commands: AtomicU64,
     pub(crate) messages: AtomicU64,
     pub(crate) adopted: AtomicU64,
     pub(crate) outages: AtomicU64,
     pub(crate) bad_records: AtomicU64,
     pub(crate) claims_won: AtomicU64,
+}
+
+impl Default for Status {
+    fn default() -> Self {
+        Status {
+            connected: AtomicBool::new(false),
+            link: tokio::sync::watch::Sender::new(Link::Connecting),
+            commands: AtomicU64::new(0),
+            messages: AtomicU64::new(0),
+            adopted: AtomicU64::new(0),
+            outages: AtomicU64::new(0),
+            bad_records: AtomicU64::new(0),
+            claims_won: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Where the worker's link to Redis stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Link {
+    /// Not connected yet, and nothing failed.
+    Connecting,
+    /// Connected and every dependency known synced.
+    Connected,
+    /// Unreachable; the last error (redacted).
+    Lost(String),
+    /// Refused: a configuration error (redacted); the worker no longer tries.
+    Refused(String),
 }
 
 /// Something the fleet worker tells the operator ([`FleetBuilder::on_event`](crate::fleet::FleetBuilder::on_event)).
@@ -46,6 +76,16 @@ pub enum FleetEvent {
     },
     /// Redis is reachable again: the worker has synced every dependency with the fleet.
     Reconnected,
+    /// Redis refused this instance: its login (`WRONGPASS`, `NOAUTH`: a wrong or missing
+    /// password or user) or a command the fleet needs (`NOPERM`: the user's ACL). A
+    /// configuration error, told once at error level: every breaker works as a local breaker
+    /// and the worker does not try again (fix the URL or the ACL and build the registry again).
+    /// [`FleetHandle::connected`](super::FleetHandle::connected) returns it as
+    /// [`FleetError::Refused`](super::FleetError::Refused).
+    Refused {
+        /// The server's answer.
+        error: String,
+    },
     /// A dependency's record (or its probe lease) holds something this build does not read: a
     /// foreign value, a truncated record, another format version. That dependency works as a
     /// local breaker until the record is readable again. Told once per bad spell.
@@ -72,6 +112,10 @@ impl fmt::Display for FleetEvent {
                 )
             }
             FleetEvent::Reconnected => f.write_str("fleet: Redis reachable again, breakers synced"),
+            FleetEvent::Refused { error } => write!(
+                f,
+                "fleet: Redis refused this instance (a configuration error: check the URL's user and password and the user's ACL); breakers work locally and Redis is not tried again: {error}"
+            ),
             FleetEvent::BadRecord {
                 dependency,
                 problem,
@@ -98,6 +142,7 @@ pub(crate) fn tell(hook: Option<&EventHook>, event: &FleetEvent) {
     #[cfg(feature = "tracing")]
     match event {
         FleetEvent::Reconnected => tracing::info!(target: "toolbreaker::fleet", "{event}"),
+        FleetEvent::Refused { .. } => tracing::error!(target: "toolbreaker::fleet", "{event}"),
         _ => tracing::warn!(target: "toolbreaker::fleet", "{event}"),
     }
     if let Some(hook) = hook {

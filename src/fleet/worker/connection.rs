@@ -1,12 +1,65 @@
 //! The worker's link to Redis: losing it, reconnecting, and the backstop read.
 
 use super::*;
+use crate::fleet::redact;
 
 impl Worker {
     // Connection.
 
+    /// A command failed: Redis unreachable, or refused (a configuration error). `Err` in
+    /// either case.
+    pub(super) fn failed(&mut self, error: &redis::RedisError) {
+        let text = self.describe(error);
+        if is_refusal(error) {
+            self.refused(text);
+        } else {
+            self.lost(&text);
+        }
+    }
+
+    /// What an error says, for an event: a timeout says so (redis-rs tells a connection that
+    /// never answers as the socket's `Resource temporarily unavailable`), and every URL's
+    /// password is redacted.
+    pub(super) fn describe(&self, error: &redis::RedisError) -> String {
+        let io = std::error::Error::source(error)
+            .and_then(|source| source.downcast_ref::<std::io::Error>())
+            .map(std::io::Error::kind);
+        let timed_out = error.is_timeout()
+            || matches!(
+                io,
+                Some(std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)
+            );
+        if timed_out {
+            format!(
+                "no answer within the command timeout ({} ms): {}",
+                self.settings.command_timeout_ms,
+                redact(&error.to_string())
+            )
+        } else {
+            redact(&error.to_string())
+        }
+    }
+
+    /// Redis refused this instance: told once, at error level; every breaker works locally and
+    /// the worker does not try again.
+    pub(super) fn refused(&mut self, error: String) {
+        if !self.refused {
+            self.refused = true;
+            self.status.outages.fetch_add(1, Ordering::Relaxed);
+            self.event(FleetEvent::Refused {
+                error: error.clone(),
+            });
+        }
+        self.outage = true;
+        self.status.link.send_replace(Link::Refused(error));
+        self.local_mode();
+    }
+
     /// Mark Redis unreachable: every breaker works locally; told once per outage.
     pub(super) fn lost(&mut self, error: &str) {
+        if self.refused {
+            return self.local_mode();
+        }
         if self.connected || !self.outage {
             self.status.outages.fetch_add(1, Ordering::Relaxed);
             self.event(FleetEvent::Unreachable {
@@ -14,6 +67,12 @@ impl Worker {
             });
             self.outage = true;
         }
+        self.status.link.send_replace(Link::Lost(error.to_owned()));
+        self.local_mode();
+    }
+
+    /// Every breaker works as a local breaker.
+    fn local_mode(&mut self) {
         self.connected = false;
         self.status.connected.store(false, Ordering::Release);
         for dep in self.deps.values_mut() {
@@ -32,7 +91,7 @@ impl Worker {
         self.status.commands.fetch_add(1, Ordering::Relaxed);
         let subscribed = self.manager.subscribe(&channel).await;
         if let Err(error) = subscribed {
-            self.lost(&error.to_string());
+            self.failed(&error);
             return;
         }
         self.connected = true;
@@ -47,6 +106,7 @@ impl Worker {
         }
         // Told connected once every dependency known is synced with the fleet.
         self.status.connected.store(true, Ordering::Release);
+        self.status.link.send_replace(Link::Connected);
         if self.outage {
             self.outage = false;
             self.event(FleetEvent::Reconnected);
@@ -58,7 +118,10 @@ impl Worker {
 
     pub(super) async fn tick(&mut self) {
         if !self.connected {
-            self.reconnect().await;
+            // A refusal is a configuration error: asking again would be refused again.
+            if !self.refused {
+                self.reconnect().await;
+            }
             return;
         }
         // The backstop: the epoch counts every write of any record, and every write publishes
@@ -72,7 +135,7 @@ impl Worker {
             .await;
         let (epoch, incarnation) = match read {
             Err(error) if is_unreachable(&error) => {
-                self.lost(&error.to_string());
+                self.failed(&error);
                 return;
             }
             // Not text: a foreign value (the scripts report it as a bad record).
@@ -113,9 +176,19 @@ impl Worker {
     }
 }
 
+/// Whether a command's error is a refusal of this instance: its login (a wrong or missing
+/// password or user) or its permission to run a command (the user's ACL). A configuration
+/// error, not an outage: see [`FleetEvent::Refused`].
+pub(super) fn is_refusal(error: &redis::RedisError) -> bool {
+    use redis::ErrorKind;
+    const REFUSALS: &[&str] = &["NOPERM", "NOAUTH", "WRONGPASS"];
+    matches!(error.kind(), ErrorKind::AuthenticationFailed)
+        || error.code().is_some_and(|code| REFUSALS.contains(&code))
+}
+
 /// Whether a command's error means the fleet cannot be used now (no connection, a timeout, a
 /// refused login or permission, a server loading, read-only, out of memory or busy): every
-/// breaker goes local. The rest (`ERR`, `WRONGTYPE`: a script that failed on a value under one of
+/// breaker goes local (and a refusal, see [`is_refusal`], for good). The rest (`ERR`, `WRONGTYPE`: a script that failed on a value under one of
 /// the crate's keys; a reply of the wrong shape) is a problem of that dependency's record.
 pub(super) fn is_unreachable(error: &redis::RedisError) -> bool {
     use redis::ErrorKind;

@@ -26,7 +26,7 @@ use super::backstop::Backstop;
 use super::keys::{self, Keys};
 use super::reconcile::{self, Adoption, Elsewhere, Known, Lease, LocalMs, News, Source};
 use super::script::{self, Record, Reply, Scripts, Shared};
-use super::status::{EventHook, FleetEvent, Settings, Status, tell, token};
+use super::status::{EventHook, FleetEvent, Link, Settings, Status, tell, token};
 use crate::breaker::{CircuitBreaker, Outbox, Remote};
 use crate::types::{State, TransitionReason};
 
@@ -123,6 +123,8 @@ pub(crate) struct Worker {
     connected: bool,
     /// An outage was announced and not yet ended.
     outage: bool,
+    /// Redis refused this instance (a configuration error): it is not asked again.
+    refused: bool,
     /// This worker's name in probe leases and changes by hand: the instance's name and a random
     /// token, so two workers given the same instance name by mistake never share a lease.
     holder: String,
@@ -159,12 +161,9 @@ impl Worker {
             Ok(manager) => manager,
             Err(error) => {
                 // Only a configuration the URL check let through: every breaker stays local.
-                tell(
-                    start.on_event.as_ref(),
-                    &FleetEvent::Unreachable {
-                        error: error.to_string(),
-                    },
-                );
+                let error = super::redact(&error.to_string());
+                start.status.link.send_replace(Link::Refused(error.clone()));
+                tell(start.on_event.as_ref(), &FleetEvent::Refused { error });
                 return;
             }
         };
@@ -182,6 +181,7 @@ impl Worker {
             pushes,
             connected: false,
             outage: false,
+            refused: false,
             holder,
             backstop: Backstop::default(),
             told_messages: Vec::new(),

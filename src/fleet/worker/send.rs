@@ -318,7 +318,7 @@ impl Worker {
         match answer {
             Ok(value) => Ok(script::parse_reply(&value)),
             Err(error) if is_unreachable(&error) => {
-                self.lost(&error.to_string());
+                self.failed(&error);
                 Err(Unreachable)
             }
             // The server ran the script and it failed (a foreign value under one of our keys).
