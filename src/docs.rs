@@ -249,11 +249,18 @@ pub mod fleet {
     //!
     //! | key | type | contents |
     //! |---|---|---|
-    //! | `P:breaker:D` | hash | `v` (format version, `1`), `gen` (the fleet generation), `state` (`closed`, `open`, `isolated`), `at` (server ms when the state began), `lu` (server ms when the last probe lease of this open period ends; `0` if none or given back), `m` (the id of the last change by hand, so a resend applies once) |
+    //! | `P:breaker:D` | hash, expiring after the record TTL (`FleetBuilder::record_ttl`, default 1 day) | `v` (format version, `1`), `gen` (the fleet generation), `state` (`closed`, `open`, `isolated`), `at` (server ms when the state began), `lu` (server ms when the last probe lease of this open period ends; `0` if none or given back), `m` (the id of the last change by hand, so a resend applies once) |
     //! | `P:votes:D` | hash, expiring after the window | one field per instance: `count at tripped` |
     //! | `P:probe:D` | string with a TTL | `gen holder`: the probe lease; the holder is the instance's name and a random token per worker, so two workers given one name by mistake never share a lease |
     //! | `P:epoch` | integer | bumped by every write of any record |
     //! | `P:incarnation` | string | the server's time when the keys were first written after a wipe (`FLUSHALL`, a restart with no persistence) |
+    //!
+    //! A record expires once idle: every write and every sync sets its expiry again, and each
+    //! worker syncs every dependency its registry holds once a third of the TTL, so a record in
+    //! use is kept and the record of a dependency name no instance uses any more leaves Redis
+    //! after the TTL (the fleet's counterpart of the registry's idle eviction, which fleet mode
+    //! turns off). A record that expires while in use is rebuilt from the instances, as after a
+    //! wipe. The epoch and incarnation keys, one each per prefix, do not expire.
     //!
     //! Every write publishes the record on channel `P:transitions`, one line of tab-separated
     //! fields: `1 epoch gen state at now holder lease_until dependency`.

@@ -68,6 +68,8 @@ pub const DEFAULT_SYNC_INTERVAL: Duration = Duration::from_secs(1);
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_millis(250);
 /// The default time a local caller has to take the fleet's probe once it is granted: 1 s.
 pub const DEFAULT_PROBE_WINDOW: Duration = Duration::from_secs(1);
+/// The default expiry of an idle dependency's record in Redis: 1 day.
+pub const DEFAULT_RECORD_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Builds a [`Fleet`]; start from [`Fleet::builder`].
 #[must_use = "a builder does nothing until `build` is called"]
@@ -81,6 +83,7 @@ pub struct FleetBuilder {
     sync_interval: Duration,
     command_timeout: Duration,
     probe_window: Duration,
+    record_ttl: Duration,
     on_event: Option<EventHook>,
 }
 
@@ -95,6 +98,7 @@ impl fmt::Debug for FleetBuilder {
             .field("sync_interval", &self.sync_interval)
             .field("command_timeout", &self.command_timeout)
             .field("probe_window", &self.probe_window)
+            .field("record_ttl", &self.record_ttl)
             .finish_non_exhaustive()
     }
 }
@@ -161,6 +165,20 @@ impl FleetBuilder {
         self
     }
 
+    /// How long a dependency's record stays in Redis once no instance uses it (default
+    /// [`DEFAULT_RECORD_TTL`]), so the records of dependency names that come and go leave Redis.
+    /// Every write and every read of a record sets its expiry again, and each instance reads the
+    /// records of every dependency its registry holds once a third of this, so a record in use
+    /// never expires; one whose every instance has stopped (or dropped the registry) is gone
+    /// after it. A record that expires while in use (Redis could not be reached to keep it) is
+    /// written again from the instances' states, as after a wipe. The registry's idle eviction
+    /// does not apply in fleet mode (every breaker synced is kept for the registry's life); this
+    /// is how a fleet forgets. Whole ms, at least three sync intervals.
+    pub fn record_ttl(mut self, ttl: Duration) -> Self {
+        self.record_ttl = ttl;
+        self
+    }
+
     /// Called with each [`FleetEvent`] (Redis unreachable, reachable again, a bad record), on the
     /// worker's task: keep it short. With feature `tracing` each event is also a `tracing` event.
     pub fn on_event(mut self, hook: impl Fn(&FleetEvent) + Send + Sync + 'static) -> Self {
@@ -198,7 +216,11 @@ impl FleetBuilder {
             sync_interval_ms: duration_field("sync_interval", self.sync_interval)?,
             command_timeout_ms: duration_field("command_timeout", self.command_timeout)?,
             probe_window_ms: duration_field("probe_window", self.probe_window)?,
+            record_ttl_ms: duration_field("record_ttl", self.record_ttl)?,
         };
+        if settings.record_ttl_ms < settings.sync_interval_ms.saturating_mul(3) {
+            return Err(ConfigError::new("record_ttl", Problem::TooShort).into());
+        }
         // Pub/sub rides on the command connection: RESP3 pushes.
         let mut info: redis::ConnectionInfo =
             redis::IntoConnectionInfo::into_connection_info(self.url.as_str())
@@ -259,6 +281,7 @@ impl Fleet {
             sync_interval: DEFAULT_SYNC_INTERVAL,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             probe_window: DEFAULT_PROBE_WINDOW,
+            record_ttl: DEFAULT_RECORD_TTL,
             on_event: None,
         }
     }

@@ -10,7 +10,7 @@
 //!
 //! | key | type | contents |
 //! |---|---|---|
-//! | `P:breaker:D` | hash | `v` (format version, `1`), `gen` (fleet generation), `state` (`closed`, `open`, `isolated`), `at` (ms: when the state was entered), `lu` (ms: end of the last probe lease taken in this open period, `0` if none or released), `m` (the id of the last change by hand) |
+//! | `P:breaker:D` | hash, expiring after the record TTL (set at every write and sync) | `v` (format version, `1`), `gen` (fleet generation), `state` (`closed`, `open`, `isolated`), `at` (ms: when the state was entered), `lu` (ms: end of the last probe lease taken in this open period, `0` if none or released), `m` (the id of the last change by hand) |
 //! | `P:votes:D` | hash | one field per instance: `count at tripped` (its consecutive counted failures, when it last reported, whether it tripped locally) |
 //! | `P:probe:D` | string, with a TTL | `gen instance`: the probe lease (`SET … NX PX`) |
 //! | `P:epoch` | integer | bumped by every write of any record; a changed epoch tells an instance it missed a message |
@@ -139,8 +139,11 @@ end
 local function reply(status, rec, ls, now, e, extra)
   return {status, s(e), s(rec.gen), rec.state, s(rec.at), s(now), ls.holder, s(rec.lu), extra or ''}
 end
+-- The record's expiry, ms: the last argument of every script. Set at every write and every sync.
+local TTL = ARGV[#ARGV]
 local function write(rec, ls, now)
   redis.call('HSET', KEYS[1], 'v', VERSION, 'gen', s(rec.gen), 'state', rec.state, 'at', s(rec.at), 'lu', s(rec.lu))
+  redis.call('PEXPIRE', KEYS[1], TTL)
   local e = bump(now)
   redis.call('PUBLISH', ARGV[1], table.concat({VERSION, s(e), s(rec.gen), rec.state, s(rec.at), s(now),
     ls.holder, s(rec.lu), ARGV[2]}, '\t'))
@@ -177,6 +180,7 @@ end
 -- The incarnation may have been lost alone (evicted): written again, or every instance would
 -- read a wipe at every look.
 if ikind == 'none' then redis.call('SET', KEYS[5], s(now) .. '.0') end
+redis.call('PEXPIRE', KEYS[1], TTL)
 return reply('same', rec, ls, now, epoch())
 "#;
 

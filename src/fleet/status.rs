@@ -18,6 +18,7 @@ pub(crate) struct Settings {
     pub(crate) sync_interval_ms: u64,
     pub(crate) command_timeout_ms: u64,
     pub(crate) probe_window_ms: u64,
+    pub(crate) record_ttl_ms: u64,
 }
 
 /// The worker's counters, shared with its handle. The counts are statistics, added and read

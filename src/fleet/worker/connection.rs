@@ -151,7 +151,13 @@ impl Worker {
         let missed = self
             .backstop
             .look(epoch.as_deref().and_then(|e| e.parse().ok()));
-        let names: Vec<SmolStr> = if wiped || missed {
+        // Every record read once a third of its expiry, so a record in use never expires.
+        let refresh =
+            self.refreshed.elapsed() >= Duration::from_millis(self.settings.record_ttl_ms / 3);
+        if refresh {
+            self.refreshed = Instant::now();
+        }
+        let names: Vec<SmolStr> = if wiped || missed || refresh {
             self.deps.keys().cloned().collect()
         } else {
             // Bad records are read again each tick, quietly, until they are readable.

@@ -136,6 +136,8 @@ pub(crate) struct Worker {
     manual_seq: u64,
     /// The incarnation read by the last backstop read.
     incarnation: Option<String>,
+    /// When every record was last read to keep it from expiring.
+    refreshed: Instant,
 }
 
 /// A command's failure that means Redis is unreachable (as opposed to a bad record).
@@ -187,6 +189,7 @@ impl Worker {
             told_messages: Vec::new(),
             manual_seq: 0,
             incarnation: None,
+            refreshed: Instant::now(),
         };
         worker.reconnect().await;
         worker.main_loop().await;

@@ -312,6 +312,9 @@ impl Worker {
         &mut self,
         invocation: redis::ScriptInvocation<'_>,
     ) -> Result<Reply, Unreachable> {
+        let mut invocation = invocation;
+        // Every script's last argument: the record's expiry.
+        invocation.arg(self.settings.record_ttl_ms);
         self.status.commands.fetch_add(1, Ordering::Relaxed);
         let answer: Result<redis::Value, redis::RedisError> =
             invocation.invoke_async(&mut self.manager).await;
