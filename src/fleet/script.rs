@@ -22,7 +22,7 @@
 use redis::Value;
 
 use super::keys::Keys;
-use super::reconcile::ServerMs;
+use super::millis::ServerMs;
 
 /// The record format this build reads and writes.
 pub(crate) const FORMAT_VERSION: &str = "1";

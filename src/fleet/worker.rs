@@ -7,8 +7,13 @@
 //! reconnecting, the backstop read), `send` carries local news to the scripts, `receive` applies
 //! records (through the pure `reconcile`) and runs the timers.
 
+// The worker's other files, children of this module (they see its private state), kept beside
+// it in the folder.
+#[path = "connection.rs"]
 mod connection;
+#[path = "receive.rs"]
 mod receive;
+#[path = "send.rs"]
 mod send;
 
 use std::collections::HashMap;
@@ -24,7 +29,8 @@ use tokio::time::Instant;
 
 use super::backstop::Backstop;
 use super::keys::{self, Keys};
-use super::reconcile::{self, Adoption, Elsewhere, Known, Lease, LocalMs, News, Source};
+use super::millis::LocalMs;
+use super::reconcile::{self, Adoption, Elsewhere, Known, Lease, News, Source};
 use super::script::{self, Record, Reply, Scripts, Shared};
 use super::status::{EventHook, FleetEvent, Link, Settings, Status, tell, token};
 use crate::breaker::{CircuitBreaker, Outbox, Remote};
