@@ -183,16 +183,25 @@ async fn a_partitioned_instance_that_hears_the_fleet_s_probe_never_probes_twice(
     // probe, the claim times out, and B works locally.
     proxy.stall_up(true);
     b.mock.increment(COOLDOWN);
-    let blocked = sb.try_acquire().unwrap_err();
-    assert_eq!(
-        blocked.reason(),
-        BlockedReason::ProbeInFlight,
-        "the fleet chooses"
-    );
+    // Still connected, the fleet chooses (blocked); once its command times out, B probes locally.
+    let early = match sb.try_acquire() {
+        Ok(permit) => Some(permit),
+        Err(blocked) => {
+            assert_eq!(
+                blocked.reason(),
+                BlockedReason::ProbeInFlight,
+                "the fleet chooses"
+            );
+            None
+        }
+    };
     until("b reads Redis as unreachable", || !b.connected()).await;
-    let b_probe = sb
-        .try_acquire()
-        .expect("b probes locally while Redis is unreachable");
+    let b_probe = match early {
+        Some(permit) => permit,
+        None => sb
+            .try_acquire()
+            .expect("b probes locally while Redis is unreachable"),
+    };
     assert!(b_probe.is_probe());
 
     // A's cooldown ends (the server's too: polled) and A takes the fleet's probe.

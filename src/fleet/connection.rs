@@ -43,15 +43,14 @@ impl Worker {
     /// Redis refused this instance: told once, at error level; every breaker works locally and
     /// the worker does not try again.
     pub(super) fn refused(&mut self, error: String) {
+        // The link's state first: a caller that heard the event finds it there.
+        self.status.link.send_replace(Link::Refused(error.clone()));
         if !self.refused {
             self.refused = true;
             self.status.outages.fetch_add(1, Ordering::Relaxed);
-            self.event(FleetEvent::Refused {
-                error: error.clone(),
-            });
+            self.event(FleetEvent::Refused { error });
         }
         self.outage = true;
-        self.status.link.send_replace(Link::Refused(error));
         self.local_mode();
     }
 
@@ -60,6 +59,8 @@ impl Worker {
         if self.refused {
             return self.local_mode();
         }
+        // The link's state first: a caller that heard the event finds it there.
+        self.status.link.send_replace(Link::Lost(error.to_owned()));
         if self.connected || !self.outage {
             self.status.outages.fetch_add(1, Ordering::Relaxed);
             self.event(FleetEvent::Unreachable {
@@ -67,7 +68,6 @@ impl Worker {
             });
             self.outage = true;
         }
-        self.status.link.send_replace(Link::Lost(error.to_owned()));
         self.local_mode();
     }
 
