@@ -1179,17 +1179,17 @@ async fn foreign_values_under_the_votes_or_lease_key_are_bad_records() {
     until("files reaches b", LIMIT, || b_files.state() == State::Open).await;
 }
 
-/// A server that refuses the login is an outage (one `Unreachable` event naming the error, every
-/// breaker local), not a bad record of each dependency.
+/// A server that refuses the login is a configuration error (one `Refused` event naming the
+/// error, every breaker local), not a bad record of each dependency.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_refused_login_is_an_outage_not_a_bad_record() {
+async fn a_refused_login_is_told_not_a_bad_record() {
     let server = RedisServer::start_with(&["--requirepass", "secret"]);
     let a = instance(&server, "a", 2);
     let search = a.get("search");
     until("the refusal is told", LIMIT, || {
         a.events()
             .iter()
-            .any(|e| matches!(e, FleetEvent::Unreachable { .. }))
+            .any(|e| matches!(e, FleetEvent::Refused { .. }))
     })
     .await;
     fail(&search);
@@ -1199,7 +1199,7 @@ async fn a_refused_login_is_an_outage_not_a_bad_record() {
     let events = a.events();
     assert_eq!(events.len(), 1, "{events:?}");
     assert!(
-        format!("{}", events[0]).contains("unreachable"),
+        format!("{}", events[0]).contains("refused"),
         "{}",
         events[0]
     );

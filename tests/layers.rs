@@ -45,8 +45,44 @@ const FILES: &[(&str, &[&str])] = &[
         ],
     ),
     ("classify", &["mod", "http", "reqwest"]),
-    ("docs", &["atomics", "mod"]),
-    ("fleet", &["status", "script", "agent", "mod"]),
+    (
+        "docs",
+        &[
+            "atomics",
+            "calls",
+            "checks",
+            "configuration",
+            "contract",
+            "examples",
+            "features",
+            "fleet",
+            "layers",
+            "mcp",
+            "observability",
+            "time",
+            "mod",
+        ],
+    ),
+    (
+        "fleet",
+        &[
+            "status",
+            "keys",
+            "millis",
+            "script",
+            "reconcile",
+            "reconcile_tests",
+            "backstop",
+            "redact",
+            "error",
+            "handle",
+            "connection",
+            "send",
+            "receive",
+            "worker",
+            "mod",
+        ],
+    ),
     ("observe", &["counters", "export", "mod"]),
     (
         "registry",
@@ -286,11 +322,13 @@ fn occurrences(needles: &[&str], allowed: &[&str]) -> Vec<String> {
 /// Files another change of the same redesign rewrites: what they still do against the rules
 /// below is listed here, by file and rule, and comes off the list with that change.
 const PENDING: &[(&str, &str)] = &[
-    ("src/fleet/agent.rs", "atomics"),
-    ("src/fleet/agent.rs", "clock"),
-    ("src/fleet/mod.rs", "atomics"),
+    ("src/fleet/handle.rs", "atomics"),
     ("src/fleet/status.rs", "atomics"),
-    ("src/breaker/call.rs", "root paths"),
+    ("src/fleet/worker.rs", "atomics"),
+    ("src/fleet/connection.rs", "clock"),
+    ("src/fleet/receive.rs", "clock"),
+    ("src/fleet/send.rs", "clock"),
+    ("src/fleet/worker.rs", "clock"),
 ];
 
 /// `found` without the files `PENDING` lists for `rule`.

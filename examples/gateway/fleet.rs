@@ -31,6 +31,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::watch;
 use tokio::time::Instant;
+use toolbreaker::fleet::redact;
 use toolbreaker::{Fleet, Registry, State, TransitionReason};
 
 use crate::figures::{self, DependencyInput, Heard};
@@ -166,16 +167,14 @@ pub async fn instance(args: Args, spec: &str) -> Result<(), Box<dyn Error>> {
         builder = builder.fleet(fleet);
     }
     let registry = Arc::new(builder.build());
-    // Every breaker exists before the start, so the fleet agent has read each one's record.
+    // Every breaker exists before the start, so the fleet worker has read each one's record.
     let _ = crate::registry_handles(&registry);
     if let Some(fleet) = registry.fleet() {
-        let deadline = Instant::now() + READY_LIMIT;
-        while !fleet.is_connected() {
-            if Instant::now() >= deadline {
-                return Err(format!("{}: Redis not reached in {READY_LIMIT:?}", spec.name).into());
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        // A refused login fails the start at once; an unreachable server after the limit.
+        fleet
+            .connected(READY_LIMIT)
+            .await
+            .map_err(|error| format!("{}: {error}", spec.name))?;
     }
     {
         let mut out = std::io::stdout().lock();
@@ -350,15 +349,23 @@ impl Redis {
         }
     }
 
-    /// The server at `url`, if it answers PING.
+    /// The server at `url`, if it is a Redis URL and the server answers PING. Neither message
+    /// shows the URL's password.
     fn external(url: &str) -> Result<Redis, String> {
+        let shown = redact(url);
+        if let Err(e) = redis::Client::open(url) {
+            return Err(format!(
+                "--redis {shown}: not a Redis URL ({}); expected redis://[user:password@]host[:port][/db]",
+                redact(&e.to_string())
+            ));
+        }
         let redis = Redis {
             url: url.to_owned(),
             server: None,
         };
         redis
             .ping()
-            .map_err(|e| format!("--redis {url}: no answer to PING: {e}"))?;
+            .map_err(|e| format!("--redis {shown}: no answer to PING: {}", redact(&e)))?;
         Ok(redis)
     }
 
@@ -587,16 +594,17 @@ async fn run_fleet(args: Args, instances: usize) -> Result<(), Box<dyn Error>> {
         .map(|i| format!("{} (pid {})", i.name, i.child.id()))
         .collect();
     log.line(&format!(
-        "gateway fleet: {instances} instances, separate processes: {}; {} agent tasks in all for {:.1} s; tools: {}",
+        "gateway fleet: {}, separate processes: {}; {} in all for {:.1} s; tools: {}",
+        counted(instances, "instance"),
         pids.join(", "),
-        args.concurrency,
+        counted(args.concurrency, "agent task"),
         args.duration.as_secs_f64(),
         listening.join(", "),
     ));
     match &redis {
         Some(redis) => log.line(&format!(
             "shared: every instance's breakers through Redis at {} (key prefix {prefix})",
-            redis.url
+            redact(&redis.url)
         )),
         None => log.line("independent: each instance's breakers on their own, nothing shared"),
     }
@@ -763,5 +771,14 @@ async fn progress(
             *last = hits;
         }
         log.line(&line);
+    }
+}
+
+/// `n` and `noun`, plural unless `n` is 1: "1 instance", "2 instances".
+fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }

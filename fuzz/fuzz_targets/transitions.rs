@@ -872,6 +872,12 @@ impl Model {
                 }
                 return None;
             }
+            // A local probe within its lease is kept: no second probe starts while it runs.
+            (fuzzing::Remote::Open { .. }, ModelState::Probing { since, .. })
+                if now < since.saturating_add(self.probe_timeout) =>
+            {
+                return None;
+            }
             (fuzzing::Remote::Open { opened_at_ms }, _) => ModelState::Open {
                 since: opened_at_ms.min(MAX_TIME_MS),
             },

@@ -241,7 +241,7 @@ impl CircuitBreaker {
             }
             Err(_elapsed) => {
                 permit.record_elapsed_if(
-                    crate::Outcome::Failure(crate::FailureKind::Timeout),
+                    crate::classify::Outcome::Failure(crate::classify::FailureKind::Timeout),
                     self.timed_since(started),
                 );
                 Err(CallError::TimedOut(timeout))

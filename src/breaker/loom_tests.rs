@@ -551,12 +551,12 @@ fn a_remote_trip_racing_a_local_trip_opens_once_in_the_next_generation() {
 }
 
 /// Model 13: another instance's verdict `open` adopted while the local probe reports success.
-/// Adopted first: open (reason `fleet`) in the next generation, the probe's success stale and no
-/// transition. Success first: closed, then open again by the adoption, each in the next
-/// generation. Either way the breaker ends open from the adoption's time, and the listener hears
-/// only transitions that landed, in order, ending open.
+/// Adopted first: the probe in flight is this instance's one probe and is kept (the adoption
+/// changes nothing), so its success closes, in the next generation. Success first: closed, then
+/// open again by the adoption, each in the next generation. Either way the probe is never made
+/// stale under its caller, and the listener hears only transitions that landed, in order.
 #[test]
-fn a_remote_open_racing_the_probes_success_ends_open_and_the_loser_is_stale() {
+fn a_remote_open_racing_the_probes_success_never_makes_the_probe_stale() {
     static SEEN: [AtomicBool; 2] = [const { AtomicBool::new(false) }; 2];
     loom::model(|| {
         let (breaker, mock, heard) = heard_breaker(1);
@@ -566,37 +566,40 @@ fn a_remote_open_racing_the_probes_success_ends_open_and_the_loser_is_stale() {
         take(&heard);
         let prober = thread::spawn(move || probe.record(Outcome::Success));
         let remote = thread::spawn(move || adopt_open_now(breaker));
-        let verdict = prober.join().unwrap();
-        let adopted = remote.join().unwrap().expect("the adoption always opens");
+        let closed = prober
+            .join()
+            .unwrap()
+            .expect("the probe is never made stale by the adoption");
+        let adopted = remote.join().unwrap();
         assert_eq!(
-            (adopted.to(), adopted.reason()),
-            (State::Open, TransitionReason::Fleet)
+            (closed.from(), closed.to(), closed.reason()),
+            (
+                State::HalfOpen,
+                State::Closed,
+                TransitionReason::ProbeSucceeded
+            )
         );
-        let landed = match verdict {
+        assert_eq!(closed.generation(), start.wrapping_add(1));
+        let landed = match adopted {
             None => {
                 SEEN[0].store(true, Relaxed);
-                assert_eq!(adopted.from(), State::HalfOpen);
-                assert_eq!(adopted.generation(), start.wrapping_add(1));
-                vec![adopted]
+                vec![closed]
             }
-            Some(closed) => {
+            Some(adopted) => {
                 SEEN[1].store(true, Relaxed);
                 assert_eq!(
-                    (closed.from(), closed.to(), closed.reason()),
-                    (
-                        State::HalfOpen,
-                        State::Closed,
-                        TransitionReason::ProbeSucceeded
-                    )
+                    (adopted.from(), adopted.to(), adopted.reason()),
+                    (State::Closed, State::Open, TransitionReason::Fleet)
                 );
-                assert_eq!(closed.generation(), start.wrapping_add(1));
-                assert_eq!(adopted.from(), State::Closed);
                 assert_eq!(adopted.generation(), start.wrapping_add(2));
                 vec![closed, adopted]
             }
         };
         assert_heard(&take(&heard), &landed);
-        assert_open_since_now(breaker, &mock, adopted.generation());
+        match adopted {
+            None => assert_eq!(breaker.state(), State::Closed),
+            Some(adopted) => assert_open_since_now(breaker, &mock, adopted.generation()),
+        }
     });
     assert_all_seen(&SEEN, &["the adoption first", "the success first"]);
 }
@@ -783,11 +786,13 @@ fn the_fleets_probe_granted_while_a_caller_asks_is_taken_exactly_once() {
 }
 
 /// Model 16: the fleet's probe lost (another instance holds it now: the agent adopts the fleet's
-/// `open` and takes the grant back) while a local caller claims the granted slot. Either the
-/// caller is blocked, or its probe is stale once the adoption lands and its success changes
-/// nothing; the breaker ends open, and after the cooldown the gate keeps the slot for the fleet.
+/// `open` and takes the grant back) while a local caller claims the granted slot. Claimed first:
+/// the probe in flight is this instance's one probe and is kept (the adoption changes nothing),
+/// no second probe is admitted while it runs, and its verdict decides. Adopted first: the caller
+/// is blocked, the breaker is open from now, and after the cooldown the gate keeps the slot for
+/// the fleet.
 #[test]
-fn a_lost_fleet_probe_racing_the_local_claim_leaves_no_current_probe() {
+fn a_lost_fleet_probe_racing_the_local_claim_leaves_one_probe_at_most() {
     static SEEN: [AtomicBool; 2] = [const { AtomicBool::new(false) }; 2];
     loom::model(|| {
         let (breaker, mock) = fleet_breaker();
@@ -801,34 +806,45 @@ fn a_lost_fleet_probe_racing_the_local_claim_leaves_no_current_probe() {
             adopted
         });
         let probe = caller.join().unwrap();
-        let adopted = agent.join().unwrap().expect("half-open or probing: opens");
-        assert_eq!(
-            (adopted.from(), adopted.to()),
-            (State::HalfOpen, State::Open)
-        );
-        assert_eq!(adopted.generation(), granted + 1);
+        let adopted = agent.join().unwrap();
         match probe {
             Some(probe) => {
                 SEEN[0].store(true, Relaxed);
                 assert!(probe.is_probe());
                 assert_eq!(probe.generation(), granted);
-                assert!(!probe.is_current(), "the lost probe still counts");
-                assert_eq!(probe.record(Outcome::Success), None);
+                assert_eq!(adopted, None, "the probe in flight is kept");
+                assert!(probe.is_current());
+                let blocked = breaker.try_acquire().unwrap_err();
+                assert_eq!(
+                    blocked.reason(),
+                    BlockedReason::ProbeInFlight,
+                    "no second probe while it runs"
+                );
+                let closed = probe.record(Outcome::Success).expect("its verdict decides");
+                assert_eq!(closed.to(), State::Closed);
             }
-            None => SEEN[1].store(true, Relaxed),
+            None => {
+                SEEN[1].store(true, Relaxed);
+                let adopted = adopted.expect("half-open: opens");
+                assert_eq!(
+                    (adopted.from(), adopted.to()),
+                    (State::HalfOpen, State::Open)
+                );
+                assert_eq!(adopted.generation(), granted + 1);
+                let blocked = breaker.try_acquire().unwrap_err();
+                assert_eq!(
+                    (blocked.state(), blocked.reason(), blocked.retry_after()),
+                    (State::Open, BlockedReason::DependencyOpen, COOLDOWN)
+                );
+                mock.increment(COOLDOWN);
+                let blocked = breaker.try_acquire().unwrap_err();
+                assert_eq!(
+                    blocked.reason(),
+                    BlockedReason::ProbeInFlight,
+                    "not granted"
+                );
+            }
         }
-        let blocked = breaker.try_acquire().unwrap_err();
-        assert_eq!(
-            (blocked.state(), blocked.reason(), blocked.retry_after()),
-            (State::Open, BlockedReason::DependencyOpen, COOLDOWN)
-        );
-        mock.increment(COOLDOWN);
-        let blocked = breaker.try_acquire().unwrap_err();
-        assert_eq!(
-            blocked.reason(),
-            BlockedReason::ProbeInFlight,
-            "not granted"
-        );
     });
     assert_all_seen(&SEEN, &["claimed before the loss", "blocked"]);
 }
@@ -978,4 +994,56 @@ fn n_probes_claimed_by_n_plus_one_racers_admit_exactly_n() {
             "the third blocked",
         ],
     );
+}
+
+/// Model 20: a local probe (taken while the fleet cannot be asked: Redis unreachable) racing the
+/// adoption of the fleet's open state (another instance's probe, heard on the link that still
+/// delivers: `Remote::Open`, opened now). Claimed first: the adoption keeps the probe, which
+/// stays current, and no second probe is admitted while it runs, even once a cooldown from the
+/// adopted opening has passed. Adopted first: the caller is blocked, open from now, and after the
+/// cooldown exactly one probe is admitted. No instance holds two probes at once.
+#[test]
+fn a_local_probe_racing_the_fleet_s_opening_is_never_joined_by_a_second() {
+    static SEEN: [AtomicBool; 2] = [const { AtomicBool::new(false) }; 2];
+    loom::model(|| {
+        let (breaker, mock, _heard) = heard_breaker(1);
+        half_open(breaker, &mock, 1);
+        let caller = thread::spawn(move || breaker.try_acquire().ok());
+        let remote = thread::spawn(move || adopt_open_now(breaker));
+        let probe = caller.join().unwrap();
+        let adopted = remote.join().unwrap();
+        match probe {
+            Some(probe) => {
+                SEEN[0].store(true, Relaxed);
+                assert!(probe.is_probe());
+                mock.increment(COOLDOWN);
+                let second = breaker.try_acquire();
+                assert!(
+                    second.is_err(),
+                    "a second probe while the first runs: {:?}",
+                    second.map(|p| p.generation())
+                );
+                assert!(probe.is_current(), "the adoption made the probe stale");
+                assert_eq!(adopted, None, "the probe is kept: nothing announced");
+                let closed = probe.record(Outcome::Success).expect("its verdict decides");
+                assert_eq!(closed.to(), State::Closed);
+            }
+            None => {
+                SEEN[1].store(true, Relaxed);
+                assert_eq!(adopted, None, "open to open: nothing announced");
+                let blocked = breaker.try_acquire().unwrap_err();
+                assert_eq!(
+                    (blocked.state(), blocked.reason(), blocked.retry_after()),
+                    (State::Open, BlockedReason::DependencyOpen, COOLDOWN)
+                );
+                mock.increment(COOLDOWN);
+                let probe = breaker.try_acquire().unwrap();
+                assert!(probe.is_probe());
+                let second = breaker.try_acquire().unwrap_err();
+                assert_eq!(second.reason(), BlockedReason::ProbeInFlight);
+                drop(probe);
+            }
+        }
+    });
+    assert_all_seen(&SEEN, &["the claim first", "the adoption first"]);
 }

@@ -76,7 +76,7 @@
 //!     is closed, such an instance probes for itself after its own cooldown.
 //! 16. **One probe for the whole fleet.** Once the fleet is open and its cooldown has ended, a
 //!     local call that would take the probe slot asks the fleet first: it is blocked
-//!     (`probe_in_flight`, retry-after the command timeout) while the instance's agent claims
+//!     (`probe_in_flight`, retry-after the command timeout) while the instance's worker claims
 //!     the one lease in Redis (`SET NX PX`, carrying the generation; it lasts the probe window
 //!     plus the probe timeout). The instance that wins frees its local slot for one caller within
 //!     the probe window (unused, the lease is given back); every other instance stays blocked
@@ -103,7 +103,7 @@
 //!     command timeout (default 250 ms) makes every breaker of the registry a local breaker
 //!     (its own threshold, cooldown and probe) and tells one
 //!     `FleetEvent::Unreachable`, once per outage.
-//!     The agent retries every sync interval; on reconnect it tells
+//!     The worker retries every sync interval; on reconnect it tells
 //!     `Reconnected` and reconciles each dependency:
 //!     a record missing (Redis restarted empty, or `FLUSHALL`) is rebuilt from the first
 //!     instance to sync; the fleet's record wins over the local state, except that a trip

@@ -1,4 +1,4 @@
-//! How fleet mode works: the record in Redis, its scripts, the agent (feature `redis`). The
+//! How fleet mode works: the record in Redis, its scripts, the worker (feature `redis`). The
 //! rules it keeps are in [`contract`](super::contract), 12 to 20.
 //!
 //! # Use
@@ -17,7 +17,7 @@
 //!         .prefix("gateway")      // keys and channel under this prefix
 //!         .instance("gw-1")       // unique per live instance (default: pid and a random suffix)
 //!         .min_instances(2)       // one instance with a broken network opens only its own breaker
-//!         .build()?;              // inside a Tokio runtime: the agent task runs on it
+//!         .build()?;              // inside a Tokio runtime: the worker task runs on it
 //!     let registry = Registry::builder().fleet(fleet).build();
 //!     let search = registry.get("search");
 //!     assert!(search.try_acquire().is_ok());
@@ -50,25 +50,44 @@
 //!               │ slow paths only: a counted failure, a cleared count, a transition,
 //!               │ a call blocked waiting for the fleet's probe
 //!               ▼
-//!            tap (flags; wakes the agent) ──► agent task ──EVALSHA──► Redis record
+//!            tap (flags; wakes the worker) ──► worker task ──EVALSHA──► Redis record
 //!                                                 ▲                       │ PUBLISH
 //!               adopt (through the word's cell)◄──┴──── pub/sub ◄─────────┘
 //!                                                 + MGET epoch every sync interval
 //! ```
 //!
-//! One agent per registry runs on the Tokio runtime the `Fleet` was built in.
+//! One worker per registry runs on the Tokio runtime the `Fleet` was built in.
 //! Its one connection (redis-rs's `ConnectionManager`, RESP3) carries the scripts and the
 //! subscription, and reconnects with backoff.
 //!
 //! # Keys (prefix `P`, dependency `D`)
 //!
+//! `P` stands for the prefix as it is written in a name: its `%` as `%25` and its `:` as
+//! `%3A` (percent-encoding of those two characters; a prefix with neither, such as the
+//! default `toolbreaker`, is written as it is). The written prefix thus holds no `:`, so the
+//! first `:` of a name ends it and the prefix can be read back: no two fleets' names meet,
+//! whatever their prefixes and dependency names. After it comes the role: `breaker`,
+//! `votes`, `probe` followed by `:D` (the dependency is the rest of the name, whatever it
+//! holds), or `epoch`, `incarnation`, `transitions` alone. Prefix `gw:breaker` writes its
+//! epoch as `gw%3Abreaker:epoch`, apart from prefix `gw`'s record of a dependency named
+//! `epoch`, `gw:breaker:epoch`. The crate uses no hash tags: a fleet's scripts touch several
+//! of its keys at once, so a fleet needs one Redis server (or a primary with replicas), not a
+//! Cluster.
+//!
 //! | key | type | contents |
 //! |---|---|---|
-//! | `P:breaker:D` | hash | `v` (format version, `1`), `gen` (the fleet generation), `state` (`closed`, `open`, `isolated`), `at` (server ms when the state began), `lu` (server ms when the last probe lease of this open period ends; `0` if none or given back), `m` (the id of the last change by hand, so a resend applies once) |
+//! | `P:breaker:D` | hash, expiring after the record TTL (`FleetBuilder::record_ttl`, default 1 day) | `v` (format version, `1`), `gen` (the fleet generation), `state` (`closed`, `open`, `isolated`), `at` (server ms when the state began), `lu` (server ms when the last probe lease of this open period ends; `0` if none or given back), `m` (the id of the last change by hand, so a resend applies once) |
 //! | `P:votes:D` | hash, expiring after the window | one field per instance: `count at tripped` |
-//! | `P:probe:D` | string with a TTL | `gen holder`: the probe lease; the holder is the instance's name and a random token per agent, so two agents given one name by mistake never share a lease |
+//! | `P:probe:D` | string with a TTL | `gen holder`: the probe lease; the holder is the instance's name and a random token per worker, so two workers given one name by mistake never share a lease |
 //! | `P:epoch` | integer | bumped by every write of any record |
 //! | `P:incarnation` | string | the server's time when the keys were first written after a wipe (`FLUSHALL`, a restart with no persistence) |
+//!
+//! A record expires once idle: every write and every sync sets its expiry again, and each
+//! worker syncs every dependency its registry holds once a third of the TTL, so a record in
+//! use is kept and the record of a dependency name no instance uses any more leaves Redis
+//! after the TTL (the fleet's counterpart of the registry's idle eviction, which fleet mode
+//! turns off). A record that expires while in use is rebuilt from the instances, as after a
+//! wipe. The epoch and incarnation keys, one each per prefix, do not expire.
 //!
 //! Every write publishes the record on channel `P:transitions`, one line of tab-separated
 //! fields: `1 epoch gen state at now holder lease_until dependency`.
@@ -91,19 +110,33 @@
 //! # Commands
 //!
 //! In the background, one `MGET` of the epoch and the incarnation per sync interval per
-//! registry. The epoch counts every write and each write publishes one message, so an agent
+//! registry. The epoch counts every write and each write publishes one message, so a worker
 //! that received fewer messages than the epoch moved (at two looks in a row) missed one and
 //! reads every record once; so does one that finds the epoch went back (a server restored
 //! from an older snapshot) or gone, or the incarnation changed or gone (a wipe). A message is
-//! ordered against the agent's own replies by epoch; only a reply moves that mark, so a
+//! ordered against the worker's own replies by epoch; only a reply moves that mark, so a
 //! forged message cannot cut a dependency off.
+//!
+//! # Refusals, timeouts and credentials
+//!
+//! An unreachable server (a connection refused, no answer within the command timeout, a
+//! server loading or read-only) is an outage: every breaker works locally, the worker tries
+//! again every sync interval, and one `FleetEvent::Unreachable` is told per outage (a
+//! timeout says `no answer within the command timeout`). A refusal of this instance
+//! (`WRONGPASS`, `NOAUTH`: a wrong or missing password or user; `NOPERM`: the user's ACL) is
+//! a configuration error, not an outage: one `FleetEvent::Refused`, an error-level `tracing`
+//! event, every breaker local, and the worker does not ask again. `FleetHandle::connected`
+//! waits for the first connection at start (`Ok`), or returns `FleetError::Refused`, or
+//! `FleetError::Timeout` with the last error. Every URL the crate prints or tells (in
+//! `FleetError`, events, `tracing`) passes through `fleet::redact`, which replaces its
+//! password with `***`.
 //!
 //! # Time and manual clocks
 //!
-//! The agent turns the server's times into a breaker's with the breaker's clock as it reads
+//! The worker turns the server's times into a breaker's with the breaker's clock as it reads
 //! when the record is applied. A test on a mock clock (`RegistryBuilder::clock`) should let
-//! the agent apply a change before moving the clock, or the jump counts as time that passed
+//! the worker apply a change before moving the clock, or the jump counts as time that passed
 //! before it. Per shared trip
 //! cycle between instances: one report (the trip), one or two claims (the first answer may be
-//! *wait*), one verdict, and each instance's agent reacts to the messages without a command.
+//! *wait*), one verdict, and each instance's worker reacts to the messages without a command.
 //! The benchmark `fleet` (package `toolbreaker-benches`) counts them with `INFO commandstats`.

@@ -14,7 +14,7 @@
 //! | [`observe`](crate::observe) | listeners and the order they hear in, counters, tracing events, metrics export |
 //! | `state` | the pure state and its cells: `pack.rs` (the one vocabulary of packed fields), then a file per atomic that takes part in a protocol, each with its encoding and the cell that owns it: `word.rs` (the state word and `WordCell`, its one compare-and-swap loop: the seam), `slots.rs` (several probes' slots), `settings.rs` (the live threshold, cooldown, probe timeout, probes), `backoff.rs` and `cooldown.rs` (the cooldown's shape and the record of the one in force), `rates.rs` (the rate rules' arithmetic); last `decide.rs` and `decide/` (the pure transitions, the only code that builds a next word or slots value, and their exhaustive tests) |
 //! | [`breaker`](crate::breaker) | `CircuitBreaker` and one operation per file: `tap.rs` (what the slow paths tell the fleet's task), `window.rs` (the rate rules' striped counts, beside the word), `machine.rs` (the type and what every operation shares), `fleet_hooks.rs`, `probes.rs`, `admit.rs`, `report.rs`, `manual.rs`, `reconfigure.rs`, then `permit.rs`, `call.rs`, `builder.rs`; the model checks (`loom_tests.rs`, under `--cfg loom`) |
-//! | `fleet` | fleet mode (feature `redis`): `status.rs` (settings, counters, events), `script.rs` (the shared record and its Lua scripts), `agent.rs` (the task), `mod.rs` (`Fleet`) |
+//! | `fleet` | fleet mode (feature `redis`): `status.rs` (settings, counters, events), `keys.rs` (the names in Redis), `millis.rs` (local and server milliseconds, typed apart), `script.rs` (the shared record and its Lua scripts), `reconcile.rs` (the pure decision on a record), `backstop.rs`, `redact.rs`, `error.rs`, `handle.rs`, then the worker, the one background task that does the I/O: `connection.rs`, `send.rs`, `receive.rs`, `worker.rs`; `mod.rs` (`Fleet`) |
 //! | [`registry`](crate::registry) | [`Registry`](crate::Registry): breakers by dependency; `config.rs` (`RegistryConfig`, `Reload`), `bounds.rs` (`RegistryFull`, the entries), `eviction.rs` (`try_get`, idle eviction), `toml.rs`, `export.rs` |
 //! | [`agent`](crate::agent) | [`ToolResult`](crate::ToolResult), the result the model sees; with `tokio`, the guard pipeline: `guard.rs` (`ToolGuard`), `run.rs` (`AgentRun`), `retry.rs`, `spans.rs` |
 //! | `tower` | the middleware (feature `tower`): `mod.rs` (the service), `layer.rs`, `future.rs` |
@@ -35,7 +35,7 @@
 //! (a word in shared memory) hooks in there.
 //!
 //! Fleet mode does not replace the seam: the fleet shares transitions, not words. Its
-//! agent changes a word only through the same seam, with one more pure decision (`adopt`: a
+//! worker changes a word only through the same seam, with one more pure decision (`adopt`: a
 //! state learned from the fleet), and the slow paths tell it what happened through the
 //! breaker's tap. The healthy path reads neither.
 //!

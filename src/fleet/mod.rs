@@ -3,11 +3,11 @@
 //!
 //! The fleet shares *transitions*, not calls. A healthy call never leaves the process: no Redis
 //! command is sent per call. What crosses the network is what changes a breaker's state, sent by
-//! one background task per [`Registry`](crate::Registry) (the agent):
+//! one background task per [`Registry`](crate::Registry) (the worker):
 //!
 //! - a trip, a probe's verdict, a change by hand (`force_open`, `force_closed`, `reset`) on any
 //!   instance, each one Lua script that checks the fleet generation, published to the others;
-//! - counted failures, batched: the agent reports an instance's consecutive count when it changes,
+//! - counted failures, batched: the worker reports an instance's consecutive count when it changes,
 //!   one report however many failures came since the last, at most one per 5 ms (never a round
 //!   trip per failure);
 //! - the claim of the fleet's one probe lease when a call is blocked after the cooldown.
@@ -29,7 +29,7 @@
 //!     .prefix("gateway")
 //!     .instance("gw-1")
 //!     .min_instances(2)
-//!     .build()?; // inside a Tokio runtime: the agent is spawned on it
+//!     .build()?; // inside a Tokio runtime: the worker is spawned on it
 //! let registry = Registry::builder().fleet(fleet).build();
 //! let search = registry.get("search"); // still one atomic load per call
 //! assert!(search.try_acquire().is_ok());
@@ -39,17 +39,26 @@
 use core::fmt;
 use core::time::Duration;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use smol_str::SmolStr;
 
 use crate::breaker::{CircuitBreaker, Outbox, Tap};
 use crate::config::{ConfigError, Problem, duration_field, name_field};
 
-mod agent;
+mod backstop;
+mod error;
+mod handle;
+mod keys;
+mod millis;
+mod reconcile;
+mod redact;
 mod script;
 mod status;
+mod worker;
 
+pub use self::error::FleetError;
+pub use self::handle::{FleetHandle, FleetStats};
+pub use self::redact::redact;
 pub use self::status::FleetEvent;
 use self::status::{EventHook, Settings, Status};
 
@@ -63,6 +72,8 @@ pub const DEFAULT_SYNC_INTERVAL: Duration = Duration::from_secs(1);
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_millis(250);
 /// The default time a local caller has to take the fleet's probe once it is granted: 1 s.
 pub const DEFAULT_PROBE_WINDOW: Duration = Duration::from_secs(1);
+/// The default expiry of an idle dependency's record in Redis: 1 day.
+pub const DEFAULT_RECORD_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Builds a [`Fleet`]; start from [`Fleet::builder`].
 #[must_use = "a builder does nothing until `build` is called"]
@@ -76,6 +87,7 @@ pub struct FleetBuilder {
     sync_interval: Duration,
     command_timeout: Duration,
     probe_window: Duration,
+    record_ttl: Duration,
     on_event: Option<EventHook>,
 }
 
@@ -90,13 +102,16 @@ impl fmt::Debug for FleetBuilder {
             .field("sync_interval", &self.sync_interval)
             .field("command_timeout", &self.command_timeout)
             .field("probe_window", &self.probe_window)
+            .field("record_ttl", &self.record_ttl)
             .finish_non_exhaustive()
     }
 }
 
 impl FleetBuilder {
     /// The prefix of every key and of the channel (default [`DEFAULT_PREFIX`]): fleets that share a
-    /// Redis server keep apart by prefix. Non-empty, no whitespace or control characters.
+    /// Redis server keep apart by prefix, whatever it holds (a `:` in it is written `%3A` in the
+    /// keys, see [`docs::fleet`](crate::docs::fleet)). Non-empty, no whitespace or control
+    /// characters.
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
         self.prefix = prefix.into();
         self
@@ -154,21 +169,35 @@ impl FleetBuilder {
         self
     }
 
+    /// How long a dependency's record stays in Redis once no instance uses it (default
+    /// [`DEFAULT_RECORD_TTL`]), so the records of dependency names that come and go leave Redis.
+    /// Every write and every read of a record sets its expiry again, and each instance reads the
+    /// records of every dependency its registry holds once a third of this, so a record in use
+    /// never expires; one whose every instance has stopped (or dropped the registry) is gone
+    /// after it. A record that expires while in use (Redis could not be reached to keep it) is
+    /// written again from the instances' states, as after a wipe. The registry's idle eviction
+    /// does not apply in fleet mode (every breaker synced is kept for the registry's life); this
+    /// is how a fleet forgets. Whole ms, at least three sync intervals.
+    pub fn record_ttl(mut self, ttl: Duration) -> Self {
+        self.record_ttl = ttl;
+        self
+    }
+
     /// Called with each [`FleetEvent`] (Redis unreachable, reachable again, a bad record), on the
-    /// agent's task: keep it short. With feature `tracing` each event is also a `tracing` event.
+    /// worker's task: keep it short. With feature `tracing` each event is also a `tracing` event.
     pub fn on_event(mut self, hook: impl Fn(&FleetEvent) + Send + Sync + 'static) -> Self {
         self.on_event = Some(Arc::new(hook));
         self
     }
 
-    /// Validate the settings and open the Redis client (no connection is made yet: the agent
+    /// Validate the settings and open the Redis client (no connection is made yet: the worker
     /// connects once the registry is built, and keeps trying while Redis is unreachable).
     ///
     /// # Errors
     ///
     /// - [`FleetError::Config`] naming the first invalid field;
     /// - [`FleetError::Url`] if the URL is not a Redis URL;
-    /// - [`FleetError::NoRuntime`] if called outside a Tokio runtime (the agent runs on it).
+    /// - [`FleetError::NoRuntime`] if called outside a Tokio runtime (the worker runs on it).
     pub fn build(self) -> Result<Fleet, FleetError> {
         name_field("prefix", &self.prefix)?;
         let instance = match self.instance {
@@ -191,7 +220,11 @@ impl FleetBuilder {
             sync_interval_ms: duration_field("sync_interval", self.sync_interval)?,
             command_timeout_ms: duration_field("command_timeout", self.command_timeout)?,
             probe_window_ms: duration_field("probe_window", self.probe_window)?,
+            record_ttl_ms: duration_field("record_ttl", self.record_ttl)?,
         };
+        if settings.record_ttl_ms < settings.sync_interval_ms.saturating_mul(3) {
+            return Err(ConfigError::new("record_ttl", Problem::TooShort).into());
+        }
         // Pub/sub rides on the command connection: RESP3 pushes.
         let mut info: redis::ConnectionInfo =
             redis::IntoConnectionInfo::into_connection_info(self.url.as_str())
@@ -252,11 +285,12 @@ impl Fleet {
             sync_interval: DEFAULT_SYNC_INTERVAL,
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             probe_window: DEFAULT_PROBE_WINDOW,
+            record_ttl: DEFAULT_RECORD_TTL,
             on_event: None,
         }
     }
 
-    /// Start the agent: what a registry built with this fleet holds.
+    /// Start the worker: what a registry built with this fleet holds.
     pub(crate) fn start(self) -> FleetLink {
         let status = Arc::new(Status::default());
         let notify = Arc::new(tokio::sync::Notify::new());
@@ -267,7 +301,7 @@ impl Fleet {
             settings: Arc::clone(&self.settings),
             status: Arc::clone(&status),
         };
-        let task = agent::Agent::spawn(agent::Start {
+        let task = worker::Worker::spawn(worker::Start {
             settings: self.settings,
             client: self.client,
             runtime: self.runtime,
@@ -286,8 +320,8 @@ impl Fleet {
     }
 }
 
-/// What a registry in fleet mode holds: the agent's inbox and its handle. Dropping it stops the
-/// agent.
+/// What a registry in fleet mode holds: the worker's inbox and its handle. Dropping it stops the
+/// worker.
 #[derive(Debug)]
 pub(crate) struct FleetLink {
     handle: FleetHandle,
@@ -306,9 +340,9 @@ impl FleetLink {
         ))
     }
 
-    /// Tell the agent of a new breaker.
+    /// Tell the worker of a new breaker.
     pub(crate) fn register(&self, breaker: Arc<CircuitBreaker>) {
-        // The agent ends only when this link is dropped, so the send cannot fail before.
+        // The worker ends only when this link is dropped, so the send cannot fail before.
         let _ = self.register.send(breaker);
     }
 
@@ -320,98 +354,5 @@ impl FleetLink {
 impl Drop for FleetLink {
     fn drop(&mut self) {
         self.task.abort();
-    }
-}
-
-/// A view of a registry's fleet agent: [`Registry::fleet`](crate::Registry::fleet).
-#[derive(Clone, Debug)]
-pub struct FleetHandle {
-    settings: Arc<Settings>,
-    status: Arc<Status>,
-}
-
-impl FleetHandle {
-    /// This instance's name in the fleet.
-    pub fn instance(&self) -> &str {
-        &self.settings.instance
-    }
-
-    /// Whether the agent reaches Redis: `true` once it has connected and synced every dependency
-    /// the registry had then with the fleet, `false` from the first command that fails until it
-    /// has reconnected and synced again. While it is `false` every breaker of the registry works
-    /// as a local breaker.
-    pub fn is_connected(&self) -> bool {
-        self.status.connected.load(Ordering::Acquire)
-    }
-
-    /// The agent's counters since it started.
-    pub fn stats(&self) -> FleetStats {
-        let s = &self.status;
-        FleetStats {
-            commands: s.commands.load(Ordering::Relaxed),
-            messages: s.messages.load(Ordering::Relaxed),
-            adopted: s.adopted.load(Ordering::Relaxed),
-            outages: s.outages.load(Ordering::Relaxed),
-            bad_records: s.bad_records.load(Ordering::Relaxed),
-            probes_claimed: s.claims_won.load(Ordering::Relaxed),
-        }
-    }
-}
-
-/// A fleet agent's counters ([`FleetHandle::stats`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct FleetStats {
-    /// Redis commands sent (scripts, the backstop read, reconnection pings).
-    pub commands: u64,
-    /// Messages received from other instances (and this one's own, echoed).
-    pub messages: u64,
-    /// Local breaker changes made from the fleet (adopted states, and probe slots freed for the
-    /// fleet's probe).
-    pub adopted: u64,
-    /// Times Redis became unreachable.
-    pub outages: u64,
-    /// Bad records met (each dependency counted once per bad spell).
-    pub bad_records: u64,
-    /// Probe leases this instance won.
-    pub probes_claimed: u64,
-}
-
-/// Why a [`Fleet`] could not be built.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum FleetError {
-    /// A setting is invalid; the error names the field.
-    Config(ConfigError),
-    /// The URL is not a Redis URL; the parser's message.
-    Url(String),
-    /// [`FleetBuilder::build`] was called outside a Tokio runtime.
-    NoRuntime,
-}
-
-impl From<ConfigError> for FleetError {
-    fn from(error: ConfigError) -> Self {
-        FleetError::Config(error)
-    }
-}
-
-impl fmt::Display for FleetError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FleetError::Config(error) => error.fmt(f),
-            FleetError::Url(error) => write!(f, "invalid Redis URL: {error}"),
-            FleetError::NoRuntime => f.write_str(
-                "a fleet must be built inside a Tokio runtime: its agent is spawned on it",
-            ),
-        }
-    }
-}
-
-impl std::error::Error for FleetError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            FleetError::Config(error) => Some(error),
-            _ => None,
-        }
     }
 }

@@ -6,11 +6,11 @@
 //! time in a record is the server's (`TIME`), in ms since the Unix epoch; no instance's clock is
 //! written, so instances whose clocks disagree still agree on when a cooldown ends.
 //!
-//! # Keys (under the user's prefix `P`, for dependency `D`)
+//! # Keys (under the user's prefix `P`, encoded as `super::keys` says, for dependency `D`)
 //!
 //! | key | type | contents |
 //! |---|---|---|
-//! | `P:breaker:D` | hash | `v` (format version, `1`), `gen` (fleet generation), `state` (`closed`, `open`, `isolated`), `at` (ms: when the state was entered), `lu` (ms: end of the last probe lease taken in this open period, `0` if none or released), `m` (the id of the last change by hand) |
+//! | `P:breaker:D` | hash, expiring after the record TTL (set at every write and sync) | `v` (format version, `1`), `gen` (fleet generation), `state` (`closed`, `open`, `isolated`), `at` (ms: when the state was entered), `lu` (ms: end of the last probe lease taken in this open period, `0` if none or released), `m` (the id of the last change by hand) |
 //! | `P:votes:D` | hash | one field per instance: `count at tripped` (its consecutive counted failures, when it last reported, whether it tripped locally) |
 //! | `P:probe:D` | string, with a TTL | `gen instance`: the probe lease (`SET … NX PX`) |
 //! | `P:epoch` | integer | bumped by every write of any record; a changed epoch tells an instance it missed a message |
@@ -21,47 +21,11 @@
 
 use redis::Value;
 
+use super::keys::Keys;
+use super::millis::ServerMs;
+
 /// The record format this build reads and writes.
 pub(crate) const FORMAT_VERSION: &str = "1";
-
-/// The keys and channel of one dependency.
-#[derive(Clone, Debug)]
-pub(crate) struct Keys {
-    pub(crate) record: String,
-    pub(crate) votes: String,
-    pub(crate) lease: String,
-    pub(crate) epoch: String,
-    pub(crate) incarnation: String,
-    pub(crate) channel: String,
-}
-
-impl Keys {
-    pub(crate) fn new(prefix: &str, dependency: &str) -> Keys {
-        Keys {
-            record: format!("{prefix}:breaker:{dependency}"),
-            votes: format!("{prefix}:votes:{dependency}"),
-            lease: format!("{prefix}:probe:{dependency}"),
-            epoch: epoch_key(prefix),
-            incarnation: incarnation_key(prefix),
-            channel: channel(prefix),
-        }
-    }
-}
-
-pub(crate) fn epoch_key(prefix: &str) -> String {
-    format!("{prefix}:epoch")
-}
-
-/// Set, with the server's time to the µs, when the first record is written after the keys were
-/// wiped: a changed value tells an instance that every record was lost, even if another instance
-/// has written the epoch again since.
-pub(crate) fn incarnation_key(prefix: &str) -> String {
-    format!("{prefix}:incarnation")
-}
-
-pub(crate) fn channel(prefix: &str) -> String {
-    format!("{prefix}:transitions")
-}
 
 /// A shared state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,14 +60,14 @@ pub(crate) struct Record {
     pub(crate) epoch: u64,
     pub(crate) generation: u64,
     pub(crate) state: Shared,
-    /// When the state was entered, server ms.
-    pub(crate) at_ms: u64,
-    /// The server's time when the record was read or published, ms.
-    pub(crate) now_ms: u64,
+    /// When the state was entered.
+    pub(crate) at: ServerMs,
+    /// The server's time when the record was read or published.
+    pub(crate) now: ServerMs,
     /// The instance holding the probe lease, if any.
     pub(crate) holder: Option<String>,
-    /// The end of the last lease of this open period, server ms (0: none).
-    pub(crate) lease_until_ms: u64,
+    /// The end of the last lease of this open period (0: none).
+    pub(crate) lease_until: ServerMs,
 }
 
 /// What a script answered.
@@ -175,8 +139,11 @@ end
 local function reply(status, rec, ls, now, e, extra)
   return {status, s(e), s(rec.gen), rec.state, s(rec.at), s(now), ls.holder, s(rec.lu), extra or ''}
 end
+-- The record's expiry, ms: the last argument of every script. Set at every write and every sync.
+local TTL = ARGV[#ARGV]
 local function write(rec, ls, now)
   redis.call('HSET', KEYS[1], 'v', VERSION, 'gen', s(rec.gen), 'state', rec.state, 'at', s(rec.at), 'lu', s(rec.lu))
+  redis.call('PEXPIRE', KEYS[1], TTL)
   local e = bump(now)
   redis.call('PUBLISH', ARGV[1], table.concat({VERSION, s(e), s(rec.gen), rec.state, s(rec.at), s(now),
     ls.holder, s(rec.lu), ARGV[2]}, '\t'))
@@ -213,6 +180,7 @@ end
 -- The incarnation may have been lost alone (evicted): written again, or every instance would
 -- read a wipe at every look.
 if ikind == 'none' then redis.call('SET', KEYS[5], s(now) .. '.0') end
+redis.call('PEXPIRE', KEYS[1], TTL)
 return reply('same', rec, ls, now, epoch())
 "#;
 
@@ -432,10 +400,10 @@ fn parse_record(fields: &[String]) -> Option<Record> {
         epoch: epoch.parse().ok()?,
         generation: generation.parse().ok()?,
         state: Shared::parse(state)?,
-        at_ms: at.parse().ok()?,
-        now_ms: now.parse().ok()?,
+        at: ServerMs(at.parse().ok()?),
+        now: ServerMs(now.parse().ok()?),
         holder: (!holder.is_empty()).then(|| holder.clone()),
-        lease_until_ms: lease_until.parse().ok()?,
+        lease_until: ServerMs(lease_until.parse().ok()?),
     })
 }
 
@@ -483,8 +451,8 @@ mod tests {
         assert_eq!(dependency, "search\tv2", "the name is the rest of the line");
         assert_eq!(record.holder.as_deref(), Some("gw-1"));
         assert_eq!(
-            (record.epoch, record.generation, record.lease_until_ms),
-            (7, 3, 9)
+            (record.epoch, record.generation, record.lease_until),
+            (7, 3, ServerMs(9))
         );
     }
 

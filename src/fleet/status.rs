@@ -18,14 +18,17 @@ pub(crate) struct Settings {
     pub(crate) sync_interval_ms: u64,
     pub(crate) command_timeout_ms: u64,
     pub(crate) probe_window_ms: u64,
+    pub(crate) record_ttl_ms: u64,
 }
 
-/// The agent's counters, shared with its handle. The counts are statistics, added and read
+/// The worker's counters, shared with its handle. The counts are statistics, added and read
 /// relaxed; `connected` is stored with release and read with acquire, so a caller that reads
-/// `true` also sees the syncs the agent made before telling it.
-#[derive(Debug, Default)]
+/// `true` also sees the syncs the worker made before telling it.
+#[derive(Debug)]
 pub(crate) struct Status {
     pub(crate) connected: AtomicBool,
+    /// The link's state, for [`FleetHandle::connected`](super::FleetHandle::connected).
+    pub(crate) link: tokio::sync::watch::Sender<Link>,
     pub(crate) commands: AtomicU64,
     pub(crate) messages: AtomicU64,
     pub(crate) adopted: AtomicU64,
@@ -34,7 +37,35 @@ pub(crate) struct Status {
     pub(crate) claims_won: AtomicU64,
 }
 
-/// Something the fleet agent tells the operator ([`FleetBuilder::on_event`](crate::fleet::FleetBuilder::on_event)).
+impl Default for Status {
+    fn default() -> Self {
+        Status {
+            connected: AtomicBool::new(false),
+            link: tokio::sync::watch::Sender::new(Link::Connecting),
+            commands: AtomicU64::new(0),
+            messages: AtomicU64::new(0),
+            adopted: AtomicU64::new(0),
+            outages: AtomicU64::new(0),
+            bad_records: AtomicU64::new(0),
+            claims_won: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Where the worker's link to Redis stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Link {
+    /// Not connected yet, and nothing failed.
+    Connecting,
+    /// Connected and every dependency known synced.
+    Connected,
+    /// Unreachable; the last error (redacted).
+    Lost(String),
+    /// Refused: a configuration error (redacted); the worker no longer tries.
+    Refused(String),
+}
+
+/// Something the fleet worker tells the operator ([`FleetBuilder::on_event`](crate::fleet::FleetBuilder::on_event)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FleetEvent {
@@ -44,8 +75,18 @@ pub enum FleetEvent {
         /// The error of the command that failed.
         error: String,
     },
-    /// Redis is reachable again: the agent has synced every dependency with the fleet.
+    /// Redis is reachable again: the worker has synced every dependency with the fleet.
     Reconnected,
+    /// Redis refused this instance: its login (`WRONGPASS`, `NOAUTH`: a wrong or missing
+    /// password or user) or a command the fleet needs (`NOPERM`: the user's ACL). A
+    /// configuration error, told once at error level: every breaker works as a local breaker
+    /// and the worker does not try again (fix the URL or the ACL and build the registry again).
+    /// [`FleetHandle::connected`](super::FleetHandle::connected) returns it as
+    /// [`FleetError::Refused`](super::FleetError::Refused).
+    Refused {
+        /// The server's answer.
+        error: String,
+    },
     /// A dependency's record (or its probe lease) holds something this build does not read: a
     /// foreign value, a truncated record, another format version. That dependency works as a
     /// local breaker until the record is readable again. Told once per bad spell.
@@ -72,6 +113,10 @@ impl fmt::Display for FleetEvent {
                 )
             }
             FleetEvent::Reconnected => f.write_str("fleet: Redis reachable again, breakers synced"),
+            FleetEvent::Refused { error } => write!(
+                f,
+                "fleet: Redis refused this instance (a configuration error: check the URL's user and password and the user's ACL); breakers work locally and Redis is not tried again: {error}"
+            ),
             FleetEvent::BadRecord {
                 dependency,
                 problem,
@@ -87,7 +132,7 @@ impl fmt::Display for FleetEvent {
 }
 
 /// A random number, new at each call (a per-process seed hashed by `foldhash`'s randomly seeded
-/// hasher): the default instance name's suffix, and each agent's lease token.
+/// hasher): the default instance name's suffix, and each worker's lease token.
 pub(crate) fn token() -> u32 {
     use core::hash::BuildHasher;
     foldhash::fast::RandomState::default().hash_one(std::process::id()) as u32
@@ -98,6 +143,7 @@ pub(crate) fn tell(hook: Option<&EventHook>, event: &FleetEvent) {
     #[cfg(feature = "tracing")]
     match event {
         FleetEvent::Reconnected => tracing::info!(target: "toolbreaker::fleet", "{event}"),
+        FleetEvent::Refused { .. } => tracing::error!(target: "toolbreaker::fleet", "{event}"),
         _ => tracing::warn!(target: "toolbreaker::fleet", "{event}"),
     }
     if let Some(hook) = hook {

@@ -608,7 +608,8 @@ impl RegistryBuilder {
     /// nothing is evicted: the fleet's agent keeps every breaker it syncs, by name, for the
     /// registry's life, so an evicted breaker's successor would not be synced with the fleet.
     /// The bound still holds there; the overflow breaker stays local, shared with no other
-    /// instance.
+    /// instance. The fleet's records in Redis expire once idle instead
+    /// (`FleetBuilder::record_ttl`).
     ///
     /// # Examples
     ///

@@ -191,7 +191,7 @@ pub fn trip_probe_close(c: &mut Criterion) {
         let background = (i1.commands - i0.commands) as f64 * scale / n;
         let commands = (s1.commands - s0.commands) as f64 / n;
         println!(
-            "fleet_trip_cycle agent {name} per cycle (FleetStats): commands {commands:.2} - \
+            "fleet_trip_cycle worker {name} per cycle (FleetStats): commands {commands:.2} - \
              {background:.2} idle = {:.2}; messages {:.2}; adopted {:.2}; probes claimed {:.2}",
             commands - background,
             (s1.messages - s0.messages) as f64 / n,

@@ -13,7 +13,7 @@
 //! ```
 //!
 //! The benchmark starts its own `redis-server` on a free loopback port (no persistence) and kills
-//! it at the end; without one installed it panics and says how to install it. The fleets' agents
+//! it at the end; without one installed it panics and says how to install it. The fleets' workers
 //! run on a multi-thread Tokio runtime that lives as long as the process. What each group
 //! measures, and the figures of one run, are in `benches/README.md`.
 
@@ -49,7 +49,7 @@ pub fn url() -> &'static str {
     URL.get().expect("main started the server")
 }
 
-/// The runtime the fleet agents run on: two workers, kept for the whole process.
+/// The runtime the fleet workers run on: two workers, kept for the whole process.
 pub fn runtime() -> &'static tokio::runtime::Runtime {
     RUNTIME.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
@@ -114,7 +114,7 @@ impl Instance {
         let handle = registry.fleet().expect("fleet mode").clone();
         // Connected (the subscription), then one more command: the read of the new breaker's
         // record. Then a moment for its reply to be applied.
-        wait_until("the fleet agent connects and reads its record", || {
+        wait_until("the fleet worker connects and reads its record", || {
             handle.is_connected() && handle.stats().commands >= 2
         });
         std::thread::sleep(Duration::from_millis(50));
@@ -156,7 +156,7 @@ impl Instance {
         }
     }
 
-    /// Messages this instance's agent has taken from the fleet's channel (its own echoed).
+    /// Messages this instance's worker has taken from the fleet's channel (its own echoed).
     pub fn messages(&self) -> u64 {
         self.registry.fleet().expect("fleet mode").stats().messages
     }
@@ -184,9 +184,9 @@ impl Pair {
         Pair { a, b, quiet }
     }
 
-    /// Wait until both agents have taken the same messages since they were quiet. Called once
+    /// Wait until both workers have taken the same messages since they were quiet. Called once
     /// the instance that did not write has heard the last change: the writer then has its own
-    /// message too, which its agent takes only after it applied its script's reply. So nothing
+    /// message too, which its worker takes only after it applied its script's reply. So nothing
     /// of a cycle is left in flight when the next one starts, and each figure is of one cycle.
     pub fn settle(&self) {
         let (a0, b0) = self.quiet;

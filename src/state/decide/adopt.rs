@@ -33,9 +33,12 @@ pub enum Remote {
 /// Every adoption that changes the state takes a new generation, so no permit issued before it
 /// counts after it (a local probe or a failure racing the adoption is stale, as after a trip). The
 /// rules, which keep the local word at least as cautious as the fleet's:
-/// - open: a closed, half-open, probing or isolated word opens from `opened_at_ms`; an open word
-///   keeps the later of its own opened-at and the fleet's (an open period is never shortened,
-///   and the time shift keeps the generation, since an open word issues no permits);
+/// - open: a closed, half-open, isolated word, or a probing word past its lease, opens from
+///   `opened_at_ms`; an open word keeps the later of its own opened-at and the fleet's (an open
+///   period is never shortened, and the time shift keeps the generation, since an open word
+///   issues no permits); a probing word within its lease is left as it is: its probe is this
+///   instance's one probe (taken while the fleet could not be asked), and freeing its slot would
+///   let a second one start while it runs; its verdict decides, and the fleet is asked again;
 /// - closed: any word not closed closes with no failures; a closed word keeps its count;
 /// - isolated: any word not isolated is isolated;
 /// - probe here: an open word (not isolated) frees its probe slot in a new generation, and so
@@ -46,12 +49,12 @@ pub enum Remote {
 ///
 /// The transition, if the announced state changes or an isolation begins or ends (`open → open`),
 /// has reason `fleet`. `now` is called only to
-/// judge a probing word's lease for `ProbeHere`.
+/// judge a probing word's lease (for `Open` and `ProbeHere`).
 pub(crate) fn adopt(
     word: Word,
     remote: Remote,
     limits: &Limits,
-    now: impl FnOnce() -> u64,
+    mut now: impl FnMut() -> u64,
 ) -> Option<Step> {
     let generation = next_generation(word.generation());
     let failures = if word.kind() == Kind::Closed {
@@ -60,6 +63,10 @@ pub(crate) fn adopt(
         0
     };
     let (next, to) = match remote {
+        // A local probe within its lease is kept: no instance holds two probes at once.
+        Remote::Open { .. } if word.kind() == Kind::Probing && now() < lease_end(word, limits) => {
+            return None;
+        }
         Remote::Open { opened_at_ms } => {
             let opened_at_ms = opened_at_ms.min(Word::MAX_TIME_MS);
             if word.kind() == Kind::Open && !word.is_isolated() {

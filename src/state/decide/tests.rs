@@ -705,9 +705,9 @@ const REMOTES: [Remote; 7] = [
     Remote::ProbeHere,
 ];
 
-/// `adopt` at `now`, with the clock readable only for the one rule that judges a lease.
+/// `adopt` at `now`, with the clock readable only for the rules that judge a lease.
 fn adopt_at(word: Word, remote: Remote, now: u64) -> Option<Step> {
-    if remote == Remote::ProbeHere {
+    if remote == Remote::ProbeHere || matches!(remote, Remote::Open { .. }) {
         adopt(word, remote, &LIMITS, || now)
     } else {
         adopt(word, remote, &LIMITS, never)
@@ -742,7 +742,8 @@ fn adopt_each_remote_into_every_kind_of_word() {
     use State::{Closed, HalfOpen, Open};
     let kinds = every_kind(7);
     // Open since `at`: every word not open (isolated included) opens from `at` in a new
-    // generation; an open word keeps the later opening, in its own generation, silently.
+    // generation, except a probe within its lease, which is kept (no second probe while it
+    // runs); an open word keeps the later opening, in its own generation, silently.
     let open = |at: u64, kept: bool| {
         let shifted = if kept {
             None
@@ -754,7 +755,7 @@ fn adopt_each_remote_into_every_kind_of_word() {
             fleet(Word::open(8, at), Closed, Open, 2),
             shifted,
             shifted,
-            fleet(Word::open(8, at), HalfOpen, Open, 0),
+            None,
             fleet(Word::open(8, at), HalfOpen, Open, 0),
             fleet(Word::open(8, at), HalfOpen, Open, 0),
             // An isolation ended by the fleet is heard: open → open.
@@ -905,6 +906,33 @@ fn the_fleets_probe_frees_a_local_probes_slot_exactly_when_its_lease_has_run_out
             probe: true
         }
     );
+}
+
+/// A partitioned instance took a local probe; the fleet's open record (another instance's
+/// probe, an opening long past its cooldown) arrives while it runs. The local probe is kept
+/// until its lease runs out, so no second probe starts beside it.
+#[test]
+fn an_adopted_opening_never_frees_a_local_probe_within_its_lease() {
+    let word = Word::probing(7, 10);
+    let lease_end = 10 + LIMITS.probe_timeout_ms;
+    for at in [0, 5, 10, 50, lease_end, Word::MAX_TIME_MS] {
+        let remote = Remote::Open { opened_at_ms: at };
+        for now in [10, 11, lease_end - 1] {
+            assert_eq!(adopt_at(word, remote, now), None, "{remote:?} at {now}");
+            // The next caller is blocked: the probe is in flight.
+            assert!(
+                matches!(admit(word, now).0, Admission::Reject { .. }),
+                "a second probe at {now}"
+            );
+        }
+        // Past its lease the probe is over (a failed probe): the fleet's opening is adopted.
+        let step = adopt_at(word, remote, lease_end).unwrap();
+        assert_eq!(
+            step.next,
+            Word::open(8, at.min(Word::MAX_TIME_MS)),
+            "{remote:?}"
+        );
+    }
 }
 
 #[test]

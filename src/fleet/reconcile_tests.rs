@@ -1,0 +1,371 @@
+//! Every branch of the worker's decision, by table.
+
+use super::*;
+
+/// The server's time in every record here, and the breaker's when it is applied.
+const SERVER_NOW: u64 = 10_000;
+const LOCAL_NOW: u64 = 1_000;
+const ME: &str = "gw-1#0000abcd";
+
+fn record(state: Shared, generation: u64, holder: Option<&str>, at: u64, lease: u64) -> Record {
+    Record {
+        epoch: 1,
+        generation,
+        state,
+        at: ServerMs(at),
+        now: ServerMs(SERVER_NOW),
+        holder: holder.map(str::to_owned),
+        lease_until: ServerMs(lease),
+    }
+}
+
+/// Synced at fleet generation 4, nothing pending, no trip of its own, no lease.
+const KNOWN: Known = Known {
+    synced: true,
+    generation: Some(4),
+    manual_pending: false,
+    local_trip: false,
+    mine: None,
+};
+
+/// Server time `at` in the breaker's time.
+fn local(at: u64) -> LocalMs {
+    LocalMs(LOCAL_NOW + at - SERVER_NOW)
+}
+
+fn plan(
+    adopt: Vec<Adoption>,
+    local_trip: Option<bool>,
+    lease: Lease,
+    elsewhere: Elsewhere,
+) -> Plan {
+    Plan {
+        adopt,
+        local_trip,
+        lease,
+        elsewhere,
+        unwant: false,
+        governed: false,
+    }
+}
+
+/// A closed or isolated record: every lease and wait ends, whatever is adopted.
+fn settled(adopt: Vec<Adoption>, local_trip: Option<bool>) -> Plan {
+    Plan {
+        unwant: true,
+        ..plan(adopt, local_trip, Lease::Drop, Elsewhere::Clear)
+    }
+}
+
+/// An open record, connected: governed.
+fn open(
+    adopt: Vec<Adoption>,
+    local_trip: Option<bool>,
+    lease: Lease,
+    elsewhere: Elsewhere,
+) -> Plan {
+    Plan {
+        governed: true,
+        ..plan(adopt, local_trip, lease, elsewhere)
+    }
+}
+
+#[test]
+fn every_branch_of_the_decision_on_a_record() {
+    use Adoption as A;
+    use Shared::{Closed, Isolated, Open};
+    let trip = Known {
+        local_trip: true,
+        ..KNOWN
+    };
+    let mine = |generation| Known {
+        mine: Some(generation),
+        ..KNOWN
+    };
+    let live = SERVER_NOW + 300;
+    let until = Elsewhere::Until {
+        remaining_ms: 300,
+        until: local(live),
+    };
+    // (what, record, known, force, connected, plan)
+    let cases: Vec<(&str, Record, Known, bool, bool, Plan)> = vec![
+        (
+            "closed, a new generation: adopted",
+            record(Closed, 5, None, 9_000, 0),
+            KNOWN,
+            false,
+            true,
+            settled(vec![A::Closed], Some(false)),
+        ),
+        (
+            "closed, the generation known: nothing adopted",
+            record(Closed, 4, None, 9_000, 0),
+            KNOWN,
+            false,
+            true,
+            settled(vec![], None),
+        ),
+        (
+            "closed, the generation known, forced: adopted",
+            record(Closed, 4, None, 9_000, 0),
+            KNOWN,
+            true,
+            true,
+            settled(vec![A::Closed], Some(false)),
+        ),
+        (
+            "closed, the generation known, not synced since a reconnection: adopted",
+            record(Closed, 4, None, 9_000, 0),
+            Known {
+                synced: false,
+                ..KNOWN
+            },
+            false,
+            false,
+            settled(vec![A::Closed], Some(false)),
+        ),
+        (
+            "closed, a change by hand pending: not adopted over it",
+            record(Closed, 5, None, 9_000, 0),
+            Known {
+                manual_pending: true,
+                ..KNOWN
+            },
+            true,
+            true,
+            settled(vec![], None),
+        ),
+        (
+            "closed, an own trip, the generation known: the trip stands (a vote)",
+            record(Closed, 4, None, 9_000, 0),
+            Known {
+                synced: false,
+                ..trip
+            },
+            false,
+            true,
+            settled(vec![], None),
+        ),
+        (
+            "closed, an own trip, a record rebuilt after a wipe (forced): the trip stands",
+            record(Closed, 5, None, 9_000, 0),
+            trip,
+            true,
+            true,
+            settled(vec![], None),
+        ),
+        (
+            "closed, an own trip, no record known before: the trip stands",
+            record(Closed, 1, None, 9_000, 0),
+            Known {
+                generation: None,
+                ..trip
+            },
+            false,
+            true,
+            settled(vec![], None),
+        ),
+        (
+            "closed, an own trip, a close of a newer generation heard in order: undone",
+            record(Closed, 5, None, 9_000, 0),
+            trip,
+            false,
+            true,
+            settled(vec![A::Closed], Some(false)),
+        ),
+        (
+            "isolated: adopted over an own trip",
+            record(Isolated, 5, None, 9_000, 0),
+            trip,
+            true,
+            true,
+            settled(vec![A::Isolated], Some(false)),
+        ),
+        (
+            "isolated, the lease of this instance: dropped",
+            record(Isolated, 5, None, 9_000, 0),
+            mine(4),
+            false,
+            true,
+            settled(vec![A::Isolated], Some(false)),
+        ),
+        (
+            "open, a new generation, no lease: adopted from its time, governed",
+            record(Open, 5, None, 9_000, 0),
+            KNOWN,
+            false,
+            true,
+            open(
+                vec![A::Open(local(9_000))],
+                Some(false),
+                Lease::Keep,
+                Elsewhere::Clear,
+            ),
+        ),
+        (
+            "open, Redis unreachable: adopted, not governed",
+            record(Open, 5, None, 9_000, 0),
+            KNOWN,
+            false,
+            false,
+            plan(
+                vec![A::Open(local(9_000))],
+                Some(false),
+                Lease::Keep,
+                Elsewhere::Clear,
+            ),
+        ),
+        (
+            "open after the server's own clock: from now",
+            record(Open, 5, None, SERVER_NOW + 5_000, 0),
+            KNOWN,
+            false,
+            true,
+            open(
+                vec![A::Open(LocalMs(LOCAL_NOW))],
+                Some(false),
+                Lease::Keep,
+                Elsewhere::Clear,
+            ),
+        ),
+        (
+            "open, the generation known: nothing adopted",
+            record(Open, 4, None, 9_000, 0),
+            KNOWN,
+            false,
+            true,
+            open(vec![], None, Lease::Keep, Elsewhere::Clear),
+        ),
+        (
+            "open, another instance's live lease: its end kept, the lease here dropped",
+            record(Open, 5, Some("gw-2#1"), 9_000, live),
+            mine(4),
+            false,
+            true,
+            open(vec![A::Open(local(9_000))], Some(false), Lease::Drop, until),
+        ),
+        (
+            "open, another instance's lease past its end: no end kept, nothing more adopted",
+            record(Open, 5, Some("gw-2#1"), 9_000, SERVER_NOW),
+            KNOWN,
+            false,
+            true,
+            open(
+                vec![A::Open(local(9_000))],
+                Some(false),
+                Lease::Keep,
+                Elsewhere::Clear,
+            ),
+        ),
+        (
+            "open, this instance's own lease: left as it is",
+            record(Open, 5, Some(ME), 9_000, live),
+            mine(5),
+            false,
+            true,
+            open(vec![], None, Lease::Keep, Elsewhere::Keep),
+        ),
+        (
+            "open, held under this name but not by this lease: another's",
+            record(Open, 5, Some(ME), 9_000, live),
+            KNOWN,
+            false,
+            true,
+            open(vec![A::Open(local(9_000))], Some(false), Lease::Drop, until),
+        ),
+        (
+            "open, a lease that ran out with no verdict: open from its end too",
+            record(Open, 5, None, 9_000, 9_500),
+            KNOWN,
+            false,
+            true,
+            open(
+                vec![A::Open(local(9_000)), A::Open(local(9_500))],
+                Some(false),
+                Lease::Keep,
+                Elsewhere::Clear,
+            ),
+        ),
+        (
+            "open, this instance's lease of an older generation: dropped",
+            record(Open, 5, None, 9_000, 0),
+            mine(4),
+            false,
+            true,
+            open(
+                vec![A::Open(local(9_000))],
+                Some(false),
+                Lease::Drop,
+                Elsewhere::Clear,
+            ),
+        ),
+        (
+            "open, this instance's lease given back (same generation, none held): kept",
+            record(Open, 5, None, 9_000, 0),
+            Known {
+                generation: Some(5),
+                ..mine(5)
+            },
+            false,
+            true,
+            open(vec![], None, Lease::Keep, Elsewhere::Clear),
+        ),
+        (
+            "open, a change by hand pending: the lease bookkeeping still follows",
+            record(Open, 5, Some("gw-2#1"), 9_000, live),
+            Known {
+                manual_pending: true,
+                ..KNOWN
+            },
+            false,
+            true,
+            open(vec![], None, Lease::Drop, until),
+        ),
+    ];
+    for (what, record, known, force, connected, expected) in cases {
+        let news = News {
+            record: &record,
+            force,
+            holder: ME,
+            connected,
+            local_now: LocalMs(LOCAL_NOW),
+        };
+        assert_eq!(reconcile(news, known), expected, "{what}");
+    }
+}
+
+#[test]
+fn a_message_older_than_the_last_reply_is_dropped_and_only_replies_set_the_mark() {
+    let cases = [
+        (Source::Reply, 5, 9, Some(5)),
+        (Source::Reply, 9, 5, Some(9)),
+        (Source::Message, 5, 9, None),
+        (Source::Message, 9, 9, Some(9)),
+        (Source::Message, 10, 9, Some(9)),
+    ];
+    for (source, epoch, mark, expected) in cases {
+        assert_eq!(
+            order(source, epoch, mark),
+            expected,
+            "{source:?} {epoch} {mark}"
+        );
+    }
+}
+
+#[test]
+fn server_times_become_local_times_saturating_at_both_ends() {
+    let cases = [
+        (100, 150, 1_000, 950),
+        (150, 150, 1_000, 1_000),
+        (200, 150, 1_000, 1_050),
+        (0, 10_000, 5, 0),
+        (u64::MAX, 0, u64::MAX - 1, u64::MAX),
+    ];
+    for (at, server_now, local_now, expected) in cases {
+        assert_eq!(
+            LocalMs::of(ServerMs(at), ServerMs(server_now), LocalMs(local_now)),
+            LocalMs(expected),
+            "{at} at server {server_now}, local {local_now}"
+        );
+    }
+}

@@ -1,0 +1,373 @@
+//! What the worker sends: a breaker's news (counts, trips, verdicts, changes by hand) and the
+//! claim of the fleet's probe, each one script.
+
+use super::connection::is_unreachable;
+use super::*;
+
+impl Worker {
+    // Breakers.
+
+    pub(super) async fn add(&mut self, breaker: Arc<CircuitBreaker>) {
+        let name = SmolStr::new(breaker.name());
+        if self.deps.contains_key(&name) {
+            return;
+        }
+        let dep = Dep {
+            keys: Keys::new(&self.settings.prefix, &name),
+            name: name.clone(),
+            breaker,
+            synced: false,
+            known: None,
+            bad: None,
+            reply_epoch: 0,
+            local_trip: false,
+            mine: None,
+            elsewhere: None,
+            want: false,
+            claim_at: None,
+            last_report: None,
+            report_at: None,
+            pending: Pending::default(),
+        };
+        self.deps.insert(name.clone(), dep);
+        if self.connected {
+            let _ = self.sync(&name, true).await;
+        }
+        self.local(&name);
+        self.flush(&name).await;
+    }
+
+    /// Take what a breaker's tap told since the last turn.
+    pub(super) fn local(&mut self, name: &str) {
+        let Some(dep) = self.deps.get_mut(name) else {
+            return;
+        };
+        let Some(tap) = dep.breaker.tap() else {
+            return;
+        };
+        let drained = tap.drain();
+        if drained.counted {
+            dep.pending.report = true;
+        }
+        if drained.wanted {
+            dep.want = true;
+        }
+        for transition in &drained.transitions {
+            match transition.reason() {
+                TransitionReason::FailureThreshold
+                | TransitionReason::FailureRate
+                | TransitionReason::SlowCallRate => {
+                    dep.local_trip = true;
+                    dep.pending.report = true;
+                }
+                TransitionReason::ProbeSucceeded | TransitionReason::ProbeFailed => {
+                    let closed = transition.reason() == TransitionReason::ProbeSucceeded;
+                    match dep.mine {
+                        Some(mine) if mine.granted.is_some() => {
+                            dep.pending.verdict = Some((mine.generation, closed));
+                        }
+                        // A probe of this instance's own (its local trip, Redis unreachable, or a
+                        // lease that ran out before the verdict): the fleet's record decides.
+                        _ => {
+                            dep.local_trip = !closed;
+                            dep.pending.report = true;
+                            dep.pending.resync = true;
+                        }
+                    }
+                }
+                TransitionReason::Manual => {
+                    let state = if transition.to() == State::Closed {
+                        Shared::Closed
+                    } else {
+                        Shared::Isolated
+                    };
+                    self.manual_seq += 1;
+                    dep.pending.manual = Some((state, self.manual_seq));
+                    dep.local_trip = false;
+                }
+                TransitionReason::CooldownElapsed
+                | TransitionReason::ProbeTimedOut
+                | TransitionReason::Fleet => {}
+            }
+        }
+        if drained.reset {
+            self.manual_seq += 1;
+            dep.pending.manual = Some((Shared::Closed, self.manual_seq));
+            dep.local_trip = false;
+        }
+    }
+
+    /// Send what a dependency has pending, if Redis is reachable.
+    pub(super) async fn flush(&mut self, name: &str) {
+        let scripts = Arc::clone(&self.scripts);
+        if !self.connected {
+            return;
+        }
+        let Some(dep) = self.deps.get(name) else {
+            return;
+        };
+        if dep.bad.is_some() {
+            return;
+        }
+        if !dep.synced && self.sync(name, true).await.is_err() {
+            return;
+        }
+        if self.deps.get(name).is_some_and(|d| d.pending.resync) {
+            if self.sync(name, true).await.is_err() {
+                return;
+            }
+            if let Some(dep) = self.deps.get_mut(name) {
+                dep.pending.resync = false;
+            }
+        }
+        let settings = Arc::clone(&self.settings);
+        let Some(dep) = self.deps.get(name) else {
+            return;
+        };
+        let known_generation = dep.known.as_ref().map_or(0, |r| r.generation);
+        if let Some((state, id)) = dep.pending.manual {
+            let mut invocation = script::invocation(&scripts.manual, &dep.keys, &dep.name);
+            invocation
+                .arg(state.as_str())
+                .arg(known_generation)
+                .arg(format!("{}:{id}", self.holder));
+            let Ok(reply) = self.invoke(invocation).await else {
+                return;
+            };
+            // The count is read afresh when reported, so a report still pending stays pending:
+            // a failure counted after the change (or before: the count says which) is sent next.
+            let dep = self.deps.get_mut(name).expect("present");
+            dep.pending.manual = None;
+            dep.pending.verdict = None;
+            self.applied(name, reply, true);
+        }
+        let Some(dep) = self.deps.get(name) else {
+            return;
+        };
+        if let Some((generation, closed)) = dep.pending.verdict {
+            let mut invocation = script::invocation(&scripts.verdict, &dep.keys, &dep.name);
+            invocation.arg(&self.holder).arg(generation).arg(if closed {
+                "closed"
+            } else {
+                "open"
+            });
+            let Ok(reply) = self.invoke(invocation).await else {
+                return;
+            };
+            let dep = self.deps.get_mut(name).expect("present");
+            dep.pending.verdict = None;
+            dep.mine = None;
+            if let Some(tap) = dep.breaker.tap() {
+                tap.revoke();
+            }
+            self.applied(name, reply, true);
+        }
+        let Some(dep) = self.deps.get(name) else {
+            return;
+        };
+        // A count that changes again within `REPORT_INTERVAL` of the last report waits for the
+        // interval's end (a timer): a flapping dependency costs at most one report per
+        // interval. A trip is sent at once.
+        let now = Instant::now();
+        if dep.pending.report
+            && dep.breaker.closed_failures().is_some()
+            && dep.last_report.is_some_and(|at| now < at + REPORT_INTERVAL)
+        {
+            let at = dep.last_report.map(|at| at + REPORT_INTERVAL);
+            self.deps.get_mut(name).expect("present").report_at = at;
+        } else if dep.pending.report {
+            let count = dep.breaker.closed_failures();
+            let fleet_closed = dep
+                .known
+                .as_ref()
+                .is_some_and(|r| r.state == Shared::Closed);
+            if fleet_closed && (count.is_some() || dep.local_trip) {
+                let config = dep.breaker.config();
+                // A breaker with only a rate rule counts no consecutive failures the fleet could
+                // add up: its shared threshold is out of reach, and its trips are shared as trips.
+                let own = config.failure_threshold().unwrap_or(u32::MAX);
+                let threshold = settings.failure_threshold.unwrap_or(own);
+                let count = count.unwrap_or(u64::from(own));
+                let mut invocation = script::invocation(&scripts.report, &dep.keys, &dep.name);
+                invocation
+                    .arg(&settings.instance)
+                    .arg(known_generation)
+                    .arg(count)
+                    .arg(u8::from(dep.local_trip))
+                    .arg(threshold)
+                    .arg(settings.min_instances)
+                    .arg(settings.window_ms);
+                let Ok(reply) = self.invoke(invocation).await else {
+                    return;
+                };
+                let dep = self.deps.get_mut(name).expect("present");
+                dep.pending.report = false;
+                dep.last_report = Some(now);
+                dep.report_at = None;
+                self.applied(name, reply, false);
+            } else {
+                self.deps.get_mut(name).expect("present").pending.report = false;
+            }
+        }
+        self.maybe_claim(name).await;
+    }
+
+    /// Claim the fleet's probe if a local call wants it and it may be claimed now.
+    pub(super) async fn maybe_claim(&mut self, name: &str) {
+        let scripts = Arc::clone(&self.scripts);
+        let Some(dep) = self.deps.get(name) else {
+            return;
+        };
+        let open = dep.known.as_ref().is_some_and(|r| r.state == Shared::Open);
+        let now = Instant::now();
+        if !self.connected
+            || !dep.want
+            || !open
+            || dep.mine.is_some()
+            || dep.bad.is_some()
+            || dep.claim_at.is_some_and(|at| at > now)
+            || dep.elsewhere.is_some_and(|until| until > now)
+        {
+            return;
+        }
+        let config = dep.breaker.config();
+        let cooldown_ms =
+            u64::try_from(dep.breaker.cooldown_in_force().as_millis()).unwrap_or(u64::MAX);
+        let probe_ms = u64::try_from(config.probe_timeout().as_millis()).unwrap_or(u64::MAX);
+        let lease_ms = probe_ms.saturating_add(self.settings.probe_window_ms);
+        let mut invocation = script::invocation(&scripts.claim, &dep.keys, &dep.name);
+        invocation.arg(&self.holder).arg(cooldown_ms).arg(lease_ms);
+        let Ok(reply) = self.invoke(invocation).await else {
+            return;
+        };
+        let window = Duration::from_millis(self.settings.probe_window_ms);
+        let dep = self.deps.get_mut(name).expect("present");
+        dep.want = false;
+        match &reply {
+            Reply::Won(record) => {
+                let already = dep.mine.is_some_and(|m| m.generation == record.generation);
+                if !already {
+                    let sent = Instant::now();
+                    let granted = dep.breaker.take_fleet_probe(self.settings.probe_window_ms);
+                    // The slot freed for the fleet's probe is a change made from the fleet.
+                    self.status.adopted.fetch_add(1, Ordering::Relaxed);
+                    // The word left the open state meanwhile (closed or isolated by hand): the
+                    // lease is given back at once, by the timer.
+                    dep.mine = Some(Mine {
+                        generation: record.generation,
+                        granted,
+                        sent,
+                        window_end: sent + window,
+                        lease_end: sent + Duration::from_millis(lease_ms),
+                    });
+                    self.status.claims_won.fetch_add(1, Ordering::Relaxed);
+                }
+                dep.claim_at = None;
+            }
+            Reply::Held(record) => {
+                // Still wanted. While the lease's end is known, the record applied below sets it
+                // as the time another instance probes, and its release or verdict, when heard,
+                // clears it: the claim is made again then, not at the lease's end. With no end
+                // known, not again before a probe window, or blocked calls would ask at every
+                // turn.
+                dep.claim_at = (record.lease_until <= record.now)
+                    .then(|| Instant::now() + Duration::from_millis(self.settings.probe_window_ms));
+                dep.want = true;
+            }
+            Reply::Wait(_, ms) => {
+                dep.claim_at = Some(Instant::now() + Duration::from_millis(*ms));
+                // The call that wanted it will ask again; keep wanting so the timer claims.
+                dep.want = true;
+            }
+            _ => {}
+        }
+        self.applied(name, reply, false);
+    }
+
+    /// Read a dependency's record, creating it from the local state if it is missing.
+    pub(super) async fn sync(&mut self, name: &str, force: bool) -> Result<(), ()> {
+        let scripts = Arc::clone(&self.scripts);
+        let Some(dep) = self.deps.get(name) else {
+            return Ok(());
+        };
+        let (word_state, isolated, elapsed) = dep.breaker.local_record();
+        let (state, elapsed) = match word_state {
+            State::Closed => (Shared::Closed, 0),
+            _ if isolated => (Shared::Isolated, 0),
+            _ => (Shared::Open, elapsed),
+        };
+        let known_generation = dep.known.as_ref().map_or(0, |r| r.generation);
+        let mut invocation = script::invocation(&scripts.sync, &dep.keys, &dep.name);
+        invocation
+            .arg(state.as_str())
+            .arg(elapsed)
+            .arg(known_generation);
+        let reply = self.invoke(invocation).await.map_err(|_| ())?;
+        self.applied(name, reply, force);
+        Ok(())
+    }
+
+    /// Run a script. `Err` when Redis is unreachable (the worker is then local).
+    pub(super) async fn invoke(
+        &mut self,
+        invocation: redis::ScriptInvocation<'_>,
+    ) -> Result<Reply, Unreachable> {
+        let mut invocation = invocation;
+        // Every script's last argument: the record's expiry.
+        invocation.arg(self.settings.record_ttl_ms);
+        self.status.commands.fetch_add(1, Ordering::Relaxed);
+        let answer: Result<redis::Value, redis::RedisError> =
+            invocation.invoke_async(&mut self.manager).await;
+        match answer {
+            Ok(value) => Ok(script::parse_reply(&value)),
+            Err(error) if is_unreachable(&error) => {
+                self.failed(&error);
+                Err(Unreachable)
+            }
+            // The server ran the script and it failed (a foreign value under one of our keys).
+            Err(error) => Ok(Reply::Bad(error.to_string())),
+        }
+    }
+
+    /// Apply a script's reply to its dependency.
+    pub(super) fn applied(&mut self, name: &str, reply: Reply, force: bool) {
+        match reply {
+            Reply::Bad(problem) => self.bad(name, problem),
+            Reply::Missing => {
+                if let Some(dep) = self.deps.get_mut(name) {
+                    dep.synced = false;
+                }
+            }
+            Reply::Wrote(record)
+            | Reply::Same(record)
+            | Reply::Stale(record)
+            | Reply::Won(record)
+            | Reply::Held(record)
+            | Reply::Wait(record, _) => self.apply(name, record, force, Source::Reply),
+        }
+    }
+
+    pub(super) fn bad(&mut self, name: &str, problem: String) {
+        let Some(dep) = self.deps.get_mut(name) else {
+            return;
+        };
+        if let Some(tap) = dep.breaker.tap() {
+            tap.set_governed(false);
+            tap.revoke();
+        }
+        dep.mine = None;
+        dep.elsewhere = None;
+        if dep.bad.as_deref() != Some(problem.as_str()) {
+            let first = dep.bad.is_none();
+            dep.bad = Some(problem.clone());
+            if first {
+                self.status.bad_records.fetch_add(1, Ordering::Relaxed);
+                let event = FleetEvent::BadRecord {
+                    dependency: name.to_owned(),
+                    problem,
+                };
+                self.event(event);
+            }
+        }
+    }
+}
