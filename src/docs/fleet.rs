@@ -19,6 +19,9 @@
 //!         .min_instances(2)       // one instance with a broken network opens only its own breaker
 //!         .build()?;              // inside a Tokio runtime: the worker task runs on it
 //!     let registry = Registry::builder().fleet(fleet).build();
+//!     // Wait for Redis at start: a wrong password is an error here (`FleetError::Refused`), not
+//!     // an outage; a timeout leaves the breakers working locally while the worker goes on trying.
+//!     registry.fleet().unwrap().connected(std::time::Duration::from_secs(5)).await?;
 //!     let search = registry.get("search");
 //!     assert!(search.try_acquire().is_ok());
 //!     Ok(())
@@ -41,7 +44,11 @@
 //! - `force_open`, `force_closed` and `reset` apply to the fleet; `Registry::reload` is per instance;
 //! - while Redis is down or slow, every breaker works locally (one `FleetEvent::Unreachable`), and
 //!   the fleet converges on reconnect; a record it cannot read is a `FleetEvent::BadRecord` and that
-//!   dependency works locally.
+//!   dependency works locally; a refusal (a wrong password, an ACL) is a configuration error
+//!   (`FleetEvent::Refused`, an error-level event, `FleetError::Refused` from `connected`);
+//! - a prefix may hold any character (its `:` and `%` are escaped in the keys, so no two fleets'
+//!   keys meet); records of dependencies no instance uses expire after `record_ttl` (default 1
+//!   day); a password in a URL is never printed (`fleet::redact`).
 //!
 //! # Shape
 //!
