@@ -209,3 +209,13 @@ fn the_fleet_object_sums_the_instances_and_pairs_their_transitions() {
         "{summary:?}"
     );
 }
+
+/// Every count the fleet run prints agrees in number with its noun: "1 agent task", never
+/// "1 agent tasks" (the instance lines and the summary share this one helper).
+#[test]
+fn counts_agree_in_number_with_their_noun() {
+    assert_eq!(figures::counted(1, "agent task"), "1 agent task");
+    assert_eq!(figures::counted(0, "tool call"), "0 tool calls");
+    assert_eq!(figures::counted(64, "agent task"), "64 agent tasks");
+    assert_eq!(figures::counted(1, "instance"), "1 instance");
+}

@@ -184,6 +184,15 @@ fn count(value: &Value) -> u64 {
     value.as_u64().unwrap_or(0)
 }
 
+/// `n` and `noun`, plural unless `n` is 1: "1 agent task", "2 agent tasks".
+pub(crate) fn counted(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 fn ratio(part: u64, whole: u64) -> Value {
     if whole == 0 {
         Value::Null
@@ -407,11 +416,11 @@ pub fn table(fleet: &Value, order: &[&str]) -> String {
         };
         let _ = writeln!(
             out,
-            "{} (pid {}): {} agent tasks, {} tool calls{shared_line}",
+            "{} (pid {}): {}, {}{shared_line}",
             instance["instance"].as_str().unwrap_or("?"),
             instance["pid"],
-            count(&instance["concurrency"]),
-            count(&instance["calls"]),
+            counted(count(&instance["concurrency"]), "agent task"),
+            counted(count(&instance["calls"]), "tool call"),
         );
     }
     let width = 13;

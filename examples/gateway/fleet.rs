@@ -595,9 +595,9 @@ async fn run_fleet(args: Args, instances: usize) -> Result<(), Box<dyn Error>> {
         .collect();
     log.line(&format!(
         "gateway fleet: {}, separate processes: {}; {} in all for {:.1} s; tools: {}",
-        counted(instances, "instance"),
+        crate::figures::counted(instances as u64, "instance"),
         pids.join(", "),
-        counted(args.concurrency, "agent task"),
+        crate::figures::counted(args.concurrency as u64, "agent task"),
         args.duration.as_secs_f64(),
         listening.join(", "),
     ));
@@ -771,14 +771,5 @@ async fn progress(
             *last = hits;
         }
         log.line(&line);
-    }
-}
-
-/// `n` and `noun`, plural unless `n` is 1: "1 instance", "2 instances".
-fn counted(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
     }
 }
