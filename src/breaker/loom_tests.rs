@@ -4,7 +4,7 @@
 //! fleet's hooks) without any hidden public item. Run with
 //!
 //! ```sh
-//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release --lib loom_tests
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p toolbreaker --release --lib loom_tests
 //! ```
 //!
 //! Loom cannot model a clock, so time is a `quanta` mock clock that only the test moves, before the

@@ -25,8 +25,8 @@
 //!   unbounded they take one to two minutes each.
 //!
 //!   ```sh
-//!   RUSTFLAGS="--cfg loom" cargo test --release --lib loom_tests                        # exhaustive
-//!   RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test --release --lib loom_tests # bounded
+//!   RUSTFLAGS="--cfg loom" cargo test -p toolbreaker --release --lib loom_tests                     # exhaustive
+//!   RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p toolbreaker --release --lib loom_tests # bounded
 //!   ```
 //! - **Differential fuzzing** (`fuzz/`, its own workspace, cargo-fuzz on the stable toolchain):
 //!   `transitions` runs arbitrary operations — acquire, record any held permit, drop one, move the
