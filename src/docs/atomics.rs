@@ -33,4 +33,8 @@
 //!
 //! The metrics counters (`observe::counters`) and a registry's idle-eviction marks
 //! (`registry::eviction`) are `Relaxed` adds and loads: each is a count or a time that orders
-//! nothing, read one after another while calls go on.
+//! nothing, read one after another while calls go on. So are the fleet's counters
+//! (`fleet::status::Status`: commands, messages, adoptions, outages, bad records, claims won),
+//! `RelaxedU64`s read by `FleetHandle::stats`; its `connected` flag (an `AtomicBool`) is stored
+//! `Release` by the worker and loaded `Acquire` by `FleetHandle::is_connected`, so a caller that
+//! reads `true` also sees the syncs the worker made before setting it.

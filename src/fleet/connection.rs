@@ -155,7 +155,7 @@ impl Worker {
         let refresh =
             self.refreshed.elapsed() >= Duration::from_millis(self.settings.record_ttl_ms / 3);
         if refresh {
-            self.refreshed = Instant::now();
+            self.refreshed = tokio_now();
         }
         let names: Vec<SmolStr> = if wiped || missed || refresh {
             self.deps.keys().cloned().collect()

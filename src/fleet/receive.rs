@@ -65,7 +65,7 @@ impl Worker {
                 remaining_ms,
                 until,
             } => {
-                dep.elsewhere = Some(Instant::now() + Duration::from_millis(remaining_ms));
+                dep.elsewhere = Some(tokio_now() + Duration::from_millis(remaining_ms));
                 if let Some(tap) = tap {
                     tap.set_elsewhere_until(until.0);
                 }
@@ -173,7 +173,7 @@ impl Worker {
     }
 
     pub(super) async fn timers(&mut self) {
-        let now = Instant::now();
+        let now = tokio_now();
         let mut due = Vec::new();
         for (name, dep) in &mut self.deps {
             if let Some(mine) = dep.mine {

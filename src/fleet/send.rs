@@ -168,7 +168,7 @@ impl Worker {
         // A count that changes again within `REPORT_INTERVAL` of the last report waits for the
         // interval's end (a timer): a flapping dependency costs at most one report per
         // interval. A trip is sent at once.
-        let now = Instant::now();
+        let now = tokio_now();
         if dep.pending.report
             && dep.breaker.closed_failures().is_some()
             && dep.last_report.is_some_and(|at| now < at + REPORT_INTERVAL)
@@ -219,7 +219,7 @@ impl Worker {
             return;
         };
         let open = dep.known.as_ref().is_some_and(|r| r.state == Shared::Open);
-        let now = Instant::now();
+        let now = tokio_now();
         if !self.connected
             || !dep.want
             || !open
@@ -247,7 +247,7 @@ impl Worker {
             Reply::Won(record) => {
                 let already = dep.mine.is_some_and(|m| m.generation == record.generation);
                 if !already {
-                    let sent = Instant::now();
+                    let sent = tokio_now();
                     let granted = dep.breaker.take_fleet_probe(self.settings.probe_window_ms);
                     // The slot freed for the fleet's probe is a change made from the fleet.
                     self.status.adopted.fetch_add(1, Ordering::Relaxed);
@@ -271,11 +271,11 @@ impl Worker {
                 // known, not again before a probe window, or blocked calls would ask at every
                 // turn.
                 dep.claim_at = (record.lease_until <= record.now)
-                    .then(|| Instant::now() + Duration::from_millis(self.settings.probe_window_ms));
+                    .then(|| tokio_now() + Duration::from_millis(self.settings.probe_window_ms));
                 dep.want = true;
             }
             Reply::Wait(_, ms) => {
-                dep.claim_at = Some(Instant::now() + Duration::from_millis(*ms));
+                dep.claim_at = Some(tokio_now() + Duration::from_millis(*ms));
                 // The call that wanted it will ask again; keep wanting so the timer claims.
                 dep.want = true;
             }

@@ -16,9 +16,9 @@ mod receive;
 #[path = "send.rs"]
 mod send;
 
+use crate::sync::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -26,6 +26,8 @@ use smol_str::SmolStr;
 use tokio::sync::Notify;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
+
+use crate::time::tokio_now;
 
 use super::backstop::Backstop;
 use super::keys::{self, Keys};
@@ -195,7 +197,7 @@ impl Worker {
             told_messages: Vec::new(),
             manual_seq: 0,
             incarnation: None,
-            refreshed: Instant::now(),
+            refreshed: tokio_now(),
         };
         worker.reconnect().await;
         worker.main_loop().await;
