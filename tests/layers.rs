@@ -13,8 +13,8 @@ use std::path::Path;
 
 /// The top-level modules, bottom up.
 const LAYERS: &[&str] = &[
-    "sync", "time", "config", "classify", "types", "state", "observe", "breaker", "fleet",
-    "registry", "agent", "tower", "mcp", "docs", "fuzzing",
+    "sync", "time", "config", "classify", "types", "state", "observe", "breaker", "registry",
+    "fleet", "agent", "tower", "mcp", "docs", "fuzzing",
 ];
 
 /// Each folder's files, bottom up (`mod` is the folder's `mod.rs`).
@@ -28,10 +28,10 @@ const FILES: &[(&str, &[&str])] = &[
     (
         "breaker",
         &[
-            "tap",
+            "hook",
             "window",
             "machine",
-            "fleet_hooks",
+            "sharing",
             "probes",
             "admit",
             "report",
@@ -67,6 +67,7 @@ const FILES: &[(&str, &[&str])] = &[
         "fleet",
         &[
             "status",
+            "tap",
             "keys",
             "millis",
             "script",
@@ -81,12 +82,15 @@ const FILES: &[(&str, &[&str])] = &[
             "receive",
             "worker",
             "mod",
+            "install",
         ],
     ),
     ("observe", &["counters", "export", "mod"]),
     (
         "registry",
-        &["config", "bounds", "mod", "eviction", "toml", "export"],
+        &[
+            "config", "bounds", "hook", "mod", "eviction", "toml", "export",
+        ],
     ),
     (
         "agent",

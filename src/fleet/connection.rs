@@ -77,7 +77,7 @@ impl Worker {
         self.status.connected.store(false, Ordering::Release);
         for dep in self.deps.values_mut() {
             dep.synced = false;
-            if let Some(tap) = dep.breaker.tap() {
+            if let Some(tap) = tap_of(&dep.breaker) {
                 tap.set_governed(false);
                 tap.set_elsewhere_until(0);
             }

@@ -42,7 +42,7 @@ impl Worker {
         let plan = reconcile::reconcile(news, known);
         dep.synced = true;
         dep.bad = None;
-        let tap = breaker.tap();
+        let tap = tap_of(&breaker);
         if plan.unwant {
             dep.want = false;
             dep.claim_at = None;
@@ -155,7 +155,7 @@ impl Worker {
                 let mine = dep.mine.map(|m| {
                     if m.granted.is_none() {
                         m.sent
-                    } else if m.granted.is_some_and(|g| dep.breaker.fleet_probe_unused(g)) {
+                    } else if m.granted.is_some_and(|g| dep.breaker.probe_slot_unused(g)) {
                         m.window_end
                     } else {
                         m.lease_end
@@ -179,16 +179,16 @@ impl Worker {
             if let Some(mine) = dep.mine {
                 let unused = mine
                     .granted
-                    .is_none_or(|g| dep.breaker.fleet_probe_unused(g));
+                    .is_none_or(|g| dep.breaker.probe_slot_unused(g));
                 if unused && (mine.window_end <= now || mine.granted.is_none()) {
                     // No local caller took the probe: give the lease back.
-                    if let Some(tap) = dep.breaker.tap() {
+                    if let Some(tap) = tap_of(&dep.breaker) {
                         tap.revoke();
                     }
                     due.push((name.clone(), Due::Release(mine.generation)));
                     dep.mine = None;
                 } else if mine.lease_end <= now {
-                    if let Some(tap) = dep.breaker.tap() {
+                    if let Some(tap) = tap_of(&dep.breaker) {
                         tap.revoke();
                     }
                     dep.mine = None;
@@ -199,7 +199,7 @@ impl Worker {
             {
                 // The other instance's lease ran out with no verdict heard: open from its end.
                 dep.elsewhere = None;
-                if let Some(tap) = dep.breaker.tap() {
+                if let Some(tap) = tap_of(&dep.breaker) {
                     tap.set_elsewhere_until(0);
                 }
                 let local_end = dep.breaker.now_ms();

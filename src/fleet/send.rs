@@ -42,7 +42,7 @@ impl Worker {
         let Some(dep) = self.deps.get_mut(name) else {
             return;
         };
-        let Some(tap) = dep.breaker.tap() else {
+        let Some(tap) = tap_of(&dep.breaker) else {
             return;
         };
         let drained = tap.drain();
@@ -157,7 +157,7 @@ impl Worker {
             let dep = self.deps.get_mut(name).expect("present");
             dep.pending.verdict = None;
             dep.mine = None;
-            if let Some(tap) = dep.breaker.tap() {
+            if let Some(tap) = tap_of(&dep.breaker) {
                 tap.revoke();
             }
             self.applied(name, reply, true);
@@ -248,7 +248,7 @@ impl Worker {
                 let already = dep.mine.is_some_and(|m| m.generation == record.generation);
                 if !already {
                     let sent = tokio_now();
-                    let granted = dep.breaker.take_fleet_probe(self.settings.probe_window_ms);
+                    let granted = take_fleet_probe(&dep.breaker, self.settings.probe_window_ms);
                     // The slot freed for the fleet's probe is a change made from the fleet.
                     self.status.adopted.fetch_add(1, Ordering::Relaxed);
                     // The word left the open state meanwhile (closed or isolated by hand): the
@@ -351,7 +351,7 @@ impl Worker {
         let Some(dep) = self.deps.get_mut(name) else {
             return;
         };
-        if let Some(tap) = dep.breaker.tap() {
+        if let Some(tap) = tap_of(&dep.breaker) {
             tap.set_governed(false);
             tap.revoke();
         }

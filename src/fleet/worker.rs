@@ -1,6 +1,6 @@
 //! The worker: one task per fleet-mode registry that carries local transitions to Redis and the
 //! fleet's record back into the local words. Nothing here is on a call's path: callers only set
-//! flags on their breaker's tap (see `breaker::tap`), and the worker's commands wait on Redis, never
+//! flags on their breaker's tap (see `tap`), and the worker's commands wait on Redis, never
 //! a caller.
 //!
 //! The task's state and loop are here; `connection` keeps the link to Redis (losing it,
@@ -35,7 +35,9 @@ use super::millis::LocalMs;
 use super::reconcile::{self, Adoption, Elsewhere, Known, Lease, News, Source};
 use super::script::{self, Record, Reply, Scripts, Shared};
 use super::status::{EventHook, FleetEvent, Link, Settings, Status, tell, token};
-use crate::breaker::{CircuitBreaker, Outbox, Remote};
+use super::tap::{Outbox, take_fleet_probe, tap_of};
+use crate::breaker::CircuitBreaker;
+use crate::state::decide::Remote;
 use crate::types::{State, TransitionReason};
 
 /// The shortest interval between two reports of one dependency's count (a trip is sent at once).
@@ -242,7 +244,7 @@ impl Drop for Worker {
     fn drop(&mut self) {
         self.status.connected.store(false, Ordering::Release);
         for dep in self.deps.values() {
-            if let Some(tap) = dep.breaker.tap() {
+            if let Some(tap) = tap_of(&dep.breaker) {
                 tap.set_governed(false);
                 tap.set_elsewhere_until(0);
             }
