@@ -32,7 +32,10 @@ use crate::time::tokio_now;
 use super::backstop::Backstop;
 use super::keys::{self, Keys};
 use super::millis::LocalMs;
-use super::reconcile::{self, Adoption, Elsewhere, Known, Lease, News, Source};
+use super::reconcile::{
+    self, Adoption, Again, ClaimAnswer, ClaimFacts, Elsewhere, Known, Lease, News, Report,
+    ReportFacts, Source,
+};
 use super::script::{self, Record, Reply, Scripts, Shared};
 use super::status::{EventHook, FleetEvent, Link, Settings, Status, tell, token};
 use super::tap::{Outbox, take_fleet_probe, tap_of};
