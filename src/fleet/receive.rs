@@ -177,37 +177,35 @@ impl Worker {
         let mut due = Vec::new();
         for (name, dep) in &mut self.deps {
             if let Some(mine) = dep.mine {
-                let unused = mine
-                    .granted
-                    .is_none_or(|g| dep.breaker.probe_slot_unused(g));
-                if unused && (mine.window_end <= now || mine.granted.is_none()) {
-                    // No local caller took the probe: give the lease back.
-                    if let Some(tap) = tap_of(&dep.breaker) {
-                        tap.revoke();
-                    }
-                    due.push((name.clone(), Due::Release(mine.generation)));
-                    dep.mine = None;
-                } else if mine.lease_end <= now {
+                let facts = LeaseFacts {
+                    granted: mine.granted.is_some(),
+                    slot_unused: mine
+                        .granted
+                        .is_some_and(|g| dep.breaker.probe_slot_unused(g)),
+                    window_over: mine.window_end <= now,
+                    lease_over: mine.lease_end <= now,
+                };
+                let decision = reconcile::lease_timer(facts);
+                if decision != LeaseTimer::Keep {
                     if let Some(tap) = tap_of(&dep.breaker) {
                         tap.revoke();
                     }
                     dep.mine = None;
                 }
+                if decision == LeaseTimer::Release {
+                    due.push((name.clone(), Due::Release(mine.generation)));
+                }
             }
-            if let Some(until) = dep.elsewhere
-                && until <= now
-            {
-                // The other instance's lease ran out with no verdict heard: open from its end.
+            let over = dep.elsewhere.is_some_and(|until| until <= now);
+            let local_now = LocalMs(dep.breaker.now_ms());
+            if let Some(Adoption::Open(at)) = reconcile::elsewhere_ran_out(over, local_now) {
                 dep.elsewhere = None;
                 if let Some(tap) = tap_of(&dep.breaker) {
                     tap.set_elsewhere_until(0);
                 }
-                let local_end = dep.breaker.now_ms();
                 if dep
                     .breaker
-                    .adopt(Remote::Open {
-                        opened_at_ms: local_end,
-                    })
+                    .adopt(Remote::Open { opened_at_ms: at.0 })
                     .1
                     .is_some()
                 {

@@ -1,7 +1,8 @@
 //! The fleet worker's decisions, pure: given the fleet's record (a script's reply or a message),
 //! what the worker knows of the dependency, and whether Redis is reachable, what to do with the
 //! local breaker (`reconcile`); whether to claim the fleet's probe (`claim`) and what the claim's
-//! answer does (`claimed`); and what to do with a changed count (`report`). No I/O, no clock, no
+//! answer does (`claimed`); what to do with a changed count (`report`); and what the timers do
+//! with a lease, this instance's (`lease_timer`) or another's that ran out (`elsewhere_ran_out`). No I/O, no clock, no
 //! atomics: the worker reads the breaker's time and its timers and performs the plan.
 
 use super::millis::{LocalMs, ServerMs};
@@ -327,6 +328,50 @@ pub(crate) fn report(facts: ReportFacts) -> Report {
         count: facts.closed_failures.unwrap_or(u64::from(own)),
         threshold: facts.fleet_threshold.unwrap_or(own),
     }
+}
+
+/// What the timers know of this instance's probe lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LeaseFacts {
+    /// The local probe slot was granted (the word was open when the lease was won).
+    pub(crate) granted: bool,
+    /// The granted slot is still free: no local caller took it.
+    pub(crate) slot_unused: bool,
+    /// The probe window (the time a local caller has to take the slot) is over.
+    pub(crate) window_over: bool,
+    /// The lease itself is over.
+    pub(crate) lease_over: bool,
+}
+
+/// What the timers do with this instance's probe lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LeaseTimer {
+    Keep,
+    /// No local caller took the probe (none was granted, or its window is over): take the grant
+    /// back and give the lease back to the fleet.
+    Release,
+    /// The lease ran out under a probe taken here: take the grant back and forget it (the fleet
+    /// reopens from its end).
+    Expire,
+}
+
+/// Decide what the timers do with this instance's probe lease.
+pub(crate) fn lease_timer(facts: LeaseFacts) -> LeaseTimer {
+    let unused = !facts.granted || facts.slot_unused;
+    if unused && (facts.window_over || !facts.granted) {
+        LeaseTimer::Release
+    } else if facts.lease_over {
+        LeaseTimer::Expire
+    } else {
+        LeaseTimer::Keep
+    }
+}
+
+/// Another instance's lease ran out with no verdict heard (at `local_now` on this breaker's
+/// clock): adopt open from its end, that is from now; the worker claims again after the
+/// cooldown in force. `None` while the lease runs.
+pub(crate) fn elsewhere_ran_out(over: bool, local_now: LocalMs) -> Option<Adoption> {
+    over.then_some(Adoption::Open(local_now))
 }
 
 #[cfg(test)]

@@ -562,3 +562,58 @@ fn a_count_is_sent_later_dropped_or_sent_with_the_threshold_in_force() {
         assert_eq!(report(facts), expected, "{what}");
     }
 }
+
+/// Every branch of the timers' decision on this instance's lease.
+#[test]
+fn a_lease_no_local_caller_took_is_given_back_and_one_that_ran_out_is_forgotten() {
+    let facts = |granted, slot_unused, window_over, lease_over| LeaseFacts {
+        granted,
+        slot_unused,
+        window_over,
+        lease_over,
+    };
+    let rows = [
+        (
+            "nothing granted: given back at once",
+            facts(false, false, false, false),
+            LeaseTimer::Release,
+        ),
+        (
+            "granted, unused, window running",
+            facts(true, true, false, false),
+            LeaseTimer::Keep,
+        ),
+        (
+            "granted, unused, window over",
+            facts(true, true, true, false),
+            LeaseTimer::Release,
+        ),
+        (
+            "granted, unused, lease over too",
+            facts(true, true, true, true),
+            LeaseTimer::Release,
+        ),
+        (
+            "taken, lease running",
+            facts(true, false, true, false),
+            LeaseTimer::Keep,
+        ),
+        (
+            "taken, lease over",
+            facts(true, false, true, true),
+            LeaseTimer::Expire,
+        ),
+    ];
+    for (what, facts, expected) in rows {
+        assert_eq!(lease_timer(facts), expected, "{what}");
+    }
+}
+
+/// Another instance's lease that ran out opens the breaker from its end, now; one that runs
+/// changes nothing.
+#[test]
+fn another_instances_lease_that_ran_out_is_adopted_open_from_now() {
+    let now = LocalMs(LOCAL_NOW);
+    assert_eq!(elsewhere_ran_out(true, now), Some(Adoption::Open(now)));
+    assert_eq!(elsewhere_ran_out(false, now), None);
+}

@@ -33,8 +33,8 @@ use super::backstop::Backstop;
 use super::keys::{self, Keys};
 use super::millis::LocalMs;
 use super::reconcile::{
-    self, Adoption, Again, ClaimAnswer, ClaimFacts, Elsewhere, Known, Lease, News, Report,
-    ReportFacts, Source,
+    self, Adoption, Again, ClaimAnswer, ClaimFacts, Elsewhere, Known, Lease, LeaseFacts,
+    LeaseTimer, News, Report, ReportFacts, Source,
 };
 use super::script::{self, Record, Reply, Scripts, Shared};
 use super::status::{EventHook, FleetEvent, Link, Settings, Status, tell, token};
