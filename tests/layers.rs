@@ -67,9 +67,9 @@ const FILES: &[(&str, &[&str])] = &[
         "fleet",
         &[
             "status",
-            "tap",
             "keys",
             "millis",
+            "tap",
             "script",
             "reconcile",
             "reconcile_tests",

@@ -79,7 +79,7 @@ impl Worker {
             dep.synced = false;
             if let Some(tap) = tap_of(&dep.breaker) {
                 tap.set_governed(false);
-                tap.set_elsewhere_until(0);
+                tap.clear_elsewhere();
             }
             dep.elsewhere = None;
         }

@@ -37,7 +37,7 @@ impl Worker {
             force,
             holder: &holder,
             connected,
-            local_now: LocalMs(breaker.now_ms()),
+            local_now: LocalMs::now(&breaker),
         };
         let plan = reconcile::reconcile(news, known);
         dep.synced = true;
@@ -58,7 +58,7 @@ impl Worker {
             Elsewhere::Clear => {
                 dep.elsewhere = None;
                 if let Some(tap) = tap {
-                    tap.set_elsewhere_until(0);
+                    tap.clear_elsewhere();
                 }
             }
             Elsewhere::Until {
@@ -67,7 +67,7 @@ impl Worker {
             } => {
                 dep.elsewhere = Some(tokio_now() + Duration::from_millis(remaining_ms));
                 if let Some(tap) = tap {
-                    tap.set_elsewhere_until(until.0);
+                    tap.set_elsewhere_until(until);
                 }
             }
         }
@@ -197,11 +197,11 @@ impl Worker {
                 }
             }
             let over = dep.elsewhere.is_some_and(|until| until <= now);
-            let local_now = LocalMs(dep.breaker.now_ms());
+            let local_now = LocalMs::now(&dep.breaker);
             if let Some(Adoption::Open(at)) = reconcile::elsewhere_ran_out(over, local_now) {
                 dep.elsewhere = None;
                 if let Some(tap) = tap_of(&dep.breaker) {
-                    tap.set_elsewhere_until(0);
+                    tap.clear_elsewhere();
                 }
                 if dep
                     .breaker

@@ -153,7 +153,7 @@ pub(crate) fn reconcile(news: News<'_>, known: Known) -> Plan {
                 _ if ours => {}
                 Some(_) if record.lease_until > record.now => {
                     plan.elsewhere = Elsewhere::Until {
-                        remaining_ms: record.lease_until.0 - record.now.0,
+                        remaining_ms: record.now.until(record.lease_until),
                         until: local(record.lease_until),
                     };
                     plan.lease = Lease::Drop;
@@ -163,7 +163,7 @@ pub(crate) fn reconcile(news: News<'_>, known: Known) -> Plan {
                     if known.mine.is_some_and(|g| g != record.generation) {
                         plan.lease = Lease::Drop;
                     }
-                    if record.lease_until.0 > 0 && record.holder.is_none() {
+                    if record.lease_until != ServerMs::UNSET && record.holder.is_none() {
                         // A lease ran out with no verdict: open from its end.
                         plan.adopt.push(Adoption::Open(local(record.lease_until)));
                     }

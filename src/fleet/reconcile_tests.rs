@@ -617,3 +617,12 @@ fn another_instances_lease_that_ran_out_is_adopted_open_from_now() {
     assert_eq!(elsewhere_ran_out(true, now), Some(Adoption::Open(now)));
     assert_eq!(elsewhere_ran_out(false, now), None);
 }
+
+/// The spans between two server times and a local time moved on saturate, never wrap.
+#[test]
+fn server_spans_and_local_offsets_saturate() {
+    assert_eq!(ServerMs(100).until(ServerMs(150)), 50);
+    assert_eq!(ServerMs(150).until(ServerMs(100)), 0, "not after: none");
+    assert_eq!(LocalMs(5).after(10), LocalMs(15));
+    assert_eq!(LocalMs(u64::MAX - 1).after(10), LocalMs(u64::MAX));
+}

@@ -21,6 +21,7 @@
 
 use smol_str::SmolStr;
 
+use super::millis::LocalMs;
 use crate::breaker::CircuitBreaker;
 use crate::breaker::Hook;
 
@@ -137,10 +138,10 @@ impl Tap {
         self.governed.store(u64::from(governed), Ordering::Release);
     }
 
-    /// Give local callers the probe slot of `generation` until local time `until_ms`.
-    pub(crate) fn grant(&self, generation: u32, until_ms: u64) {
+    /// Give local callers the probe slot of `generation` until local time `until`.
+    pub(crate) fn grant(&self, generation: u32, until: LocalMs) {
         let packed = Self::GRANT_GENERATION.put(u64::from(generation))
-            | Self::GRANT_UNTIL.put(until_ms.min(Word::MAX_TIME_MS));
+            | Self::GRANT_UNTIL.put(until.0.min(Word::MAX_TIME_MS));
         self.grant.store(packed.max(1), Ordering::Release);
     }
 
@@ -149,9 +150,14 @@ impl Tap {
         self.grant.store(0, Ordering::Release);
     }
 
-    /// Another instance holds the fleet's probe until local time `until_ms` (0: nobody known).
-    pub(crate) fn set_elsewhere_until(&self, until_ms: u64) {
-        self.elsewhere_until_ms.store(until_ms, Ordering::Relaxed);
+    /// Another instance holds the fleet's probe until local time `until`.
+    pub(crate) fn set_elsewhere_until(&self, until: LocalMs) {
+        self.elsewhere_until_ms.store(until.0, Ordering::Relaxed);
+    }
+
+    /// No other instance is known to hold the fleet's probe.
+    pub(crate) fn clear_elsewhere(&self) {
+        self.elsewhere_until_ms.store(0, Ordering::Relaxed);
     }
 }
 
@@ -218,7 +224,7 @@ pub(crate) fn tap_of(breaker: &CircuitBreaker) -> Option<&Tap> {
 pub(crate) fn take_fleet_probe(breaker: &CircuitBreaker, window_ms: u64) -> Option<u32> {
     let tap = tap_of(breaker)?;
     let generation = breaker.free_probe_slot()?;
-    tap.grant(generation, breaker.now_ms().saturating_add(window_ms));
+    tap.grant(generation, LocalMs::now(breaker).after(window_ms));
     Some(generation)
 }
 
@@ -251,7 +257,7 @@ mod tests {
         tap.set_governed(true);
         for generation in [0, 1, Word::MAX_GENERATION] {
             for until_ms in [1, 2, Word::MAX_TIME_MS] {
-                tap.grant(generation, until_ms);
+                tap.grant(generation, LocalMs(until_ms));
                 assert_eq!(tap.gate(generation, until_ms - 1), None);
                 assert_ne!(tap.gate(generation, until_ms), None, "over at its end");
                 let other = crate::state::word::next_generation(generation);

@@ -249,7 +249,7 @@ impl Drop for Worker {
         for dep in self.deps.values() {
             if let Some(tap) = tap_of(&dep.breaker) {
                 tap.set_governed(false);
-                tap.set_elsewhere_until(0);
+                tap.clear_elsewhere();
             }
         }
     }
