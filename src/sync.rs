@@ -13,8 +13,11 @@
 //!   always `portable-atomic`'s, also under loom, so they stay out of the explored state.
 //! - [`AtomicU128`] is the rate rules' window's buckets and header: `portable-atomic`'s, also
 //!   under loom (the window orders nothing: see `breaker::window`).
-//! - The narrower atomics and the locks are the standard library's (loom's `Mutex` under loom).
+//! - The narrower atomics (among them the fleet's `connected` flag, an `AtomicBool` under feature
+//!   `redis`) and the locks are the standard library's (loom's `Mutex` under loom).
 
+#[cfg(feature = "redis")]
+pub(crate) use core::sync::atomic::AtomicBool;
 #[cfg(feature = "tokio")]
 pub(crate) use core::sync::atomic::{AtomicU8, AtomicU32};
 pub(crate) use core::sync::atomic::{AtomicUsize, Ordering};

@@ -95,7 +95,7 @@ impl CircuitBreaker {
             });
             // In fleet mode the fleet says which instance takes the probe slot.
             if let Some(gated) =
-                self.fleet_gate(admission, || *now.get_or_insert_with(|| self.now_ms()))
+                self.probe_gate(admission, || *now.get_or_insert_with(|| self.now_ms()))
             {
                 return (None, gated);
             }

@@ -410,7 +410,7 @@ impl Builder {
                 name: self.name,
                 listener: self.listener,
                 metrics: self.metrics,
-                tap: None,
+                hook: None,
             },
         ))
     }

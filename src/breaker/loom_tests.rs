@@ -16,8 +16,8 @@ use loom::thread;
 use quanta::{Clock, Mock};
 use smol_str::SmolStr;
 
+use super::hook::Hook;
 use super::machine::{CircuitBreaker, Extras};
-use super::tap::{Outbox, Tap};
 use crate::classify::{FailureKind, Outcome};
 use crate::config::{Config, Window};
 use crate::state::decide::Remote;
@@ -425,20 +425,58 @@ fn heard_breaker(threshold: u32) -> (&'static CircuitBreaker, Arc<Mock>, Heard) 
     (Box::leak(Box::new(breaker)), mock, heard)
 }
 
+/// The fleet's gate as the fleet's tap (`fleet::tap`, built only with feature `redis`) keeps it
+/// while connected: a local caller may claim the probe slot only in the generation the fleet
+/// granted. The grant's window never lapses in these models (each revokes first), so only its
+/// generation is kept; its store and load have the tap's orderings.
+#[derive(Debug, Default)]
+struct Grant {
+    /// The granted generation plus one; 0 for none.
+    granted: crate::sync::AtomicU64,
+}
+
+impl Hook for Grant {
+    fn count_changed(&self) {}
+    fn reset(&self) {}
+    fn transition(&self, _: Transition) {}
+    fn gate(&self, generation: u32, _now_ms: u64) -> Option<u64> {
+        // Acquire: as the tap's, a caller that sees a grant sees the word freed before it.
+        if self.granted.load(crate::sync::Ordering::Acquire) == u64::from(generation) + 1 {
+            None
+        } else {
+            Some(50)
+        }
+    }
+}
+
+/// The breaker's grant, as the fleet's task finds its tap behind the breaker's hook.
+fn grant_of(breaker: &CircuitBreaker) -> &Grant {
+    let hook: &dyn core::any::Any = breaker.hook().expect("a fleet breaker has a hook");
+    hook.downcast_ref::<Grant>().unwrap()
+}
+
+/// What the fleet's task does when the fleet gives this instance the probe
+/// (`fleet::tap::take_fleet_probe`): free the slot, then grant it.
+fn take_fleet_probe(breaker: &CircuitBreaker) -> Option<u32> {
+    let generation = breaker.free_probe_slot()?;
+    // Release: the word freed above is seen by a caller that sees the grant.
+    grant_of(breaker)
+        .granted
+        .store(u64::from(generation) + 1, crate::sync::Ordering::Release);
+    Some(generation)
+}
+
 /// A breaker whose probe slot the fleet governs, as a registry with a fleet builds it, and no
 /// fleet task (the model plays it): a local caller may claim the slot only in the generation the
 /// fleet granted (`take_fleet_probe`).
 fn fleet_breaker() -> (&'static CircuitBreaker, Arc<Mock>) {
     let (clock, mock) = Clock::mock();
     let config = Config::new(1, COOLDOWN, Duration::from_secs(1)).unwrap();
-    let outbox = Arc::new(Outbox::new(|| {}));
-    let tap = Arc::new(Tap::new(SmolStr::default(), outbox, 50));
-    tap.set_governed(true);
     let extras = Extras {
         name: SmolStr::default(),
         listener: None,
         metrics: false,
-        tap: Some(tap),
+        hook: Some(Arc::new(Grant::default())),
     };
     let breaker = CircuitBreaker::with_extras(config, clock, extras);
     (Box::leak(Box::new(breaker)), mock)
@@ -453,9 +491,9 @@ fn adopt_open_now(breaker: &CircuitBreaker) -> Option<Transition> {
 /// What the fleet's task does when the fleet's probe is no longer this instance's: take the
 /// grant back.
 fn revoke(breaker: &CircuitBreaker) {
-    if let Some(tap) = breaker.tap() {
-        tap.revoke();
-    }
+    grant_of(breaker)
+        .granted
+        .store(0, crate::sync::Ordering::Release);
 }
 
 /// What was heard since the last take.
@@ -738,7 +776,7 @@ fn the_fleets_probe_granted_while_a_caller_asks_is_taken_exactly_once() {
             mock.increment(COOLDOWN);
             if expired {
                 // A probe granted earlier hangs past its lease and a cooldown after it.
-                breaker.take_fleet_probe(1_000).unwrap();
+                take_fleet_probe(breaker).unwrap();
                 std::mem::forget(breaker.try_acquire().unwrap());
                 mock.increment(Duration::from_secs(1) + COOLDOWN);
                 revoke(breaker);
@@ -750,7 +788,7 @@ fn the_fleets_probe_granted_while_a_caller_asks_is_taken_exactly_once() {
                     .try_acquire()
                     .map(|p| std::mem::ManuallyDrop::new(p).generation())
             });
-            let agent = thread::spawn(move || breaker.take_fleet_probe(1_000));
+            let agent = thread::spawn(move || take_fleet_probe(breaker));
             let raced = caller.join().unwrap();
             let granted = agent.join().unwrap().expect("open: the slot is freed here");
             let after = breaker
@@ -798,7 +836,7 @@ fn a_lost_fleet_probe_racing_the_local_claim_leaves_one_probe_at_most() {
         let (breaker, mock) = fleet_breaker();
         breaker.try_acquire().unwrap().record(FAIL);
         mock.increment(COOLDOWN);
-        let granted = breaker.take_fleet_probe(1_000).unwrap();
+        let granted = take_fleet_probe(breaker).unwrap();
         let caller = thread::spawn(move || breaker.try_acquire().ok());
         let agent = thread::spawn(move || {
             let adopted = adopt_open_now(breaker);

@@ -2,13 +2,13 @@
 //! live settings, the clock, the counters, the application of a decision through the word's cell
 //! and the telling of the transitions that land. The operations are in files of their own:
 //! admission (`admit`), reports (`report`), the several probes' slots (`probes`), changes by hand
-//! (`manual`), reconfiguration (`reconfigure`) and the fleet's hooks (`fleet_hooks`).
+//! (`manual`), reconfiguration (`reconfigure`) and sharing transitions through a hook (`sharing`).
 
 use crossbeam_utils::CachePadded;
 use once_cell::race::OnceBox;
 use smol_str::SmolStr;
 
-use super::tap::Tap;
+use super::hook::Hook;
 use super::window::Windows;
 use crate::config::{Config, Limits, Rates, WindowLimit};
 use crate::observe::{Counter, Counters, Herald, Listener, Metrics};
@@ -97,17 +97,17 @@ pub(super) struct Inner {
     /// The rate rules' window, made when the breaker first has one (see `window`).
     pub(super) windows: OnceBox<Windows>,
     pub(super) name: SmolStr,
-    /// The herald and the fleet's tap, boxed: only the slow paths reach them.
+    /// The herald and the hook, boxed: only the slow paths reach them.
     pub(super) cold: Box<Cold>,
 }
 
 /// What only the slow paths read, boxed so the hot block stays one cache line's pair: the herald,
 /// which tells transitions to the trace and the listener in order (only transitions reach it),
-/// and the fleet's tap (feature `redis`).
+/// and the hook (fleet mode's tap).
 #[derive(Debug)]
 pub(super) struct Cold {
     pub(super) herald: Herald,
-    pub(super) tap: Option<std::sync::Arc<Tap>>,
+    pub(super) hook: Option<std::sync::Arc<dyn Hook>>,
     /// Serialises reconfigurations, so two never interleave their fields.
     pub(super) reconfigure: Mutex<()>,
     /// How the cooldown backs off and spreads (`Builder::cooldown_backoff`,
@@ -124,7 +124,8 @@ pub(crate) struct Extras {
     pub(crate) name: SmolStr,
     pub(crate) listener: Option<Listener>,
     pub(crate) metrics: bool,
-    pub(crate) tap: Option<std::sync::Arc<Tap>>,
+    /// What the slow paths tell and ask (fleet mode installs one).
+    pub(crate) hook: Option<std::sync::Arc<dyn Hook>>,
 }
 
 impl CircuitBreaker {
@@ -144,7 +145,7 @@ impl CircuitBreaker {
             name: SmolStr::default(),
             listener: None,
             metrics: false,
-            tap: None,
+            hook: None,
         };
         Self::with_extras(config, clock, extras)
     }
@@ -168,7 +169,7 @@ impl CircuitBreaker {
                 name: extras.name,
                 cold: Box::new(Cold {
                     herald: Herald::new(extras.listener),
-                    tap: extras.tap,
+                    hook: extras.hook,
                     reconfigure: Mutex::new(()),
                     cooldown: Cooldown::new(limits.shape, limits.cooldown_ms),
                     slots: SlotsCell::new(),
@@ -348,7 +349,7 @@ impl CircuitBreaker {
                 counters.transition(transition.reason());
             }
         }
-        self.tell_fleet(transitions);
+        self.tell_transitions(transitions);
         self.inner
             .cold
             .herald
@@ -388,5 +389,26 @@ pub(super) fn split(step: Option<Step>) -> (Option<Word>, Option<Transition>) {
     match step {
         Some(step) => (Some(step.next), step.transition),
         None => (None, None),
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// A new breaker starts from the initial word, built once (`Word::initial`): closed, no
+    /// failures, generation 0, and the rate rules' flag exactly when it has rate rules.
+    #[test]
+    fn a_new_breaker_starts_from_the_initial_word() {
+        let plain = CircuitBreaker::new(Config::default(), quanta::Clock::mock().0);
+        assert_eq!(plain.word_bits(), Word::initial(false).bits());
+        assert_eq!(plain.state(), State::Closed);
+        let rated = CircuitBreaker::builder()
+            .failure_rate(0.5)
+            .window(crate::config::Window::Calls(10))
+            .build()
+            .unwrap();
+        assert_eq!(rated.word_bits(), Word::initial(true).bits());
+        assert_ne!(Word::initial(true).bits(), Word::initial(false).bits());
     }
 }

@@ -24,7 +24,7 @@ impl CircuitBreaker {
             }
         });
         if action == Manual::Reset && updated.after.is_some() {
-            self.tell_fleet_reset();
+            self.tell_reset();
         }
         let answer = updated.answer.map(|t| t.map(|t| self.shaped(t, &in_force)));
         // Announced once the change has landed, so a listener's panic cannot stop it.

@@ -1,11 +1,11 @@
 //! [`CircuitBreaker`]: the breaker type and its operations, each in a file of its own, over the
 //! state in `crate::state` (the word, the cells, the decider).
 //!
-//! The files, bottom up, each importing only from those before it: `tap` (what the slow paths
-//! tell the fleet's task, feature `redis`) and `window` (the rate rules' counts, beside the word)
-//! hold cells of their own; `machine` is the type, what it is built from and what every
-//! operation shares (the settings read, a decision applied through the word's cell, transitions
-//! told); then one file per operation: `fleet_hooks` (the fleet's door on the breaker), `probes`
+//! The files, bottom up, each importing only from those before it: `hook` (what the slow paths
+//! tell and ask whoever shares the transitions: fleet mode's tap) and `window` (the rate rules'
+//! counts, beside the word, a cell of its own); `machine` is the type, what it is built from and
+//! what every operation shares (the settings read, a decision applied through the word's cell,
+//! transitions told); then one file per operation: `sharing` (the hook's door on the breaker), `probes`
 //! (the several probes' slots), `admit` (admission beyond the closed fast path), `report`
 //! (outcomes and the window's judgement), `manual` (changes by hand) and `reconfigure`; then
 //! `permit` (the permits, and the methods that issue them), `call` (guarded calls) and `builder`.
@@ -14,14 +14,14 @@
 mod admit;
 mod builder;
 mod call;
-mod fleet_hooks;
+mod hook;
 mod machine;
 mod manual;
 mod permit;
 mod probes;
 mod reconfigure;
 mod report;
-mod tap;
+mod sharing;
 mod window;
 
 pub use self::builder::Builder;
@@ -29,10 +29,8 @@ pub use self::call::{CallError, RunFuture};
 pub use self::machine::CircuitBreaker;
 pub(crate) use self::machine::Extras;
 pub use self::permit::{OwnedPermit, Permit};
-#[cfg_attr(not(feature = "redis"), allow(unused_imports))]
-pub(crate) use self::tap::{Outbox, Tap};
-#[cfg_attr(not(feature = "redis"), allow(unused_imports))]
-pub(crate) use crate::state::decide::Remote;
+// The hook a transition-sharing owner implements (fleet mode's tap).
+pub(crate) use self::hook::Hook;
 
 #[cfg(all(test, loom))]
 mod loom_tests;

@@ -174,7 +174,7 @@ impl CircuitBreaker {
             && updated.before.closed_generation().is_some()
             && matches!(report, Report::Failure | Report::Success)
         {
-            self.tell_fleet_count();
+            self.tell_count();
         }
         if let Some(transition) = updated.answer {
             let transition = self.shaped(transition, &limits);

@@ -25,12 +25,16 @@
 //! | `window::Windows` | `slots` (128 bits each) | a shared bucket: tag (generation, number), failures, slow calls | `compare_exchange_weak` `Relaxed`: the tag and both counts change in one swap, so no count moves to another bucket. |
 //! | `window::Windows` | `header` (128 bits) | the generation counted, its first time bucket, its base | load and store `Relaxed`: the word's swap decides every trip; an older header judges fewer calls, not wrong ones. |
 //! | `window::Windows` | `rate_ppm`, `slow_ns`, `window`, `minimum_calls` | the rate rules in force | load and store `Relaxed`, published by the reconfiguration's write of the word. |
-//! | `tap::Tap` (feature `redis`) | `flags` | what the breaker has to tell the fleet's task | `fetch_or` and `swap` `AcqRel` (a signal set after the task's swap queues the breaker again); a `Relaxed` load skips a signal already set. |
-//! | `tap::Tap` | `governed`, `grant` | whether the fleet chooses the probe, and the slot it gave this instance | store `Release`, load `Acquire`: a caller that sees a grant sees the word the task freed before granting it (the word's own swap still makes the claim exclusive). |
-//! | `tap::Tap` | `elsewhere_until_ms` | when another instance's probe lease ends | `Relaxed`: it only shapes a retry-after. |
+//! | `fleet::tap::Tap` (feature `redis`; the breaker's hook) | `flags` | what the breaker has to tell the fleet's worker | `fetch_or` and `swap` `AcqRel` (a signal set after the worker's swap queues the breaker again); a `Relaxed` load skips a signal already set. |
+//! | `fleet::tap::Tap` | `governed`, `grant` | whether the fleet chooses the probe, and the slot it gave this instance | store `Release`, load `Acquire`: a caller that sees a grant sees the word the worker freed before granting it (the word's own swap still makes the claim exclusive). |
+//! | `fleet::tap::Tap` | `elsewhere_until_ms` | when another instance's probe lease ends | `Relaxed`: it only shapes a retry-after. |
 //!
 //! # Counters
 //!
 //! The metrics counters (`observe::counters`) and a registry's idle-eviction marks
 //! (`registry::eviction`) are `Relaxed` adds and loads: each is a count or a time that orders
-//! nothing, read one after another while calls go on.
+//! nothing, read one after another while calls go on. So are the fleet's counters
+//! (`fleet::status::Status`: commands, messages, adoptions, outages, bad records, claims won),
+//! `RelaxedU64`s read by `FleetHandle::stats`; its `connected` flag (an `AtomicBool`) is stored
+//! `Release` by the worker and loaded `Acquire` by `FleetHandle::is_connected`, so a caller that
+//! reads `true` also sees the syncs the worker made before setting it.

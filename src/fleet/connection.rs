@@ -77,9 +77,9 @@ impl Worker {
         self.status.connected.store(false, Ordering::Release);
         for dep in self.deps.values_mut() {
             dep.synced = false;
-            if let Some(tap) = dep.breaker.tap() {
+            if let Some(tap) = tap_of(&dep.breaker) {
                 tap.set_governed(false);
-                tap.set_elsewhere_until(0);
+                tap.clear_elsewhere();
             }
             dep.elsewhere = None;
         }
@@ -155,7 +155,7 @@ impl Worker {
         let refresh =
             self.refreshed.elapsed() >= Duration::from_millis(self.settings.record_ttl_ms / 3);
         if refresh {
-            self.refreshed = Instant::now();
+            self.refreshed = tokio_now();
         }
         let names: Vec<SmolStr> = if wiped || missed || refresh {
             self.deps.keys().cloned().collect()

@@ -1,8 +1,8 @@
 //! What a registry's fleet worker shows: [`FleetHandle`] and its counters.
 
+use crate::sync::Ordering;
 use core::time::Duration;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use super::error::FleetError;
 use super::status::{Link, Settings, Status};

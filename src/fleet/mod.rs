@@ -40,20 +40,20 @@ use core::fmt;
 use core::time::Duration;
 use std::sync::Arc;
 
-use smol_str::SmolStr;
-
-use crate::breaker::{CircuitBreaker, Outbox, Tap};
+use crate::breaker::CircuitBreaker;
 use crate::config::{ConfigError, Problem, duration_field, name_field};
 
 mod backstop;
 mod error;
 mod handle;
+mod install;
 mod keys;
 mod millis;
 mod reconcile;
 mod redact;
 mod script;
 mod status;
+mod tap;
 mod worker;
 
 pub use self::error::FleetError;
@@ -61,6 +61,7 @@ pub use self::handle::{FleetHandle, FleetStats};
 pub use self::redact::redact;
 pub use self::status::FleetEvent;
 use self::status::{EventHook, Settings, Status};
+use self::tap::Outbox;
 
 /// The default key prefix.
 pub const DEFAULT_PREFIX: &str = "toolbreaker";
@@ -331,21 +332,6 @@ pub(crate) struct FleetLink {
 }
 
 impl FleetLink {
-    /// A tap for a new breaker of dependency `name`.
-    pub(crate) fn tap(&self, name: &str) -> Arc<Tap> {
-        Arc::new(Tap::new(
-            SmolStr::new(name),
-            Arc::clone(&self.outbox),
-            self.handle.settings.command_timeout_ms,
-        ))
-    }
-
-    /// Tell the worker of a new breaker.
-    pub(crate) fn register(&self, breaker: Arc<CircuitBreaker>) {
-        // The worker ends only when this link is dropped, so the send cannot fail before.
-        let _ = self.register.send(breaker);
-    }
-
     pub(crate) fn handle(&self) -> &FleetHandle {
         &self.handle
     }

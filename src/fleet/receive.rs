@@ -37,12 +37,12 @@ impl Worker {
             force,
             holder: &holder,
             connected,
-            local_now: LocalMs(breaker.now_ms()),
+            local_now: LocalMs::now(&breaker),
         };
         let plan = reconcile::reconcile(news, known);
         dep.synced = true;
         dep.bad = None;
-        let tap = breaker.tap();
+        let tap = tap_of(&breaker);
         if plan.unwant {
             dep.want = false;
             dep.claim_at = None;
@@ -58,16 +58,16 @@ impl Worker {
             Elsewhere::Clear => {
                 dep.elsewhere = None;
                 if let Some(tap) = tap {
-                    tap.set_elsewhere_until(0);
+                    tap.clear_elsewhere();
                 }
             }
             Elsewhere::Until {
                 remaining_ms,
                 until,
             } => {
-                dep.elsewhere = Some(Instant::now() + Duration::from_millis(remaining_ms));
+                dep.elsewhere = Some(tokio_now() + Duration::from_millis(remaining_ms));
                 if let Some(tap) = tap {
-                    tap.set_elsewhere_until(until.0);
+                    tap.set_elsewhere_until(until);
                 }
             }
         }
@@ -155,7 +155,7 @@ impl Worker {
                 let mine = dep.mine.map(|m| {
                     if m.granted.is_none() {
                         m.sent
-                    } else if m.granted.is_some_and(|g| dep.breaker.fleet_probe_unused(g)) {
+                    } else if m.granted.is_some_and(|g| dep.breaker.probe_slot_unused(g)) {
                         m.window_end
                     } else {
                         m.lease_end
@@ -173,41 +173,39 @@ impl Worker {
     }
 
     pub(super) async fn timers(&mut self) {
-        let now = Instant::now();
+        let now = tokio_now();
         let mut due = Vec::new();
         for (name, dep) in &mut self.deps {
             if let Some(mine) = dep.mine {
-                let unused = mine
-                    .granted
-                    .is_none_or(|g| dep.breaker.fleet_probe_unused(g));
-                if unused && (mine.window_end <= now || mine.granted.is_none()) {
-                    // No local caller took the probe: give the lease back.
-                    if let Some(tap) = dep.breaker.tap() {
+                let facts = LeaseFacts {
+                    granted: mine.granted.is_some(),
+                    slot_unused: mine
+                        .granted
+                        .is_some_and(|g| dep.breaker.probe_slot_unused(g)),
+                    window_over: mine.window_end <= now,
+                    lease_over: mine.lease_end <= now,
+                };
+                let decision = reconcile::lease_timer(facts);
+                if decision != LeaseTimer::Keep {
+                    if let Some(tap) = tap_of(&dep.breaker) {
                         tap.revoke();
                     }
+                    dep.mine = None;
+                }
+                if decision == LeaseTimer::Release {
                     due.push((name.clone(), Due::Release(mine.generation)));
-                    dep.mine = None;
-                } else if mine.lease_end <= now {
-                    if let Some(tap) = dep.breaker.tap() {
-                        tap.revoke();
-                    }
-                    dep.mine = None;
                 }
             }
-            if let Some(until) = dep.elsewhere
-                && until <= now
-            {
-                // The other instance's lease ran out with no verdict heard: open from its end.
+            let over = dep.elsewhere.is_some_and(|until| until <= now);
+            let local_now = LocalMs::now(&dep.breaker);
+            if let Some(Adoption::Open(at)) = reconcile::elsewhere_ran_out(over, local_now) {
                 dep.elsewhere = None;
-                if let Some(tap) = dep.breaker.tap() {
-                    tap.set_elsewhere_until(0);
+                if let Some(tap) = tap_of(&dep.breaker) {
+                    tap.clear_elsewhere();
                 }
-                let local_end = dep.breaker.now_ms();
                 if dep
                     .breaker
-                    .adopt(Remote::Open {
-                        opened_at_ms: local_end,
-                    })
+                    .adopt(Remote::Open { opened_at_ms: at.0 })
                     .1
                     .is_some()
                 {

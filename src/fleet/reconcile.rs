@@ -1,7 +1,9 @@
-//! The fleet worker's decision on a record, pure: given the fleet's record (a script's reply or a
-//! message), what the worker knows of the dependency, and whether Redis is reachable, what to do
-//! with the local breaker. No I/O, no clock, no atomics: the worker reads the breaker's time and
-//! performs the plan (`worker::Worker::apply`).
+//! The fleet worker's decisions, pure: given the fleet's record (a script's reply or a message),
+//! what the worker knows of the dependency, and whether Redis is reachable, what to do with the
+//! local breaker (`reconcile`); whether to claim the fleet's probe (`claim`) and what the claim's
+//! answer does (`claimed`); what to do with a changed count (`report`); and what the timers do
+//! with a lease, this instance's (`lease_timer`) or another's that ran out (`elsewhere_ran_out`). No I/O, no clock, no
+//! atomics: the worker reads the breaker's time and its timers and performs the plan.
 
 use super::millis::{LocalMs, ServerMs};
 use super::script::{Record, Shared};
@@ -151,7 +153,7 @@ pub(crate) fn reconcile(news: News<'_>, known: Known) -> Plan {
                 _ if ours => {}
                 Some(_) if record.lease_until > record.now => {
                     plan.elsewhere = Elsewhere::Until {
-                        remaining_ms: record.lease_until.0 - record.now.0,
+                        remaining_ms: record.now.until(record.lease_until),
                         until: local(record.lease_until),
                     };
                     plan.lease = Lease::Drop;
@@ -161,7 +163,7 @@ pub(crate) fn reconcile(news: News<'_>, known: Known) -> Plan {
                     if known.mine.is_some_and(|g| g != record.generation) {
                         plan.lease = Lease::Drop;
                     }
-                    if record.lease_until.0 > 0 && record.holder.is_none() {
+                    if record.lease_until != ServerMs::UNSET && record.holder.is_none() {
                         // A lease ran out with no verdict: open from its end.
                         plan.adopt.push(Adoption::Open(local(record.lease_until)));
                     }
@@ -170,6 +172,206 @@ pub(crate) fn reconcile(news: News<'_>, known: Known) -> Plan {
         }
     }
     plan
+}
+
+/// What the worker knows when it may claim the fleet's probe for a dependency.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ClaimFacts {
+    /// Redis is reachable.
+    pub(crate) connected: bool,
+    /// A local call was blocked waiting for the fleet's probe.
+    pub(crate) wanted: bool,
+    /// The last record applied is open.
+    pub(crate) open: bool,
+    /// This instance holds a probe lease already.
+    pub(crate) mine: bool,
+    /// The dependency's record is bad (the breaker works locally).
+    pub(crate) bad: bool,
+    /// The wait the last claim was told has not ended.
+    pub(crate) waiting: bool,
+    /// Another instance's lease has not ended.
+    pub(crate) elsewhere: bool,
+}
+
+/// Whether to claim the fleet's probe now: only for a wanted probe of an open record, with Redis
+/// reachable, holding no lease, with no wait or other instance's lease still running, and a
+/// record that is not bad.
+pub(crate) fn claim(facts: ClaimFacts) -> bool {
+    facts.connected
+        && facts.wanted
+        && facts.open
+        && !facts.mine
+        && !facts.bad
+        && !facts.waiting
+        && !facts.elsewhere
+}
+
+/// What the claim script answered, as the decision after it needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ClaimAnswer {
+    /// This instance holds the lease; `already`: of the generation it already held.
+    Won { already: bool },
+    /// Another instance holds it; `end_known`: its lease's end lies after the server's now.
+    Held { end_known: bool },
+    /// Not before `ms` more milliseconds (the fleet's cooldown).
+    Wait { ms: u64 },
+    /// Any other reply (bad, missing, a record written): no claim was decided.
+    Other,
+}
+
+/// When to claim again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Again {
+    /// Keep the timer as it is.
+    Keep,
+    /// No timer: the record applied with the reply (a lease's end, a release) decides.
+    Clear,
+    /// In this many milliseconds.
+    After { ms: u64 },
+}
+
+/// What to do after a claim's answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AfterClaim {
+    /// Free the local probe slot for the fleet's probe and grant it (a lease newly won).
+    pub(crate) take_probe: bool,
+    /// Whether a local call still wants the probe.
+    pub(crate) wanted: bool,
+    pub(crate) again: Again,
+}
+
+/// Decide what a claim's answer does. Held with its lease's end known: the record applied sets
+/// that end as the time another instance probes, and its release or verdict, when heard, clears
+/// it, so the claim is made again then; with no end known, not again before a probe window
+/// (`probe_window_ms`), or blocked calls would ask at every turn.
+pub(crate) fn claimed(answer: ClaimAnswer, probe_window_ms: u64) -> AfterClaim {
+    match answer {
+        ClaimAnswer::Won { already } => AfterClaim {
+            take_probe: !already,
+            wanted: false,
+            again: Again::Clear,
+        },
+        ClaimAnswer::Held { end_known } => AfterClaim {
+            take_probe: false,
+            wanted: true,
+            again: if end_known {
+                Again::Clear
+            } else {
+                Again::After {
+                    ms: probe_window_ms,
+                }
+            },
+        },
+        // The call that wanted it will ask again; keep wanting so the timer claims.
+        ClaimAnswer::Wait { ms } => AfterClaim {
+            take_probe: false,
+            wanted: true,
+            again: Again::After { ms },
+        },
+        ClaimAnswer::Other => AfterClaim {
+            take_probe: false,
+            wanted: false,
+            again: Again::Keep,
+        },
+    }
+}
+
+/// What the worker knows when a dependency's count may be reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ReportFacts {
+    /// A count changed or a trip happened since the last report.
+    pub(crate) pending: bool,
+    /// The breaker's consecutive counted failures; `None` when it is not closed.
+    pub(crate) closed_failures: Option<u64>,
+    /// The last report was less than the report interval ago.
+    pub(crate) recent: bool,
+    /// The last record applied is closed.
+    pub(crate) fleet_closed: bool,
+    /// The breaker is open because of its own trip (it votes).
+    pub(crate) local_trip: bool,
+    /// The breaker's own consecutive-failure threshold, if it has one.
+    pub(crate) own_threshold: Option<u32>,
+    /// The fleet's shared threshold, if one is set (`Fleet::failure_threshold`).
+    pub(crate) fleet_threshold: Option<u32>,
+}
+
+/// What to do with a dependency's count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Report {
+    /// Nothing is pending.
+    Nothing,
+    /// A count that changes again within the report interval of the last report waits for the
+    /// interval's end (a flapping dependency costs one report per interval).
+    Later,
+    /// Send `count` (a trip: the own threshold) against `threshold`.
+    Send { count: u64, threshold: u32 },
+    /// Nothing to tell the fleet (its record is not closed, or the breaker neither counts nor
+    /// tripped): the pending report is dropped.
+    Drop,
+}
+
+/// Decide what a dependency's count does. A trip is sent at once. A breaker with only a rate
+/// rule counts no consecutive failures the fleet could add up: its shared threshold is out of
+/// reach, and its trips are shared as trips.
+pub(crate) fn report(facts: ReportFacts) -> Report {
+    if !facts.pending {
+        return Report::Nothing;
+    }
+    if facts.closed_failures.is_some() && facts.recent {
+        return Report::Later;
+    }
+    if !facts.fleet_closed || (facts.closed_failures.is_none() && !facts.local_trip) {
+        return Report::Drop;
+    }
+    let own = facts.own_threshold.unwrap_or(u32::MAX);
+    Report::Send {
+        count: facts.closed_failures.unwrap_or(u64::from(own)),
+        threshold: facts.fleet_threshold.unwrap_or(own),
+    }
+}
+
+/// What the timers know of this instance's probe lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LeaseFacts {
+    /// The local probe slot was granted (the word was open when the lease was won).
+    pub(crate) granted: bool,
+    /// The granted slot is still free: no local caller took it.
+    pub(crate) slot_unused: bool,
+    /// The probe window (the time a local caller has to take the slot) is over.
+    pub(crate) window_over: bool,
+    /// The lease itself is over.
+    pub(crate) lease_over: bool,
+}
+
+/// What the timers do with this instance's probe lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LeaseTimer {
+    Keep,
+    /// No local caller took the probe (none was granted, or its window is over): take the grant
+    /// back and give the lease back to the fleet.
+    Release,
+    /// The lease ran out under a probe taken here: take the grant back and forget it (the fleet
+    /// reopens from its end).
+    Expire,
+}
+
+/// Decide what the timers do with this instance's probe lease.
+pub(crate) fn lease_timer(facts: LeaseFacts) -> LeaseTimer {
+    let unused = !facts.granted || facts.slot_unused;
+    if unused && (facts.window_over || !facts.granted) {
+        LeaseTimer::Release
+    } else if facts.lease_over {
+        LeaseTimer::Expire
+    } else {
+        LeaseTimer::Keep
+    }
+}
+
+/// Another instance's lease ran out with no verdict heard (at `local_now` on this breaker's
+/// clock): adopt open from its end, that is from now; the worker claims again after the
+/// cooldown in force. `None` while the lease runs.
+pub(crate) fn elsewhere_ran_out(over: bool, local_now: LocalMs) -> Option<Adoption> {
+    over.then_some(Adoption::Open(local_now))
 }
 
 #[cfg(test)]

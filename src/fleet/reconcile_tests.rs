@@ -369,3 +369,260 @@ fn server_times_become_local_times_saturating_at_both_ends() {
         );
     }
 }
+
+/// Every branch of the claim's gate: one fact against the claim per row, and all for it.
+#[test]
+fn the_fleets_probe_is_claimed_only_when_every_condition_holds() {
+    let all = ClaimFacts {
+        connected: true,
+        wanted: true,
+        open: true,
+        mine: false,
+        bad: false,
+        waiting: false,
+        elsewhere: false,
+    };
+    assert!(claim(all), "every condition holds");
+    let rows: [(&str, ClaimFacts); 7] = [
+        (
+            "Redis unreachable",
+            ClaimFacts {
+                connected: false,
+                ..all
+            },
+        ),
+        (
+            "no local call wants it",
+            ClaimFacts {
+                wanted: false,
+                ..all
+            },
+        ),
+        ("the record is not open", ClaimFacts { open: false, ..all }),
+        ("a lease held already", ClaimFacts { mine: true, ..all }),
+        ("a bad record", ClaimFacts { bad: true, ..all }),
+        (
+            "told to wait, not over",
+            ClaimFacts {
+                waiting: true,
+                ..all
+            },
+        ),
+        (
+            "another's lease runs",
+            ClaimFacts {
+                elsewhere: true,
+                ..all
+            },
+        ),
+    ];
+    for (what, facts) in rows {
+        assert!(!claim(facts), "{what}");
+    }
+}
+
+/// Every branch of the decision after a claim's answer.
+#[test]
+fn a_claims_answer_takes_the_probe_only_when_newly_won_and_says_when_to_claim_again() {
+    let window = 50;
+    let after = |take_probe, wanted, again| AfterClaim {
+        take_probe,
+        wanted,
+        again,
+    };
+    let rows = [
+        (
+            "won: free the slot and grant it",
+            ClaimAnswer::Won { already: false },
+            after(true, false, Again::Clear),
+        ),
+        (
+            "won again in the generation held: nothing to take",
+            ClaimAnswer::Won { already: true },
+            after(false, false, Again::Clear),
+        ),
+        (
+            "held, its end known: the record's end or release decides",
+            ClaimAnswer::Held { end_known: true },
+            after(false, true, Again::Clear),
+        ),
+        (
+            "held, no end known: not before a probe window",
+            ClaimAnswer::Held { end_known: false },
+            after(false, true, Again::After { ms: window }),
+        ),
+        (
+            "wait: claim again when it ends",
+            ClaimAnswer::Wait { ms: 70 },
+            after(false, true, Again::After { ms: 70 }),
+        ),
+        (
+            "any other reply: nothing wanted, timer kept",
+            ClaimAnswer::Other,
+            after(false, false, Again::Keep),
+        ),
+    ];
+    for (what, answer, expected) in rows {
+        assert_eq!(claimed(answer, window), expected, "{what}");
+    }
+}
+
+/// Every branch of the report decision.
+#[test]
+fn a_count_is_sent_later_dropped_or_sent_with_the_threshold_in_force() {
+    let base = ReportFacts {
+        pending: true,
+        closed_failures: Some(2),
+        recent: false,
+        fleet_closed: true,
+        local_trip: false,
+        own_threshold: Some(5),
+        fleet_threshold: None,
+    };
+    let rows = [
+        (
+            "nothing pending",
+            ReportFacts {
+                pending: false,
+                ..base
+            },
+            Report::Nothing,
+        ),
+        (
+            "a count within the interval waits",
+            ReportFacts {
+                recent: true,
+                ..base
+            },
+            Report::Later,
+        ),
+        (
+            "a trip within the interval is sent at once",
+            ReportFacts {
+                recent: true,
+                closed_failures: None,
+                local_trip: true,
+                ..base
+            },
+            Report::Send {
+                count: 5,
+                threshold: 5,
+            },
+        ),
+        (
+            "a count, the breaker's own threshold",
+            base,
+            Report::Send {
+                count: 2,
+                threshold: 5,
+            },
+        ),
+        (
+            "a count, the fleet's threshold",
+            ReportFacts {
+                fleet_threshold: Some(9),
+                ..base
+            },
+            Report::Send {
+                count: 2,
+                threshold: 9,
+            },
+        ),
+        (
+            "a trip of a rate rule only: out of the shared threshold's reach",
+            ReportFacts {
+                closed_failures: None,
+                local_trip: true,
+                own_threshold: None,
+                ..base
+            },
+            Report::Send {
+                count: u64::from(u32::MAX),
+                threshold: u32::MAX,
+            },
+        ),
+        (
+            "the fleet's record is not closed",
+            ReportFacts {
+                fleet_closed: false,
+                ..base
+            },
+            Report::Drop,
+        ),
+        (
+            "not closed and no trip of its own",
+            ReportFacts {
+                closed_failures: None,
+                ..base
+            },
+            Report::Drop,
+        ),
+    ];
+    for (what, facts, expected) in rows {
+        assert_eq!(report(facts), expected, "{what}");
+    }
+}
+
+/// Every branch of the timers' decision on this instance's lease.
+#[test]
+fn a_lease_no_local_caller_took_is_given_back_and_one_that_ran_out_is_forgotten() {
+    let facts = |granted, slot_unused, window_over, lease_over| LeaseFacts {
+        granted,
+        slot_unused,
+        window_over,
+        lease_over,
+    };
+    let rows = [
+        (
+            "nothing granted: given back at once",
+            facts(false, false, false, false),
+            LeaseTimer::Release,
+        ),
+        (
+            "granted, unused, window running",
+            facts(true, true, false, false),
+            LeaseTimer::Keep,
+        ),
+        (
+            "granted, unused, window over",
+            facts(true, true, true, false),
+            LeaseTimer::Release,
+        ),
+        (
+            "granted, unused, lease over too",
+            facts(true, true, true, true),
+            LeaseTimer::Release,
+        ),
+        (
+            "taken, lease running",
+            facts(true, false, true, false),
+            LeaseTimer::Keep,
+        ),
+        (
+            "taken, lease over",
+            facts(true, false, true, true),
+            LeaseTimer::Expire,
+        ),
+    ];
+    for (what, facts, expected) in rows {
+        assert_eq!(lease_timer(facts), expected, "{what}");
+    }
+}
+
+/// Another instance's lease that ran out opens the breaker from its end, now; one that runs
+/// changes nothing.
+#[test]
+fn another_instances_lease_that_ran_out_is_adopted_open_from_now() {
+    let now = LocalMs(LOCAL_NOW);
+    assert_eq!(elsewhere_ran_out(true, now), Some(Adoption::Open(now)));
+    assert_eq!(elsewhere_ran_out(false, now), None);
+}
+
+/// The spans between two server times and a local time moved on saturate, never wrap.
+#[test]
+fn server_spans_and_local_offsets_saturate() {
+    assert_eq!(ServerMs(100).until(ServerMs(150)), 50);
+    assert_eq!(ServerMs(150).until(ServerMs(100)), 0, "not after: none");
+    assert_eq!(LocalMs(5).after(10), LocalMs(15));
+    assert_eq!(LocalMs(u64::MAX - 1).after(10), LocalMs(u64::MAX));
+}

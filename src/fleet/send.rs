@@ -42,7 +42,7 @@ impl Worker {
         let Some(dep) = self.deps.get_mut(name) else {
             return;
         };
-        let Some(tap) = dep.breaker.tap() else {
+        let Some(tap) = tap_of(&dep.breaker) else {
             return;
         };
         let drained = tap.drain();
@@ -157,7 +157,7 @@ impl Worker {
             let dep = self.deps.get_mut(name).expect("present");
             dep.pending.verdict = None;
             dep.mine = None;
-            if let Some(tap) = dep.breaker.tap() {
+            if let Some(tap) = tap_of(&dep.breaker) {
                 tap.revoke();
             }
             self.applied(name, reply, true);
@@ -165,29 +165,28 @@ impl Worker {
         let Some(dep) = self.deps.get(name) else {
             return;
         };
-        // A count that changes again within `REPORT_INTERVAL` of the last report waits for the
-        // interval's end (a timer): a flapping dependency costs at most one report per
-        // interval. A trip is sent at once.
-        let now = Instant::now();
-        if dep.pending.report
-            && dep.breaker.closed_failures().is_some()
-            && dep.last_report.is_some_and(|at| now < at + REPORT_INTERVAL)
-        {
-            let at = dep.last_report.map(|at| at + REPORT_INTERVAL);
-            self.deps.get_mut(name).expect("present").report_at = at;
-        } else if dep.pending.report {
-            let count = dep.breaker.closed_failures();
-            let fleet_closed = dep
+        let now = tokio_now();
+        let config = dep.breaker.config();
+        let decision = reconcile::report(ReportFacts {
+            pending: dep.pending.report,
+            closed_failures: dep.breaker.closed_failures(),
+            recent: dep.last_report.is_some_and(|at| now < at + REPORT_INTERVAL),
+            fleet_closed: dep
                 .known
                 .as_ref()
-                .is_some_and(|r| r.state == Shared::Closed);
-            if fleet_closed && (count.is_some() || dep.local_trip) {
-                let config = dep.breaker.config();
-                // A breaker with only a rate rule counts no consecutive failures the fleet could
-                // add up: its shared threshold is out of reach, and its trips are shared as trips.
-                let own = config.failure_threshold().unwrap_or(u32::MAX);
-                let threshold = settings.failure_threshold.unwrap_or(own);
-                let count = count.unwrap_or(u64::from(own));
+                .is_some_and(|r| r.state == Shared::Closed),
+            local_trip: dep.local_trip,
+            own_threshold: config.failure_threshold(),
+            fleet_threshold: settings.failure_threshold,
+        });
+        match decision {
+            Report::Nothing => {}
+            Report::Later => {
+                let at = dep.last_report.map(|at| at + REPORT_INTERVAL);
+                self.deps.get_mut(name).expect("present").report_at = at;
+            }
+            Report::Drop => self.deps.get_mut(name).expect("present").pending.report = false,
+            Report::Send { count, threshold } => {
                 let mut invocation = script::invocation(&scripts.report, &dep.keys, &dep.name);
                 invocation
                     .arg(&settings.instance)
@@ -205,8 +204,6 @@ impl Worker {
                 dep.last_report = Some(now);
                 dep.report_at = None;
                 self.applied(name, reply, false);
-            } else {
-                self.deps.get_mut(name).expect("present").pending.report = false;
             }
         }
         self.maybe_claim(name).await;
@@ -218,16 +215,17 @@ impl Worker {
         let Some(dep) = self.deps.get(name) else {
             return;
         };
-        let open = dep.known.as_ref().is_some_and(|r| r.state == Shared::Open);
-        let now = Instant::now();
-        if !self.connected
-            || !dep.want
-            || !open
-            || dep.mine.is_some()
-            || dep.bad.is_some()
-            || dep.claim_at.is_some_and(|at| at > now)
-            || dep.elsewhere.is_some_and(|until| until > now)
-        {
+        let now = tokio_now();
+        let facts = ClaimFacts {
+            connected: self.connected,
+            wanted: dep.want,
+            open: dep.known.as_ref().is_some_and(|r| r.state == Shared::Open),
+            mine: dep.mine.is_some(),
+            bad: dep.bad.is_some(),
+            waiting: dep.claim_at.is_some_and(|at| at > now),
+            elsewhere: dep.elsewhere.is_some_and(|until| until > now),
+        };
+        if !reconcile::claim(facts) {
             return;
         }
         let config = dep.breaker.config();
@@ -242,44 +240,38 @@ impl Worker {
         };
         let window = Duration::from_millis(self.settings.probe_window_ms);
         let dep = self.deps.get_mut(name).expect("present");
-        dep.want = false;
-        match &reply {
-            Reply::Won(record) => {
-                let already = dep.mine.is_some_and(|m| m.generation == record.generation);
-                if !already {
-                    let sent = Instant::now();
-                    let granted = dep.breaker.take_fleet_probe(self.settings.probe_window_ms);
-                    // The slot freed for the fleet's probe is a change made from the fleet.
-                    self.status.adopted.fetch_add(1, Ordering::Relaxed);
-                    // The word left the open state meanwhile (closed or isolated by hand): the
-                    // lease is given back at once, by the timer.
-                    dep.mine = Some(Mine {
-                        generation: record.generation,
-                        granted,
-                        sent,
-                        window_end: sent + window,
-                        lease_end: sent + Duration::from_millis(lease_ms),
-                    });
-                    self.status.claims_won.fetch_add(1, Ordering::Relaxed);
-                }
-                dep.claim_at = None;
-            }
-            Reply::Held(record) => {
-                // Still wanted. While the lease's end is known, the record applied below sets it
-                // as the time another instance probes, and its release or verdict, when heard,
-                // clears it: the claim is made again then, not at the lease's end. With no end
-                // known, not again before a probe window, or blocked calls would ask at every
-                // turn.
-                dep.claim_at = (record.lease_until <= record.now)
-                    .then(|| Instant::now() + Duration::from_millis(self.settings.probe_window_ms));
-                dep.want = true;
-            }
-            Reply::Wait(_, ms) => {
-                dep.claim_at = Some(Instant::now() + Duration::from_millis(*ms));
-                // The call that wanted it will ask again; keep wanting so the timer claims.
-                dep.want = true;
-            }
-            _ => {}
+        let answer = match &reply {
+            Reply::Won(record) => ClaimAnswer::Won {
+                already: dep.mine.is_some_and(|m| m.generation == record.generation),
+            },
+            Reply::Held(record) => ClaimAnswer::Held {
+                end_known: record.lease_until > record.now,
+            },
+            Reply::Wait(_, ms) => ClaimAnswer::Wait { ms: *ms },
+            _ => ClaimAnswer::Other,
+        };
+        let after = reconcile::claimed(answer, self.settings.probe_window_ms);
+        if let (true, Reply::Won(record)) = (after.take_probe, &reply) {
+            let sent = tokio_now();
+            let granted = take_fleet_probe(&dep.breaker, self.settings.probe_window_ms);
+            // The slot freed for the fleet's probe is a change made from the fleet.
+            self.status.adopted.fetch_add(1, Ordering::Relaxed);
+            // The word left the open state meanwhile (closed or isolated by hand): the lease is
+            // given back at once, by the timer.
+            dep.mine = Some(Mine {
+                generation: record.generation,
+                granted,
+                sent,
+                window_end: sent + window,
+                lease_end: sent + Duration::from_millis(lease_ms),
+            });
+            self.status.claims_won.fetch_add(1, Ordering::Relaxed);
+        }
+        dep.want = after.wanted;
+        match after.again {
+            Again::Keep => {}
+            Again::Clear => dep.claim_at = None,
+            Again::After { ms } => dep.claim_at = Some(tokio_now() + Duration::from_millis(ms)),
         }
         self.applied(name, reply, false);
     }
@@ -351,7 +343,7 @@ impl Worker {
         let Some(dep) = self.deps.get_mut(name) else {
             return;
         };
-        if let Some(tap) = dep.breaker.tap() {
+        if let Some(tap) = tap_of(&dep.breaker) {
             tap.set_governed(false);
             tap.revoke();
         }

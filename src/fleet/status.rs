@@ -1,8 +1,8 @@
 //! What the fleet's files share: its settings, its counters, its events.
 
+use crate::sync::{AtomicBool, RelaxedU64};
 use core::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64};
 
 /// The operator's event hook.
 pub(crate) type EventHook = Arc<dyn Fn(&FleetEvent) + Send + Sync>;
@@ -29,12 +29,12 @@ pub(crate) struct Status {
     pub(crate) connected: AtomicBool,
     /// The link's state, for [`FleetHandle::connected`](super::FleetHandle::connected).
     pub(crate) link: tokio::sync::watch::Sender<Link>,
-    pub(crate) commands: AtomicU64,
-    pub(crate) messages: AtomicU64,
-    pub(crate) adopted: AtomicU64,
-    pub(crate) outages: AtomicU64,
-    pub(crate) bad_records: AtomicU64,
-    pub(crate) claims_won: AtomicU64,
+    pub(crate) commands: RelaxedU64,
+    pub(crate) messages: RelaxedU64,
+    pub(crate) adopted: RelaxedU64,
+    pub(crate) outages: RelaxedU64,
+    pub(crate) bad_records: RelaxedU64,
+    pub(crate) claims_won: RelaxedU64,
 }
 
 impl Default for Status {
@@ -42,12 +42,12 @@ impl Default for Status {
         Status {
             connected: AtomicBool::new(false),
             link: tokio::sync::watch::Sender::new(Link::Connecting),
-            commands: AtomicU64::new(0),
-            messages: AtomicU64::new(0),
-            adopted: AtomicU64::new(0),
-            outages: AtomicU64::new(0),
-            bad_records: AtomicU64::new(0),
-            claims_won: AtomicU64::new(0),
+            commands: RelaxedU64::new(0),
+            messages: RelaxedU64::new(0),
+            adopted: RelaxedU64::new(0),
+            outages: RelaxedU64::new(0),
+            bad_records: RelaxedU64::new(0),
+            claims_won: RelaxedU64::new(0),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The worker: one task per fleet-mode registry that carries local transitions to Redis and the
 //! fleet's record back into the local words. Nothing here is on a call's path: callers only set
-//! flags on their breaker's tap (see `breaker::tap`), and the worker's commands wait on Redis, never
+//! flags on their breaker's tap (see `tap`), and the worker's commands wait on Redis, never
 //! a caller.
 //!
 //! The task's state and loop are here; `connection` keeps the link to Redis (losing it,
@@ -16,9 +16,9 @@ mod receive;
 #[path = "send.rs"]
 mod send;
 
+use crate::sync::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -27,13 +27,20 @@ use tokio::sync::Notify;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
 
+use crate::time::tokio_now;
+
 use super::backstop::Backstop;
 use super::keys::{self, Keys};
 use super::millis::LocalMs;
-use super::reconcile::{self, Adoption, Elsewhere, Known, Lease, News, Source};
+use super::reconcile::{
+    self, Adoption, Again, ClaimAnswer, ClaimFacts, Elsewhere, Known, Lease, LeaseFacts,
+    LeaseTimer, News, Report, ReportFacts, Source,
+};
 use super::script::{self, Record, Reply, Scripts, Shared};
 use super::status::{EventHook, FleetEvent, Link, Settings, Status, tell, token};
-use crate::breaker::{CircuitBreaker, Outbox, Remote};
+use super::tap::{Outbox, take_fleet_probe, tap_of};
+use crate::breaker::CircuitBreaker;
+use crate::state::decide::Remote;
 use crate::types::{State, TransitionReason};
 
 /// The shortest interval between two reports of one dependency's count (a trip is sent at once).
@@ -195,7 +202,7 @@ impl Worker {
             told_messages: Vec::new(),
             manual_seq: 0,
             incarnation: None,
-            refreshed: Instant::now(),
+            refreshed: tokio_now(),
         };
         worker.reconnect().await;
         worker.main_loop().await;
@@ -240,9 +247,9 @@ impl Drop for Worker {
     fn drop(&mut self) {
         self.status.connected.store(false, Ordering::Release);
         for dep in self.deps.values() {
-            if let Some(tap) = dep.breaker.tap() {
+            if let Some(tap) = tap_of(&dep.breaker) {
                 tap.set_governed(false);
-                tap.set_elsewhere_until(0);
+                tap.clear_elsewhere();
             }
         }
     }

@@ -198,7 +198,7 @@ impl Registry {
                     listener: self.listener.clone(),
                     metrics: self.metrics,
                     // Local in fleet mode: its fate is this instance's overflow, not a dependency's.
-                    tap: None,
+                    hook: None,
                 },
             ))
         })

@@ -12,6 +12,7 @@ mod config;
 mod eviction;
 #[cfg(feature = "metrics")]
 mod export;
+mod hook;
 #[cfg(feature = "toml")]
 mod toml;
 
@@ -21,6 +22,8 @@ pub use self::config::{ConfigChange, RegistryConfig, Reload, closest_name};
 pub use self::toml::ConfigFileError;
 
 use self::bounds::{Entry, Full, Idle};
+// The creation hook fleet mode installs (none without it).
+pub(crate) use self::hook::{Creation, Install};
 use crate::breaker::{CircuitBreaker, Extras};
 use crate::config::Config;
 use crate::observe::{self, Listener, Metrics, TransitionEvent};
@@ -96,9 +99,8 @@ pub struct Registry {
     next_sweep_ms: RelaxedU64,
     /// The breaker shared by the names past the bound, made on first need.
     overflow: OnceLock<Arc<CircuitBreaker>>,
-    /// The fleet agent's link (feature `redis`); dropping the registry stops the agent.
-    #[cfg(feature = "redis")]
-    fleet: Option<crate::fleet::FleetLink>,
+    /// The creation hook, if one was installed (fleet mode); dropped with the registry.
+    creation: Option<Box<dyn Creation>>,
 }
 
 impl Default for Registry {
@@ -286,10 +288,9 @@ impl Registry {
                 name: SmolStr::new(&name),
                 listener: self.listener.clone(),
                 metrics: self.metrics,
-                #[cfg(feature = "redis")]
-                tap: self.fleet.as_ref().map(|fleet| fleet.tap(dependency)),
-                #[cfg(not(feature = "redis"))]
-                tap: None,
+                hook: self
+                    .creation()
+                    .and_then(|creation| creation.hook_for(dependency)),
             },
         ));
         let now = if self.idle.is_some() {
@@ -302,9 +303,8 @@ impl Registry {
             .try_insert(name, Entry::new(breaker, now), guard)
         {
             Ok(entry) => {
-                #[cfg(feature = "redis")]
-                if let Some(fleet) = &self.fleet {
-                    fleet.register(Arc::clone(&entry.breaker));
+                if let Some(creation) = self.creation() {
+                    creation.created(&entry.breaker);
                 }
                 Ok(&entry.breaker)
             }
@@ -317,11 +317,9 @@ impl Registry {
         }
     }
 
-    /// The fleet agent of a registry built with [`RegistryBuilder::fleet`] (feature `redis`):
-    /// whether it reaches Redis, its counters.
-    #[cfg(feature = "redis")]
-    pub fn fleet(&self) -> Option<&crate::fleet::FleetHandle> {
-        self.fleet.as_ref().map(|fleet| fleet.handle())
+    /// The creation hook installed at build, if any.
+    pub(crate) fn creation(&self) -> Option<&dyn Creation> {
+        self.creation.as_deref()
     }
 
     /// The configuration `dependency`'s breaker has or will have.
@@ -487,25 +485,11 @@ pub struct RegistryBuilder {
     metrics: bool,
     max_dependencies: Option<usize>,
     idle_eviction: Option<core::time::Duration>,
-    #[cfg(feature = "redis")]
-    fleet: Option<crate::fleet::Fleet>,
+    /// The creation hook to start at build: set by fleet mode (`RegistryBuilder::fleet`).
+    pub(crate) install: Option<Arc<dyn Install>>,
 }
 
 impl RegistryBuilder {
-    /// Fleet mode (feature `redis`): share every breaker's transitions with the other instances
-    /// of the gateway through Redis (see [`fleet`](crate::fleet)). `build` starts the fleet's
-    /// agent on the Tokio runtime the fleet was built in; dropping the registry stops it.
-    /// Admission stays local: a call never waits on Redis.
-    ///
-    /// With a mock [`clock`](Self::clock), let the agent apply a change from the fleet before
-    /// moving the clock: it turns the server's times into the breaker's with the clock as it
-    /// reads then (see [`docs::fleet`](crate::docs::fleet)).
-    #[cfg(feature = "redis")]
-    pub fn fleet(mut self, fleet: crate::fleet::Fleet) -> Self {
-        self.fleet = Some(fleet);
-        self
-    }
-
     /// The configuration of every dependency without one of its own.
     pub fn default_config(mut self, config: Config) -> Self {
         self.config = self.config.with_default(config);
@@ -636,10 +620,8 @@ impl RegistryBuilder {
 
     /// The registry, with no breakers yet.
     pub fn build(self) -> Registry {
-        #[cfg(feature = "redis")]
-        let evicts = self.fleet.is_none();
-        #[cfg(not(feature = "redis"))]
-        let evicts = true;
+        // A hook's owner holds the breakers too: evicting one would part them.
+        let evicts = self.install.is_none();
         let clock = self.clock.unwrap_or_default();
         Registry {
             breakers: papaya::HashMap::builder()
@@ -656,8 +638,7 @@ impl RegistryBuilder {
             idle: self.idle_eviction.filter(|_| evicts).map(Idle::new),
             next_sweep_ms: RelaxedU64::new(0),
             overflow: OnceLock::new(),
-            #[cfg(feature = "redis")]
-            fleet: self.fleet.map(crate::fleet::Fleet::start),
+            creation: self.install.map(|install| install.start()),
         }
     }
 }

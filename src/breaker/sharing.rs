@@ -1,22 +1,23 @@
-//! The breaker's fleet hooks (feature `redis`), gathered behind one door: what the fleet's
-//! background task calls (adopting a state learned from the fleet, taking the fleet's probe, the
-//! records it reads), and what the breaker's slow paths tell it through the tap (transitions,
-//! count changes, resets) or ask it (the gate on the probe slot). A breaker built without a fleet
-//! has no tap: every hook here sees `None` and does nothing.
+//! Sharing a breaker's transitions with other instances: what the breaker's slow paths tell its
+//! hook (transitions, count changes, resets) or ask it (the gate on the probe slot), and the
+//! operations the hook's owner calls (adopting a state learned elsewhere, freeing the probe slot
+//! for a grant, the readings it reports). A breaker built without a hook sees `None` and does
+//! nothing here; fleet mode (`fleet`) is the one owner of a hook.
 
-// Without feature `redis` nothing calls the fleet's side of these hooks.
+// The owner's side (`adopt`, `free_probe_slot`, the readings) is called only by a hook's owner,
+// which only fleet mode (feature `redis`) compiles; without it nothing calls them.
 #![cfg_attr(not(feature = "redis"), allow(dead_code))]
 
 use core::time::Duration;
 
+use super::hook::Hook;
 use super::machine::{CircuitBreaker, split};
-use super::tap::{Gate, Tap};
 use crate::state::decide::{self, Admission, Remote};
 use crate::state::word::{Kind, Word};
 use crate::types::{BlockedReason, State, Transition, TransitionReason};
 
 impl CircuitBreaker {
-    /// Adopt a state learned from the fleet (see `decide::adopt`); returns the word after it and
+    /// Adopt a state learned from other instances (see `decide::adopt`); returns the word after it and
     /// the transition it made, if any, announced with reason `fleet`.
     pub(crate) fn adopt(&self, remote: Remote) -> (Word, Option<Transition>) {
         let limits = self.limits();
@@ -67,31 +68,25 @@ impl CircuitBreaker {
         self.word().generation()
     }
 
-    /// Take the fleet's probe: free the probe slot of an open word, or of a probing word past its
-    /// lease, in a new generation (see `decide::adopt`; a local probe within its lease, or a slot
-    /// already free, is kept) and let local callers claim it for `window_ms`. Returns the
-    /// generation granted, or `None` if the word is closed or isolated (changed meanwhile).
-    pub(crate) fn take_fleet_probe(&self, window_ms: u64) -> Option<u32> {
-        let tap = self.inner.cold.tap.as_deref()?;
+    /// Free the probe slot for a grant: of an open word, or of a probing word past its lease, in
+    /// a new generation (see `decide::adopt`; a local probe within its lease, or a slot already
+    /// free, is kept). Returns the generation whose slot local callers may claim, or `None` if the
+    /// word is closed or isolated (changed meanwhile).
+    pub(crate) fn free_probe_slot(&self) -> Option<u32> {
         let (word, _) = self.adopt(Remote::ProbeHere);
         match word.kind() {
-            Kind::HalfOpen | Kind::Probing => {
-                let generation = word.generation();
-                tap.grant(generation, self.now_ms().saturating_add(window_ms));
-                Some(generation)
-            }
+            Kind::HalfOpen | Kind::Probing => Some(word.generation()),
             _ => None,
         }
     }
 
-    /// Whether the probe slot the fleet granted in `generation` is still free: no local caller
-    /// took it.
-    pub(crate) fn fleet_probe_unused(&self, generation: u32) -> bool {
+    /// Whether the probe slot granted in `generation` is still free: no local caller took it.
+    pub(crate) fn probe_slot_unused(&self, generation: u32) -> bool {
         let word = self.word();
         word.kind() == Kind::HalfOpen && word.generation() == generation
     }
 
-    /// What the fleet is told of this breaker when its record is missing: the state, whether it
+    /// What other instances are told of this breaker when their record is missing: the state, whether it
     /// is isolated, and how long ago (ms) an open state began.
     pub(crate) fn local_record(&self) -> (State, bool, u64) {
         let word = self.word();
@@ -109,9 +104,9 @@ impl CircuitBreaker {
         word.closed_generation().map(|_| word.failures())
     }
 
-    /// The fleet's tap, if this breaker has one.
-    pub(crate) fn tap(&self) -> Option<&Tap> {
-        self.inner.cold.tap.as_deref()
+    /// The breaker's hook, if it has one.
+    pub(crate) fn hook(&self) -> Option<&dyn Hook> {
+        self.inner.cold.hook.as_deref()
     }
 
     /// The cooldown in force now: for an open breaker, its open period's; else the one the next
@@ -121,12 +116,12 @@ impl CircuitBreaker {
         Duration::from_millis(self.limits_at(self.word(), &limits).cooldown_ms)
     }
 
-    /// The fleet's gate on the probe slot: in fleet mode the fleet says which instance takes it,
-    /// so an admission of the probe is turned into a rejection (`probe_in_flight`, with the
-    /// fleet's retry-after) unless this instance holds the fleet's grant. `None` keeps the
-    /// admission. `now` is read only for a probe's admission with a tap.
+    /// The hook's gate on the probe slot: with a hook (fleet mode) the instances agree on which
+    /// one takes it, so an admission of the probe is turned into a rejection (`probe_in_flight`,
+    /// with the hook's retry-after) unless the hook opens the gate. `None` keeps the admission.
+    /// `now` is read only for a probe's admission with a hook.
     #[inline]
-    pub(super) fn fleet_gate(
+    pub(super) fn probe_gate(
         &self,
         admission: Admission,
         now: impl FnOnce() -> u64,
@@ -138,39 +133,37 @@ impl CircuitBreaker {
         else {
             return None;
         };
-        let tap = self.inner.cold.tap.as_deref()?;
-        match tap.gate(generation, now()) {
-            Gate::Open => None,
-            Gate::Closed { retry_after_ms } => Some(Admission::Reject {
+        let hook = self.inner.cold.hook.as_deref()?;
+        hook.gate(generation, now())
+            .map(|retry_after_ms| Admission::Reject {
                 state: State::HalfOpen,
                 reason: BlockedReason::ProbeInFlight,
                 retry_after_ms,
-            }),
-        }
+            })
     }
 
-    /// Tell the fleet the transitions that landed here (not those adopted from it).
-    pub(super) fn tell_fleet(&self, transitions: &[Option<Transition>]) {
-        if let Some(tap) = self.inner.cold.tap.as_deref() {
+    /// Tell the hook the transitions that landed here (not those adopted through it).
+    pub(super) fn tell_transitions(&self, transitions: &[Option<Transition>]) {
+        if let Some(hook) = self.inner.cold.hook.as_deref() {
             for transition in transitions.iter().flatten() {
                 if transition.reason() != TransitionReason::Fleet {
-                    tap.transition(*transition);
+                    hook.transition(*transition);
                 }
             }
         }
     }
 
-    /// Tell the fleet that a closed count changed (a failure counted, a count cleared).
-    pub(super) fn tell_fleet_count(&self) {
-        if let Some(tap) = self.inner.cold.tap.as_deref() {
-            tap.count_changed();
+    /// Tell the hook that a closed count changed (a failure counted, a count cleared).
+    pub(super) fn tell_count(&self) {
+        if let Some(hook) = self.inner.cold.hook.as_deref() {
+            hook.count_changed();
         }
     }
 
-    /// Tell the fleet that a reset cleared a closed count (no transition says so).
-    pub(super) fn tell_fleet_reset(&self) {
-        if let Some(tap) = self.inner.cold.tap.as_deref() {
-            tap.reset();
+    /// Tell the hook that a reset cleared a closed count (no transition says so).
+    pub(super) fn tell_reset(&self) {
+        if let Some(hook) = self.inner.cold.hook.as_deref() {
+            hook.reset();
         }
     }
 }

@@ -1,39 +1,41 @@
-//! The fleet's tap on a breaker: what the slow paths tell the fleet agent (feature `redis`), and
-//! the one thing the agent tells the slow paths back (who may take the probe slot).
+//! The fleet's tap on a breaker, the breaker's hook in fleet mode (`breaker::hook`): what the slow
+//! paths tell the fleet's worker, and the one thing the worker tells the slow paths back (who may
+//! take the probe slot).
 //!
-//! A breaker built without a fleet has no tap, and the healthy path never looks at it: it is read
+//! A breaker built without a fleet has no hook, and the healthy path never looks at it: it is read
 //! only where a failure is counted, a count is cleared, a transition lands, a call is blocked, or
 //! the probe slot is about to be claimed. Everything here is a flag, a short lock on a small
-//! queue (a transition, at most [`MAX_PENDING`] kept; the breaker's name, once until the agent
-//! takes it) and a wake of the agent; nothing waits on the agent, and nothing talks to the
+//! queue (a transition, at most [`MAX_PENDING`] kept; the breaker's name, once until the worker
+//! takes it) and a wake of the worker; nothing waits on the worker, and nothing talks to the
 //! network.
 //!
 //! # Memory ordering
 //!
 //! The flags are one word changed by `fetch_or` and `swap` (acq-rel): a signal set after the
-//! agent's swap queues the breaker again, so nothing told is lost between two turns; what the
-//! flags stand for (the word's count, the transitions queue under its lock) is read by the agent
+//! worker's swap queues the breaker again, so nothing told is lost between two turns; what the
+//! flags stand for (the word's count, the transitions queue under its lock) is read by the worker
 //! after its swap. The fleet's answers (`governed`, `grant`) are release stores read with acquire
-//! loads: a caller that sees a grant sees the word the agent freed before granting it (the
+//! loads: a caller that sees a grant sees the word the worker freed before granting it (the
 //! gate's decision is still checked by the word's own compare-and-swap, which is what makes the
 //! claim exclusive). `elsewhere_until_ms` only shapes a retry-after, so it is relaxed.
 
-// Without feature `redis` nothing builds a tap; the hooks in `fleet_hooks` see `None`.
-#![cfg_attr(not(feature = "redis"), allow(dead_code))]
-
 use smol_str::SmolStr;
+
+use super::millis::LocalMs;
+use crate::breaker::CircuitBreaker;
+use crate::breaker::Hook;
 
 use crate::state::pack::Field;
 use crate::state::word::Word;
 use crate::sync::{self, AtomicU64, Mutex, Ordering};
 use crate::types::Transition;
 
-/// Transitions kept for the agent between two of its turns; older ones are dropped (the agent
+/// Transitions kept for the worker between two of its turns; older ones are dropped (the worker
 /// reads the word itself, so it only loses their order).
 pub(crate) const MAX_PENDING: usize = 16;
 
-/// The agent's inbox, shared by every tap of one registry: the names of breakers with something
-/// to tell, each at most once until the agent takes it, and the agent's wake.
+/// The worker's inbox, shared by every tap of one registry: the names of breakers with something
+/// to tell, each at most once until the worker takes it, and the worker's wake.
 pub(crate) struct Outbox {
     queue: Mutex<Vec<SmolStr>>,
     /// Unwind-safe by assertion, as a breaker's listener is: the wake (a `Notify`'s
@@ -61,7 +63,7 @@ impl Outbox {
     }
 }
 
-/// What one breaker tells the fleet agent, and the agent's answer on the probe slot.
+/// What one breaker tells the fleet worker, and the worker's answer on the probe slot.
 #[derive(Debug)]
 pub(crate) struct Tap {
     name: SmolStr,
@@ -80,19 +82,10 @@ pub(crate) struct Tap {
     choosing_ms: u64,
 }
 
-/// What the gate answers a caller about to claim the probe slot.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Gate {
-    /// Claim it.
-    Open,
-    /// Another instance probes (or the fleet is choosing): blocked for this long, in ms (≥ 1).
-    Closed { retry_after_ms: u64 },
-}
-
 impl Tap {
     // Bits of `Tap::flags`.
     const QUEUED: u64 = 1;
-    /// A closed count changed since the agent's last turn.
+    /// A closed count changed since the worker's last turn.
     const COUNTED: u64 = 1 << 1;
     /// A call was blocked because the fleet has not given this instance the probe.
     const WANTED: u64 = 1 << 2;
@@ -116,7 +109,7 @@ impl Tap {
         }
     }
 
-    /// Set `bits` and queue this breaker for the agent if it was not queued.
+    /// Set `bits` and queue this breaker for the worker if it was not queued.
     fn signal(&self, bits: u64) {
         let before = self.flags.fetch_or(bits | Self::QUEUED, Ordering::AcqRel);
         if before & Self::QUEUED == 0 {
@@ -125,56 +118,7 @@ impl Tap {
         }
     }
 
-    /// A closed count changed: a failure was counted, or a success cleared the count. The agent
-    /// reads the count from the word, so any number of changes between its turns cost one report.
-    pub(crate) fn count_changed(&self) {
-        self.signal(Self::COUNTED);
-    }
-
-    /// `reset` was called.
-    pub(crate) fn reset(&self) {
-        self.signal(Self::RESET);
-    }
-
-    /// A transition landed (not one adopted from the fleet).
-    pub(crate) fn transition(&self, transition: Transition) {
-        {
-            let mut pending = sync::lock(&self.transitions);
-            if pending.len() == MAX_PENDING {
-                pending.remove(0);
-            }
-            pending.push(transition);
-        }
-        self.signal(0);
-    }
-
-    /// Whether a caller may claim the probe slot of local `generation` at `now_ms`; if not, the
-    /// agent is told that this instance wants the probe.
-    #[inline]
-    pub(crate) fn gate(&self, generation: u32, now_ms: u64) -> Gate {
-        if self.governed.load(Ordering::Acquire) == 0 {
-            return Gate::Open;
-        }
-        let grant = self.grant.load(Ordering::Acquire);
-        if grant != 0 && Self::GRANT_GENERATION.get(grant) == u64::from(generation) {
-            let until = Self::GRANT_UNTIL.get(grant);
-            if now_ms < until {
-                return Gate::Open;
-            }
-        }
-        if self.flags.load(Ordering::Relaxed) & Self::WANTED == 0 {
-            self.signal(Self::WANTED);
-        }
-        let elsewhere = self.elsewhere_until_ms.load(Ordering::Relaxed);
-        let retry_after_ms = if elsewhere > now_ms {
-            elsewhere - now_ms
-        } else {
-            self.choosing_ms
-        };
-        Gate::Closed { retry_after_ms }
-    }
-
-    // The agent's side.
+    // The worker's side.
 
     /// Take what was told since the last take.
     pub(crate) fn drain(&self) -> Drained {
@@ -194,10 +138,10 @@ impl Tap {
         self.governed.store(u64::from(governed), Ordering::Release);
     }
 
-    /// Give local callers the probe slot of `generation` until local time `until_ms`.
-    pub(crate) fn grant(&self, generation: u32, until_ms: u64) {
+    /// Give local callers the probe slot of `generation` until local time `until`.
+    pub(crate) fn grant(&self, generation: u32, until: LocalMs) {
         let packed = Self::GRANT_GENERATION.put(u64::from(generation))
-            | Self::GRANT_UNTIL.put(until_ms.min(Word::MAX_TIME_MS));
+            | Self::GRANT_UNTIL.put(until.0.min(Word::MAX_TIME_MS));
         self.grant.store(packed.max(1), Ordering::Release);
     }
 
@@ -206,10 +150,82 @@ impl Tap {
         self.grant.store(0, Ordering::Release);
     }
 
-    /// Another instance holds the fleet's probe until local time `until_ms` (0: nobody known).
-    pub(crate) fn set_elsewhere_until(&self, until_ms: u64) {
-        self.elsewhere_until_ms.store(until_ms, Ordering::Relaxed);
+    /// Another instance holds the fleet's probe until local time `until`.
+    pub(crate) fn set_elsewhere_until(&self, until: LocalMs) {
+        self.elsewhere_until_ms.store(until.0, Ordering::Relaxed);
     }
+
+    /// No other instance is known to hold the fleet's probe.
+    pub(crate) fn clear_elsewhere(&self) {
+        self.elsewhere_until_ms.store(0, Ordering::Relaxed);
+    }
+}
+
+impl Hook for Tap {
+    /// A closed count changed: a failure was counted, or a success cleared the count. The worker
+    /// reads the count from the word, so any number of changes between its turns cost one report.
+    fn count_changed(&self) {
+        self.signal(Self::COUNTED);
+    }
+
+    /// `reset` was called.
+    fn reset(&self) {
+        self.signal(Self::RESET);
+    }
+
+    /// A transition landed (not one adopted from the fleet).
+    fn transition(&self, transition: Transition) {
+        {
+            let mut pending = sync::lock(&self.transitions);
+            if pending.len() == MAX_PENDING {
+                pending.remove(0);
+            }
+            pending.push(transition);
+        }
+        self.signal(0);
+    }
+
+    /// Whether a caller may claim the probe slot of local `generation` at `now_ms`; if not, the
+    /// worker is told that this instance wants the probe.
+    fn gate(&self, generation: u32, now_ms: u64) -> Option<u64> {
+        if self.governed.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let grant = self.grant.load(Ordering::Acquire);
+        if grant != 0 && Self::GRANT_GENERATION.get(grant) == u64::from(generation) {
+            let until = Self::GRANT_UNTIL.get(grant);
+            if now_ms < until {
+                return None;
+            }
+        }
+        if self.flags.load(Ordering::Relaxed) & Self::WANTED == 0 {
+            self.signal(Self::WANTED);
+        }
+        let elsewhere = self.elsewhere_until_ms.load(Ordering::Relaxed);
+        let retry_after_ms = if elsewhere > now_ms {
+            elsewhere - now_ms
+        } else {
+            self.choosing_ms
+        };
+        Some(retry_after_ms)
+    }
+}
+
+/// The tap behind `breaker`'s hook: the fleet's, when the breaker was made by a registry in
+/// fleet mode.
+pub(crate) fn tap_of(breaker: &CircuitBreaker) -> Option<&Tap> {
+    let hook: &dyn core::any::Any = breaker.hook()?;
+    hook.downcast_ref::<Tap>()
+}
+
+/// Take the fleet's probe: free `breaker`'s probe slot (see `CircuitBreaker::free_probe_slot`)
+/// and let local callers claim it for `window_ms`. Returns the generation granted, or `None` if
+/// the breaker has no tap or its word is closed or isolated (changed meanwhile).
+pub(crate) fn take_fleet_probe(breaker: &CircuitBreaker, window_ms: u64) -> Option<u32> {
+    let tap = tap_of(breaker)?;
+    let generation = breaker.free_probe_slot()?;
+    tap.grant(generation, LocalMs::now(breaker).after(window_ms));
+    Some(generation)
 }
 
 /// What [`Tap::drain`] took.
@@ -241,18 +257,14 @@ mod tests {
         tap.set_governed(true);
         for generation in [0, 1, Word::MAX_GENERATION] {
             for until_ms in [1, 2, Word::MAX_TIME_MS] {
-                tap.grant(generation, until_ms);
-                assert_eq!(tap.gate(generation, until_ms - 1), Gate::Open);
-                assert_ne!(
-                    tap.gate(generation, until_ms),
-                    Gate::Open,
-                    "over at its end"
-                );
+                tap.grant(generation, LocalMs(until_ms));
+                assert_eq!(tap.gate(generation, until_ms - 1), None);
+                assert_ne!(tap.gate(generation, until_ms), None, "over at its end");
                 let other = crate::state::word::next_generation(generation);
-                assert_ne!(tap.gate(other, 0), Gate::Open, "another generation's slot");
+                assert_ne!(tap.gate(other, 0), None, "another generation's slot");
             }
         }
         tap.revoke();
-        assert_ne!(tap.gate(0, 0), Gate::Open);
+        assert_ne!(tap.gate(0, 0), None);
     }
 }
