@@ -84,8 +84,8 @@
 //! The parts, each in `mcp_gateway/`: `upstream.rs` (the three servers, their middleware and
 //! counts), `agents.rs` (the MCP clients and how they read a `CallToolResult`), `scenario.rs` (the
 //! gateway, the schedule, the progress lines, a run from start to report), `report.rs` (the
-//! figures, the invariants, the table and the JSON). `tests/gateway_mcp.rs` runs the same scenario
-//! for 4 s and checks its report, and checks the `--json` report of a real run in CI.
+//! figures, the invariants, the table and the JSON). `tests/examples/gateway_mcp.rs` runs the same
+//! scenario for 4 s and checks its report, and checks the `--json` report of a real run in CI.
 //!
 //! # Serve mode: `--serve`
 //!

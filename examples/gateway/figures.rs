@@ -1,8 +1,9 @@
 //! The fleet report (`--fleet N`): its figures, worked out from the instances' own reports, and
 //! its table.
 //!
-//! Pure functions on the instances' JSON, so the integration test (`tests/gateway_fleet.rs`)
-//! checks them on reports it writes itself; `fleet.rs` runs the instances and calls [`fleet`].
+//! Pure functions on the instances' JSON, so the integration test
+//! (`tests/examples/gateway_fleet.rs`) checks them on reports it writes itself; `fleet.rs` runs the
+//! instances and calls [`fleet`].
 //!
 //! Every time here is in µs since the demo's start, which every instance shares: the gateway gives
 //! its instances one wall-clock start, and each converts it to its own monotonic clock once, so

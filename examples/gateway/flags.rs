@@ -2,7 +2,7 @@
 //! that say what is wrong: not a number, too small, or too large with the largest accepted,
 //! whatever the size of the number given; and how a flag's value is written (`--flag=value`).
 //!
-//! Shared by the example (`main.rs`) and the integration test (`tests/gateway.rs`).
+//! Shared by the example (`main.rs`) and the integration test (`tests/examples/gateway.rs`).
 
 use std::num::IntErrorKind;
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! silently. Here a bare word is a level, or the crate's own target (`toolbreaker`, or a module
 //! path in it); any other target takes a level (`hyper=debug`).
 //!
-//! Shared by the example (`main.rs`) and the integration test (`tests/gateway.rs`).
+//! Shared by the example (`main.rs`) and the integration test (`tests/examples/gateway.rs`).
 
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::LevelFilter;

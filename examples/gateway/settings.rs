@@ -6,8 +6,8 @@
 //! (`[dependencies.serch]`), which would otherwise be kept for a dependency nothing asks for
 //! while the real one silently ran on the default.
 //!
-//! Shared by the example (`main.rs`) and the integration test (`tests/gateway.rs`), which calls
-//! [`reload`] (what the SIGHUP handler calls) without sending any signal.
+//! Shared by the example (`main.rs`) and the integration test (`tests/examples/gateway.rs`), which
+//! calls [`reload`] (what the SIGHUP handler calls) without sending any signal.
 
 use std::path::Path;
 use std::time::Duration;

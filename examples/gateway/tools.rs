@@ -1,6 +1,6 @@
 //! The four tool servers of the gateway demo, and the client side of one guarded tool call.
 //!
-//! Shared by the example (`main.rs`) and the integration test (`tests/gateway.rs`).
+//! Shared by the example (`main.rs`) and the integration test (`tests/examples/gateway.rs`).
 //!
 //! Each server is an axum app on `127.0.0.1`, port 0 (the system picks a free one), with a
 //! [`Control`]: its current [`Mode`] and a count of the requests that reached it, both plain

@@ -2,7 +2,7 @@
 //! Streamable HTTP to the gateway, calling the gateway's namespaced tools and reading each
 //! `CallToolResult` as a model's runtime would.
 //!
-//! Shared by the example (`mcp_gateway.rs`) and its test (`tests/gateway_mcp.rs`).
+//! Shared by the example (`mcp_gateway.rs`) and its test (`tests/examples/gateway_mcp.rs`).
 //!
 //! A `CallToolResult` is read as one of:
 //!

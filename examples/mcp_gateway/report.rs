@@ -1,7 +1,7 @@
 //! The MCP gateway demo's report: per upstream, what the agents saw, what reached the server and
 //! what its breaker did; the invariants the run checks; a table, or JSON.
 //!
-//! Shared by the example (`mcp_gateway.rs`) and its test (`tests/gateway_mcp.rs`).
+//! Shared by the example (`mcp_gateway.rs`) and its test (`tests/examples/gateway_mcp.rs`).
 //!
 //! Three views of one upstream, from three places, that the invariants hold against each other:
 //!

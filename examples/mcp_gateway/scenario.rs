@@ -3,7 +3,7 @@
 //! and the progress lines; [`run`] runs the demo once and returns its [`Report`], [`serve`] keeps
 //! the gateway up with the schedule looping until Ctrl-C.
 //!
-//! Shared by the example (`mcp_gateway.rs`) and its test (`tests/gateway_mcp.rs`).
+//! Shared by the example (`mcp_gateway.rs`) and its test (`tests/examples/gateway_mcp.rs`).
 
 use std::error::Error;
 use std::io;

@@ -26,7 +26,7 @@
 //! base cooldown: the configured one at a trip, one more backoff (capped) at a reopen (a failed
 //! or timed-out probe), the same through a change by hand or a fleet's grant; the blocked
 //! value's `retry_after` must agree to the millisecond. (Jitter is left out: its spread is drawn
-//! from a seed of each breaker's own, checked by range in `tests/cooldown.rs`.)
+//! from a seed of each breaker's own, checked by range in `tests/breaker/cooldown.rs`.)
 //!
 //! # Rate rules
 //!

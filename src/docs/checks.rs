@@ -3,7 +3,13 @@
 //!
 //!
 //! - **Contract tests** (`tests/`): the behaviour contract and ten failure scenarios other breakers
-//!   shipped, each as a named test on a mock clock — nothing sleeps.
+//!   shipped, each as a named test on a mock clock — nothing sleeps. The tests are grouped by
+//!   surface, one binary each with a module per file (`breaker`, `registry`, `observe`, `agent`,
+//!   `http`, `tower`, `fleet`, `mcp`, and `examples` for the examples' code and reports), so the
+//!   crate is linked once per surface; apart are `layers` (it reads the sources), `memory` and
+//!   `registry_bounds_memory` (a counting global allocator) and `mcp_stdio` (its own child
+//!   server, with a `main` of its own). Run one file's tests with its module as the filter:
+//!   `cargo test --all-features --test breaker -- rates::`.
 //! - **Loom** (`breaker::loom_tests`, in the crate, built only under `--cfg loom`): the real breaker code, with its atomic swapped for loom's through
 //!   `src/sync.rs`, under the interleavings loom explores for 2–3 threads: racing probes, concurrent
 //!   trips, stale outcomes racing the probe's, a dropped probe racing new callers, a success racing a
@@ -44,13 +50,15 @@
 //!   cargo install cargo-fuzz --locked
 //!   cd fuzz && cargo fuzz run transitions -s none -- -max_total_time=3600   # or: word
 //!   ```
-//! - **Fleet mode against a real Redis** (`tests/fleet.rs`): each behaviour of fleet mode is a test
-//!   that starts its own `redis-server` on a free loopback port: `INFO commandstats` around 100 000
+//! - **Fleet mode against a real Redis** (`tests/fleet/fleet.rs`): each behaviour of fleet mode is a
+//!   test that starts its own `redis-server` on a free loopback port: `INFO commandstats` around
+//!   100 000
 //!   healthy calls, a trip reaching another instance (also in its own OS process), fleet-wide
 //!   counting and its window, `min_instances`, one probe per fleet and a probe holder killed with
 //!   SIGKILL, one generation when two instances trip at once, stale verdicts, clocks seconds apart,
 //!   changes by hand, Redis killed and restarted, `CLIENT PAUSE`, `FLUSHALL`, and bad records.
-//! - **MCP against real rmcp servers** (`tests/mcp.rs`, `tests/mcp_stdio.rs`, `tests/mcp_fleet.rs`):
+//! - **MCP against real rmcp servers** (`tests/mcp/mcp.rs`, `tests/mcp_stdio.rs`,
+//!   `tests/mcp/mcp_fleet.rs`):
 //!   upstream MCP servers written with rmcp, over Streamable HTTP on loopback ports and as child
 //!   processes on stdio: the breaker opening on a stopped endpoint, an HTTP 503 and a killed child
 //!   (and nothing sent after), the exact blocked `CallToolResult`, `isError`, invalid params and
@@ -59,15 +67,16 @@
 //!   `notifications/cancelled`, a dropped HTTP connection, a closed stdin at a gateway child), the
 //!   gateway listing and forwarding namespaced tools and fencing one upstream's outage, and two
 //!   gateways on one fleet-mode registry sharing a trip and one probe.
-//! - **Rate rules, cooldown shape, probes, bounds** (`tests/rates.rs`, `tests/cooldown.rs`,
-//!   `tests/probes.rs`, `tests/registry_bounds.rs`, `tests/registry_bounds_memory.rs`): every rule at
+//! - **Rate rules, cooldown shape, probes, bounds** (`tests/breaker/rates.rs`,
+//!   `tests/breaker/cooldown.rs`, `tests/breaker/probes.rs`, `tests/registry/registry_bounds.rs`,
+//!   `tests/registry_bounds_memory.rs`): every rule at
 //!   its edges on the mock clock — exactly at `minimum_calls` (reached by a success or a failure), a
 //!   count window's last `n` calls and its buckets, a time window's boundary, the backoff at its cap,
 //!   the jitter within its range, `n` probes of `n + 3` racers, every bad value as a `ConfigError`
 //!   through the builder, the TOML file and reload; one million distinct names through a bounded
 //!   registry (bounded memory, no open, half-open or isolated breaker evicted) and bytes per entry.
-//! - **Stress** (`tests/stress.rs`): eight threads cycle one breaker for two seconds through trips,
-//!   cooldowns and probes on a shared mock clock; never more than one probe in flight, and every
+//! - **Stress** (`tests/breaker/stress.rs`): eight threads cycle one breaker for two seconds through
+//!   trips, cooldowns and probes on a shared mock clock; never more than one probe in flight, and every
 //!   admitted call is accounted for.
 //!
 //! `bash .ci/run` runs all of it, with formatting, clippy (warnings denied), docs and the example.

@@ -18,8 +18,7 @@
 //! or a server-side count. tokio's clock is real (the sockets are), but every per-call timeout
 //! and run deadline is far longer than any loopback answer takes, so none decides an outcome.
 
-#[path = "common/mcp.rs"]
-mod common;
+use super::common;
 
 use std::sync::Arc;
 use std::time::Duration;

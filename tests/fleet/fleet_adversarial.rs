@@ -3,10 +3,8 @@
 //! names, hundreds of dependencies. Each test names the claim it checks. Run one with
 //! `--test-threads 1 --nocapture` to see the figures it prints.
 
-#[path = "common/redis.rs"]
-mod redis_server;
-#[path = "common/sched.rs"]
-mod sched;
+use super::redis_server;
+use super::sched;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -6,7 +6,7 @@
 //! cargo run --release --example gateway -- --fleet 3 --json > target/gateway-fleet.json
 //! cargo run --release --example gateway -- --fleet 3 --independent --json > target/gateway-independent.json
 //! GATEWAY_FLEET_JSON=target/gateway-fleet.json GATEWAY_INDEPENDENT_JSON=target/gateway-independent.json \
-//!   cargo test --all-features --test gateway_fleet_json -- --ignored
+//!   cargo test --all-features --test examples -- --ignored gateway_fleet_json::
 //! ```
 //!
 //! Ignored by default because it needs those files; it fails, rather than passes, without them.

@@ -4,10 +4,8 @@
 //! success closes both. A real redis-server on a free loopback port, a real rmcp upstream on
 //! Streamable HTTP, and both gateways served on loopback ports and called by real MCP clients.
 
-#[path = "common/mcp.rs"]
-mod mcp;
-#[path = "common/redis.rs"]
-mod redis_server;
+use super::common as mcp;
+use super::redis_server;
 
 use std::time::Duration;
 

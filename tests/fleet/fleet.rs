@@ -6,10 +6,8 @@
 //! pass, with short settings. They wait for events by polling with a deadline, never by sleeping
 //! a fixed time and hoping.
 
-#[path = "common/redis.rs"]
-mod redis_server;
-#[path = "common/sched.rs"]
-mod sched;
+use super::redis_server;
+use super::sched;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -325,7 +323,7 @@ fn spawn_child(
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "child_instance",
+            "fleet::child_instance",
             "--ignored",
             "--nocapture",
             "--test-threads=1",

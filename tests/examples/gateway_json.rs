@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! cargo run --release --example gateway -- --duration 4 --json > target/gateway.json
-//! GATEWAY_JSON=target/gateway.json cargo test --all-features --test gateway_json -- --ignored
+//! GATEWAY_JSON=target/gateway.json cargo test --all-features --test examples -- --ignored gateway_json::
 //! ```
 //!
 //! Ignored by default because it needs that file; it fails, rather than passes, without it.

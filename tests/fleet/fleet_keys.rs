@@ -5,8 +5,7 @@
 
 #![cfg(feature = "redis")]
 
-#[path = "common/redis.rs"]
-mod redis_server;
+use super::redis_server;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

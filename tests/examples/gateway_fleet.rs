@@ -3,7 +3,7 @@
 //! delays, the percentiles, and the `fleet` object built from the instances' reports. No process,
 //! socket or Redis: the figures are pure functions of the reports.
 
-#[path = "../examples/gateway/figures.rs"]
+#[path = "../../examples/gateway/figures.rs"]
 mod figures;
 
 use figures::{DependencyInput, Heard, cooldowns, percentile, propagation, spread};

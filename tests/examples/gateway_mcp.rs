@@ -10,29 +10,14 @@
 //!
 //! ```sh
 //! cargo run --release --example mcp_gateway --features mcp_gateway -- --duration 4 --json > target/mcp_gateway.json
-//! MCP_GATEWAY_JSON=target/mcp_gateway.json cargo test --all-features --test gateway_mcp -- --ignored
+//! MCP_GATEWAY_JSON=target/mcp_gateway.json cargo test --all-features --test examples -- --ignored gateway_mcp::
 //! ```
 //!
 //! Nothing checked depends on how fast the machine is: only on what the schedule did (4 s leave
 //! each failing upstream more than a second, two cooldowns, to be probed and closed after it
 //! recovers) and on what the breakers are for.
 
-#[path = "../examples/mcp_gateway/agents.rs"]
-mod agents;
-
-#[path = "../examples/gateway/listen.rs"]
-#[allow(dead_code)]
-mod listen;
-
-#[path = "../examples/mcp_gateway/report.rs"]
-mod report;
-
-#[path = "../examples/mcp_gateway/scenario.rs"]
-#[allow(dead_code)]
-mod scenario;
-
-#[path = "../examples/mcp_gateway/upstream.rs"]
-mod upstream;
+use crate::scenario;
 
 use std::time::Duration;
 

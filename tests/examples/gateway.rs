@@ -7,23 +7,7 @@
 //! sleeps. tokio's clock is real (the sockets are), but every per-call timeout and run deadline is
 //! far longer than any loopback answer takes, so none of them decides an outcome.
 
-#[path = "../examples/gateway/tools.rs"]
-#[allow(dead_code)]
-mod tools;
-
-#[path = "../examples/gateway/settings.rs"]
-#[allow(dead_code)]
-mod settings;
-
-#[path = "../examples/gateway/flags.rs"]
-mod flags;
-
-#[path = "../examples/gateway/listen.rs"]
-#[allow(dead_code)]
-mod listen;
-
-#[path = "../examples/gateway/logging.rs"]
-mod logging;
+use crate::{flags, listen, logging, settings, tools};
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,0 +1,25 @@
+//! One test binary for `CircuitBreaker` itself: its contract, guarded calls, the cooldown's shape,
+//! probes, rate rules, reconfiguration, the auto traits, the listeners' order and the stress runs.
+//! One binary links the crate once for them all; each file is a module, gated on the crate
+//! features it uses, so a build with fewer features runs the files it can.
+
+#[cfg(all(
+    feature = "tokio",
+    feature = "http",
+    feature = "tower",
+    feature = "toml"
+))]
+mod bounds;
+mod breaker;
+#[cfg(all(feature = "tokio", feature = "http"))]
+mod call;
+#[cfg(feature = "toml")]
+mod cooldown;
+mod listener_order;
+#[cfg(feature = "toml")]
+mod probes;
+#[cfg(feature = "toml")]
+mod rates;
+#[cfg(feature = "toml")]
+mod reconfigure;
+mod stress;
