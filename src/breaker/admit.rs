@@ -47,41 +47,35 @@ impl CircuitBreaker {
         let Some(cooldown_ms) = self.inner.settings.plain_cooldown_ms() else {
             return Err(None);
         };
-        let now_ms = self.now_ms();
+        // The clock read inline: out of line it would cost the rejection a call and the
+        // registers it saves.
+        let now_ms = self.inner.origin.now_ms(Word::MAX_TIME_MS);
         decide::open_rejection(word, cooldown_ms, now_ms).ok_or(Some(now_ms))
     }
 
-    /// Decide an admission for a word that is not closed, and apply it: the rest of
-    /// `try_acquire`. `permit` makes the permit of an admission (its generation, whether it is
-    /// the probe) before anyone hears of the write: a listener that panics then unwinds through
-    /// the permit, whose drop gives the probe slot back. Inlined into the one out-of-line caller,
-    /// so the answer is built in place.
-    ///
-    /// An open breaker with a plain cooldown that has not passed answers first, from the word:
-    /// it builds no settings, writes nothing and tells no transition (there is none).
+    /// The open rejection answered from the word ([`open_rejection`](Self::open_rejection)),
+    /// counted and logged as `try_acquire` answers it: every caller that asks for a permit (the
+    /// permit's own path and `call`'s) takes this one, so none builds the limits, loads the
+    /// fleet's tap, clones the name or reaches the cold block to reject an open breaker. `Err` with the
+    /// clock's reading, if it was read, for [`acquire_decided`](Self::acquire_decided).
     #[inline(always)]
-    pub(crate) fn acquire_slow<P>(
-        &self,
-        word: Word,
-        permit: impl FnOnce(u32, bool) -> P,
-    ) -> Result<P, Blocked> {
-        match self.open_rejection(word) {
-            Ok(retry_after_ms) => {
-                self.count(Counter::Blocked);
-                let blocked =
-                    self.blocked(State::Open, BlockedReason::DependencyOpen, retry_after_ms);
-                observe::blocked(self.name(), &blocked);
-                Err(blocked)
-            }
-            Err(now) => self.acquire_decided(word, now, permit),
-        }
+    pub(super) fn reject_open(&self, word: Word) -> Result<Blocked, Option<u64>> {
+        let retry_after_ms = self.open_rejection(word)?;
+        self.count(Counter::Blocked);
+        let blocked = self.blocked(State::Open, BlockedReason::DependencyOpen, retry_after_ms);
+        observe::blocked(self.name(), &blocked);
+        Ok(blocked)
     }
 
-    /// The rest of [`acquire_slow`](Self::acquire_slow) past the open rejection: settle, decide
-    /// and apply the admission, and tell what it wrote. Out of line, so an open breaker's
-    /// rejection keeps a small frame; `now` is the clock's reading if it was already taken.
+    /// Decide an admission for a word that is not closed and not plainly open (see
+    /// [`reject_open`](Self::reject_open)), and apply it: settle, decide and apply the
+    /// admission, and tell what it wrote. `permit` makes the permit of an admission (its
+    /// generation, whether it is the probe) before anyone hears of the write: a listener that
+    /// panics then unwinds through the permit, whose drop gives the probe slot back. Out of
+    /// line, so an open breaker's rejection keeps a small frame; `now` is the clock's reading if
+    /// it was already taken.
     #[inline(never)]
-    fn acquire_decided<P>(
+    pub(super) fn acquire_decided<P>(
         &self,
         word: Word,
         mut now: Option<u64>,

@@ -9,6 +9,7 @@ use core::time::Duration;
 use super::machine::CircuitBreaker;
 use super::permit::Permit;
 use crate::classify::Classified;
+use crate::state::word::Word;
 use crate::types::Blocked;
 
 /// Why a guarded call returned no value.
@@ -124,17 +125,52 @@ impl CircuitBreaker {
         op: impl FnOnce() -> Result<T, E>,
         classify: impl Fn(&Result<T, E>) -> O,
     ) -> Result<T, CallError<E>> {
-        let permit = self.try_acquire().map_err(CallError::Blocked)?;
-        // Two paths, so a call that is not timed (no slow-call rule: the permit knows from the
-        // word it was issued from) compiles to what it was before calls could be timed, and the
-        // timed one is out of line: it holds the clock's reading across the call, which would
-        // cost every caller registers to save.
+        // `try_acquire`'s closed path, inline; every other word goes out of line whole, so the
+        // caller neither saves registers for it nor copies a permit-or-rejection into its
+        // answer: an open breaker's rejection is written once, as this call's `Err`.
+        let word = self.word();
+        let Some(permit) = self.closed_permit(word) else {
+            return self.call_not_closed(word, op, classify);
+        };
+        self.call_admitted(permit, op, classify)
+    }
+
+    /// The call of an admitted permit. Two paths, so a call that is not timed (no slow-call
+    /// rule: the permit knows from the word it was issued from) compiles to what it was before
+    /// calls could be timed, and the timed one is out of line: it holds the clock's reading
+    /// across the call, which would cost every caller registers to save.
+    #[inline(always)]
+    fn call_admitted<T, E, O: Into<Classified>>(
+        &self,
+        permit: Permit<'_>,
+        op: impl FnOnce() -> Result<T, E>,
+        classify: impl Fn(&Result<T, E>) -> O,
+    ) -> Result<T, CallError<E>> {
         if permit.times_call() {
             return self.call_timed(permit, op, classify);
         }
         let result = op();
         permit.record(classify(&result).into().outcome());
         result.map_err(CallError::Inner)
+    }
+
+    /// [`call`](Self::call) for a word that is not closed, out of line: the open rejection
+    /// answered from the word (as `try_acquire` answers it), else the decided admission and, if
+    /// admitted (a probe), the call.
+    #[inline(never)]
+    fn call_not_closed<T, E, O: Into<Classified>>(
+        &self,
+        word: Word,
+        op: impl FnOnce() -> Result<T, E>,
+        classify: impl Fn(&Result<T, E>) -> O,
+    ) -> Result<T, CallError<E>> {
+        let permit = match self.reject_open(word) {
+            Ok(blocked) => return Err(CallError::Blocked(blocked)),
+            Err(now) => self
+                .acquire_past_open(word, now)
+                .map_err(CallError::Blocked)?,
+        };
+        self.call_admitted(permit, op, classify)
     }
 
     /// [`call`](Self::call) for a breaker with a slow-call rule: the call is timed. Out of line

@@ -24,19 +24,40 @@ impl CircuitBreaker {
     pub fn try_acquire(&self) -> Result<Permit<'_>, Blocked> {
         let word = self.word();
         // The healthy path, kept small enough to inline: closed admits on the one load.
-        match word.closed_generation() {
-            Some(generation) => {
-                Ok(Permit::new(self, generation, false, self.counting())
-                    .rated(word.has(Word::RATED)))
-            }
+        match self.closed_permit(word) {
+            Some(permit) => Ok(permit),
             None => self.try_acquire_not_closed(word),
         }
     }
 
-    /// The rest of `try_acquire`, out of line so the closed path stays a load and a compare.
+    /// The permit of a closed word, or `None` for any other: `try_acquire`'s and `call`'s
+    /// healthy path, the one load already taken.
+    #[inline(always)]
+    pub(super) fn closed_permit(&self, word: Word) -> Option<Permit<'_>> {
+        let generation = word.closed_generation()?;
+        Some(Permit::new(self, generation, false, self.counting()).rated(word.has(Word::RATED)))
+    }
+
+    /// The rest of `try_acquire`, out of line so the closed path stays a load and a compare:
+    /// the open rejection from the word, else the decided admission.
     #[inline(never)]
     fn try_acquire_not_closed(&self, word: Word) -> Result<Permit<'_>, Blocked> {
-        self.acquire_slow(word, |generation, probe| {
+        match self.reject_open(word) {
+            Ok(blocked) => Err(blocked),
+            Err(now) => self.acquire_past_open(word, now),
+        }
+    }
+
+    /// The admission of a word that is not closed and not plainly open (`reject_open` said
+    /// no): decided and applied, out of line, one copy for `try_acquire` and `call`. `now` is
+    /// the clock's reading if it was already taken.
+    #[inline(never)]
+    pub(super) fn acquire_past_open(
+        &self,
+        word: Word,
+        now: Option<u64>,
+    ) -> Result<Permit<'_>, Blocked> {
+        self.acquire_decided(word, now, |generation, probe| {
             Permit::new(self, generation, probe, self.counting())
         })
     }

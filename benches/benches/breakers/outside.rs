@@ -53,8 +53,8 @@ fn acquire_record() -> Case {
     })
 }
 
-/// `call` on an open breaker, with an hour of cooldown left: the rejection.
-fn open_rejection() -> Case {
+/// A breaker tripped with an hour of cooldown left.
+fn tripped() -> CircuitBreaker {
     let breaker = CircuitBreaker::builder()
         .name("search")
         .failure_threshold(1)
@@ -66,6 +66,12 @@ fn open_rejection() -> Case {
         .unwrap()
         .record(Outcome::Failure(FailureKind::Unavailable));
     assert!(breaker.try_acquire().is_err(), "open before the group");
+    breaker
+}
+
+/// `call` on an open breaker, with an hour of cooldown left: the rejection.
+fn open_rejection() -> Case {
+    let breaker = tripped();
     Box::new(move |i| {
         // The classification written in place, as a user writes it.
         let _ = black_box(breaker.call(
@@ -75,6 +81,14 @@ fn open_rejection() -> Case {
                 Err(_) => Outcome::Failure(FailureKind::Unavailable),
             },
         ));
+    })
+}
+
+/// `try_acquire` on the same open breaker: the rejection asked directly, the `Blocked` kept.
+fn open_rejection_try_acquire() -> Case {
+    let breaker = tripped();
+    Box::new(move |_| {
+        let _ = black_box(breaker.try_acquire());
     })
 }
 
@@ -93,11 +107,12 @@ fn sketch() -> Case {
 }
 
 /// The cases by name, in the group's order.
-pub fn cases() -> [(&'static str, Case); 4] {
+pub fn cases() -> [(&'static str, Case); 5] {
     [
         ("call_closed_healthy", call_closed()),
         ("try_acquire_record", acquire_record()),
         ("open_rejection", open_rejection()),
+        ("open_rejection_try_acquire", open_rejection_try_acquire()),
         ("packed_word_sketch", sketch()),
     ]
 }
