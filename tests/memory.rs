@@ -59,7 +59,7 @@ fn bytes_per_breaker_and_per_registry_entry() {
         per_arc,
         256 + 152,
         "the Arc's counts take a padded block of their own; the cold part (the herald: the \
-         listener and the queue that tells transitions in order; the fleet's tap; the lock that \
+         listener and the queue that tells transitions in order; the slow paths' hook; the lock that \
          serialises reconfigurations; the cooldown's shape and the cooldown in force; the probe \
          slots) is a box of 152 B beside it"
     );

@@ -107,7 +107,10 @@ pub(super) struct Inner {
 #[derive(Debug)]
 pub(super) struct Cold {
     pub(super) herald: Herald,
-    pub(super) hook: Option<std::sync::Arc<dyn Hook>>,
+    /// Boxed once more so the field is one thin pointer (the trait object's two words live in
+    /// the box): the cold box stays as small as it was with the fleet's tap alone.
+    #[allow(clippy::redundant_allocation)]
+    pub(super) hook: Option<Box<std::sync::Arc<dyn Hook>>>,
     /// Serialises reconfigurations, so two never interleave their fields.
     pub(super) reconfigure: Mutex<()>,
     /// How the cooldown backs off and spreads (`Builder::cooldown_backoff`,
@@ -169,7 +172,7 @@ impl CircuitBreaker {
                 name: extras.name,
                 cold: Box::new(Cold {
                     herald: Herald::new(extras.listener),
-                    hook: extras.hook,
+                    hook: extras.hook.map(Box::new),
                     reconfigure: Mutex::new(()),
                     cooldown: Cooldown::new(limits.shape, limits.cooldown_ms),
                     slots: SlotsCell::new(),

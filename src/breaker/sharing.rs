@@ -106,7 +106,7 @@ impl CircuitBreaker {
 
     /// The breaker's hook, if it has one.
     pub(crate) fn hook(&self) -> Option<&dyn Hook> {
-        self.inner.cold.hook.as_deref()
+        self.inner.cold.hook.as_deref().map(|hook| &**hook)
     }
 
     /// The cooldown in force now: for an open breaker, its open period's; else the one the next
@@ -133,7 +133,7 @@ impl CircuitBreaker {
         else {
             return None;
         };
-        let hook = self.inner.cold.hook.as_deref()?;
+        let hook = self.inner.cold.hook.as_deref().map(|hook| &**hook)?;
         hook.gate(generation, now())
             .map(|retry_after_ms| Admission::Reject {
                 state: State::HalfOpen,
@@ -144,7 +144,7 @@ impl CircuitBreaker {
 
     /// Tell the hook the transitions that landed here (not those adopted through it).
     pub(super) fn tell_transitions(&self, transitions: &[Option<Transition>]) {
-        if let Some(hook) = self.inner.cold.hook.as_deref() {
+        if let Some(hook) = self.inner.cold.hook.as_deref().map(|hook| &**hook) {
             for transition in transitions.iter().flatten() {
                 if transition.reason() != TransitionReason::Fleet {
                     hook.transition(*transition);
@@ -155,14 +155,14 @@ impl CircuitBreaker {
 
     /// Tell the hook that a closed count changed (a failure counted, a count cleared).
     pub(super) fn tell_count(&self) {
-        if let Some(hook) = self.inner.cold.hook.as_deref() {
+        if let Some(hook) = self.inner.cold.hook.as_deref().map(|hook| &**hook) {
             hook.count_changed();
         }
     }
 
     /// Tell the hook that a reset cleared a closed count (no transition says so).
     pub(super) fn tell_reset(&self) {
-        if let Some(hook) = self.inner.cold.hook.as_deref() {
+        if let Some(hook) = self.inner.cold.hook.as_deref().map(|hook| &**hook) {
             hook.reset();
         }
     }
