@@ -25,6 +25,8 @@ impl FleetHandle {
     /// has reconnected and synced again. While it is `false` every breaker of the registry works
     /// as a local breaker.
     pub fn is_connected(&self) -> bool {
+        // Acquire: pairs with the worker's Release store, so a caller that reads `true` also sees
+        // the sync the worker finished before it set the flag (docs::atomics).
         self.status.connected.load(Ordering::Acquire)
     }
 
