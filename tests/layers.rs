@@ -44,7 +44,11 @@ const FILES: &[(&str, &[&str])] = &[
             "loom_tests",
         ],
     ),
-    ("classify", &["mod", "http", "reqwest"]),
+    (
+        "config",
+        &["defaults", "error", "fields", "shape", "rates", "limits", "validated", "mod"],
+    ),
+    ("classify", &["outcome", "classifier", "mod", "http", "reqwest"]),
     (
         "docs",
         &[
@@ -81,22 +85,27 @@ const FILES: &[(&str, &[&str])] = &[
             "send",
             "receive",
             "worker",
+            "start",
+            "builder",
             "mod",
             "install",
         ],
     ),
-    ("observe", &["counters", "export", "mod"]),
+    ("observe", &["counters", "export", "listener", "events", "herald", "mod"]),
     (
         "registry",
         &[
-            "config", "bounds", "hook", "mod", "eviction", "toml", "export",
+            "config", "bounds", "hook", "map", "eviction", "lookup", "reload", "builder", "toml",
+            "export", "mod",
         ],
     ),
     (
         "agent",
-        &["result", "retry", "run", "spans", "guard", "mod"],
+        &[
+            "fields", "message", "result", "retry", "run", "spans", "guard", "pipeline", "mod",
+        ],
     ),
-    ("tower", &["future", "mod", "layer"]),
+    ("tower", &["future", "service", "mod", "layer"]),
     ("mcp", &["classify", "result", "client", "gateway", "mod"]),
 ];
 
@@ -533,4 +542,85 @@ fn the_path_scanner_finds_paths_and_skips_longer_names() {
     assert_eq!(lines.len(), 2);
     assert!(!lines[0].1.contains("agent"));
     assert!(lines[1].1.contains("http://x"));
+}
+
+/// Lines of a file before its unit tests (the first `#[cfg(test)]` or `#[cfg(all(test, …))]` at
+/// the start of a line), and the lines from there on.
+fn code_and_test_lines(text: &str) -> (usize, usize) {
+    let lines: Vec<&str> = text.lines().collect();
+    let tests = lines
+        .iter()
+        .position(|l| l.starts_with("#[cfg(test)]") || l.starts_with("#[cfg(all(test"))
+        .unwrap_or(lines.len());
+    (tests, lines.len() - tests)
+}
+
+/// The size rule: a file is one concept, short enough to read in one sitting. At most about 400
+/// lines before its unit tests (docs included: an item's long prose belongs in a `docs` page,
+/// which is prose and exempt), and unit tests of more than about 300 lines go in a sibling file
+/// (`tests.rs`, `NAME_tests.rs`, `loom_tests.rs`: test code, exempt).
+#[test]
+fn every_file_is_short_enough_to_read_in_one_sitting() {
+    const MAX_CODE: usize = 420;
+    const MAX_INLINE_TESTS: usize = 320;
+    let (src, files) = sources();
+    let mut long = Vec::new();
+    for path in &files {
+        let relative = path.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+        let stem = path.file_stem().unwrap().to_string_lossy();
+        if relative.starts_with("docs/") || stem.ends_with("_tests") {
+            continue;
+        }
+        let (code, tests) = code_and_test_lines(&fs::read_to_string(path).unwrap());
+        if code > MAX_CODE {
+            long.push(format!("src/{relative}: {code} lines before its tests (at most {MAX_CODE})"));
+        }
+        if tests > MAX_INLINE_TESTS {
+            long.push(format!(
+                "src/{relative}: {tests} lines of unit tests in the file (at most {MAX_INLINE_TESTS}; more go in a sibling file)"
+            ));
+        }
+    }
+    assert!(long.is_empty(), "files over the size rule:\n{}", long.join("\n"));
+}
+
+/// A folder's `mod.rs` and the crate root are indexes: declarations, re-exports and their docs,
+/// never the home of a type or a function.
+#[test]
+fn every_mod_rs_is_an_index() {
+    const ITEMS: &[&str] = &[
+        "fn ", "struct ", "enum ", "impl ", "impl<", "trait ", "const ", "static ", "type ",
+        "macro_rules!",
+    ];
+    let (src, files) = sources();
+    let mut defined = Vec::new();
+    let mut indexes = 0;
+    for path in &files {
+        let relative = path.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+        if !(relative.ends_with("/mod.rs") || relative == "lib.rs") {
+            continue;
+        }
+        indexes += 1;
+        let text = fs::read_to_string(path).unwrap();
+        let mut doctest_only = false;
+        for (number, line) in text.lines().enumerate() {
+            // The README's doctests hang on a unit struct that exists only under `cfg(doctest)`.
+            if line.starts_with("#[cfg(all(doctest") || line.starts_with("#[cfg(doctest") {
+                doctest_only = true;
+                continue;
+            }
+            let item = line
+                .trim_start_matches("pub(crate) ")
+                .trim_start_matches("pub(super) ")
+                .trim_start_matches("pub ");
+            if ITEMS.iter().any(|i| item.starts_with(i)) && !doctest_only {
+                defined.push(format!("src/{relative}:{}: {line}", number + 1));
+            }
+            if !line.starts_with("#[") {
+                doctest_only = false;
+            }
+        }
+    }
+    assert!(indexes >= 8, "the check saw only {indexes} indexes: is it reading the sources?");
+    assert!(defined.is_empty(), "items defined in an index:\n{}", defined.join("\n"));
 }

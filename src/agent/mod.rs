@@ -24,7 +24,9 @@
 //!    backoff with jitter (`backon`), at least the `Retry-After` hint, never past the deadline.
 //!    Before every retry the breaker is asked again: once it has opened, retrying stops and the
 //!    result is `blocked`, at once rather than after the wait. Every attempt draws on the run's
-//!    tool-call budget; a spent budget also ends the call before the wait.
+//!    tool-call budget; a spent budget also ends the call before the wait. A call blocked or
+//!    stopped after failed attempts tells the model how many failed and how the last did
+//!    ([`FailedAttempts`]).
 //!
 //! The order follows the practice the crate's source article describes (run deadline, breaker,
 //! per-call timeout, classification, then a short retry) and AWS's guidance on retries with
@@ -39,8 +41,12 @@
 // Without feature `tokio` the pipeline's types do not exist, and the docs above cannot link them.
 #![cfg_attr(not(feature = "tokio"), allow(rustdoc::broken_intra_doc_links))]
 
+mod fields;
 #[cfg(feature = "tokio")]
 mod guard;
+mod message;
+#[cfg(feature = "tokio")]
+mod pipeline;
 mod result;
 #[cfg(feature = "tokio")]
 mod retry;
@@ -49,10 +55,12 @@ mod run;
 #[cfg(feature = "tokio")]
 mod spans;
 
-pub use self::result::{CallStats, FailedKind, StopReason, ToolResult};
+pub use self::fields::{CallStats, FailedAttempts, FailedKind, StopReason};
+pub use self::result::ToolResult;
 #[cfg(feature = "tokio")]
 pub use self::{
-    guard::{Attempt, ErrorText, Redacted, ToolGuard},
+    guard::{ErrorText, Redacted, ToolGuard},
+    pipeline::Attempt,
     retry::RetryPolicy,
     run::AgentRun,
 };

@@ -3,7 +3,9 @@
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
-use crate::classify::{FailureKind, Outcome};
+use super::fields::{CallStats, FailedAttempts, FailedKind, StopReason};
+use super::message;
+use crate::classify::Outcome;
 use crate::time::millis_floor;
 use crate::types::{Blocked, BlockedReason};
 
@@ -11,7 +13,9 @@ use crate::types::{Blocked, BlockedReason};
 ///
 /// Serialised with a `status` tag. A `blocked` result says the tool is unavailable, for how long,
 /// and what the model may do instead; it never invites an immediate retry, and never reads like a
-/// problem with the model's arguments.
+/// problem with the model's arguments. A `blocked` or `stopped` result that ends a call through the
+/// guard pipeline after attempts of that call failed says so ([`FailedAttempts`]): how many failed
+/// and how the last failed, in its JSON and in its message.
 ///
 /// # Examples
 ///
@@ -63,8 +67,15 @@ pub enum ToolResult<T> {
         reason: BlockedReason,
         /// Milliseconds until the dependency may be called again; never zero.
         retry_after_ms: u64,
-        /// The same, in words written for the model.
+        /// The same, in words written for the model (and, after failed attempts, what they were).
         message: String,
+        /// The attempts of this call that failed before its breaker refused a retry, when any
+        /// did: the model is told it was not blocked at once.
+        #[cfg_attr(
+            feature = "serde",
+            serde(flatten, skip_serializing_if = "Option::is_none")
+        )]
+        tried: Option<FailedAttempts>,
         /// How the call went, when it came through the guard pipeline (a retry the opened
         /// breaker refused shows its earlier attempts here).
         #[cfg_attr(
@@ -120,8 +131,14 @@ pub enum ToolResult<T> {
         run_id: String,
         /// `deadline`, `tool_call_budget` or `token_budget`.
         stop_reason: StopReason,
-        /// What the model may do, in words.
+        /// What the model may do, in words (and, after failed attempts, what they were).
         message: String,
+        /// The attempts of this call that failed before the run stopped it, when any did.
+        #[cfg_attr(
+            feature = "serde",
+            serde(flatten, skip_serializing_if = "Option::is_none")
+        )]
+        tried: Option<FailedAttempts>,
         /// How the call went.
         #[cfg_attr(
             feature = "serde",
@@ -129,121 +146,6 @@ pub enum ToolResult<T> {
         )]
         call: Option<CallStats>,
     },
-}
-
-/// How a call that ran failed, as a [`ToolResult::Failed`] tells the model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-#[non_exhaustive]
-pub enum FailedKind {
-    /// The attempt ran out of time ([`FailureKind::Timeout`]).
-    Timeout,
-    /// No connection could be made ([`FailureKind::Connect`]).
-    Connect,
-    /// The dependency is shedding load ([`FailureKind::RateLimited`]).
-    RateLimited,
-    /// The dependency reported itself unavailable or broken ([`FailureKind::Unavailable`]).
-    Unavailable,
-    /// Any other counted failure ([`FailureKind::Other`]).
-    Other,
-    /// The dependency refused the call as the call's own fault (bad arguments, auth, not found):
-    /// not counted against its health ([`Outcome::Ignored`]).
-    Rejected,
-}
-
-impl FailedKind {
-    /// The kind of a failed call whose last attempt was classified `outcome`: a counted failure's
-    /// kind, or [`Rejected`](Self::Rejected) for any outcome that did not count.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use toolbreaker::{FailureKind, Outcome, agent::FailedKind};
-    ///
-    /// assert_eq!(FailedKind::of(&Outcome::Failure(FailureKind::Connect)), FailedKind::Connect);
-    /// assert_eq!(FailedKind::of(&Outcome::Ignored), FailedKind::Rejected);
-    /// ```
-    pub const fn of(outcome: &Outcome) -> Self {
-        match outcome {
-            Outcome::Failure(FailureKind::Timeout) => FailedKind::Timeout,
-            Outcome::Failure(FailureKind::Connect) => FailedKind::Connect,
-            Outcome::Failure(FailureKind::RateLimited { .. }) => FailedKind::RateLimited,
-            Outcome::Failure(FailureKind::Unavailable) => FailedKind::Unavailable,
-            Outcome::Failure(FailureKind::Other) => FailedKind::Other,
-            Outcome::Success | Outcome::Ignored => FailedKind::Rejected,
-        }
-    }
-
-    /// The kind as used in JSON: `timeout`, `connect`, `rate_limited`, `unavailable`, `other`,
-    /// `rejected`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            FailedKind::Timeout => "timeout",
-            FailedKind::Connect => "connect",
-            FailedKind::RateLimited => "rate_limited",
-            FailedKind::Unavailable => "unavailable",
-            FailedKind::Other => "other",
-            FailedKind::Rejected => "rejected",
-        }
-    }
-
-    /// Whether the failure counts against the dependency's health (every kind but `rejected`).
-    pub const fn is_counted(self) -> bool {
-        !matches!(self, FailedKind::Rejected)
-    }
-
-    /// The kind in words, for a failure with nothing else to say.
-    const fn words(self) -> &'static str {
-        match self {
-            FailedKind::Timeout => "timed out",
-            FailedKind::Connect => "could not connect",
-            FailedKind::RateLimited => "rate limited",
-            FailedKind::Unavailable => "unavailable",
-            FailedKind::Other => "other failure",
-            FailedKind::Rejected => "invalid request",
-        }
-    }
-}
-
-/// How one call through the guard pipeline went: attempts made and time spent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-pub struct CallStats {
-    /// Attempts that reached the dependency (0 when the call never started).
-    pub attempts: u32,
-    /// Wall time the call took, in milliseconds, waits between attempts included.
-    pub elapsed_ms: u64,
-}
-
-/// Why an agent run may make no more tool calls.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
-pub enum StopReason {
-    /// The run's deadline has passed.
-    Deadline,
-    /// The run has made as many tool calls as its budget allows.
-    ToolCallBudget,
-    /// The run's token allowance is spent.
-    TokenBudget,
-}
-
-impl StopReason {
-    /// The reason as used in logs and JSON: `deadline`, `tool_call_budget`, `token_budget`.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// assert_eq!(toolbreaker::StopReason::ToolCallBudget.as_str(), "tool_call_budget");
-    /// ```
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            StopReason::Deadline => "deadline",
-            StopReason::ToolCallBudget => "tool_call_budget",
-            StopReason::TokenBudget => "token_budget",
-        }
-    }
 }
 
 impl<T> ToolResult<T> {
@@ -261,24 +163,13 @@ impl<T> ToolResult<T> {
     /// never shown as less than 0.1 s).
     #[cold]
     pub fn blocked(dependency: &str, blocked: Blocked) -> Self {
-        let dependency = dependency.to_owned();
         let retry_after_ms = millis_floor(blocked.retry_after()).max(1);
-        let what = match blocked.reason() {
-            BlockedReason::DependencyOpen => "is temporarily unavailable",
-            BlockedReason::ProbeInFlight => "is being checked for recovery",
-            BlockedReason::Isolated => "is switched off by its operators",
-        };
-        let message = format!(
-            "{} {what}; do not call it again now. Answer with what you know, \
-             use another tool, or try after {} s.",
-            subject(&dependency),
-            seconds(retry_after_ms)
-        );
         ToolResult::Blocked {
-            dependency,
+            dependency: dependency.to_owned(),
             reason: blocked.reason(),
             retry_after_ms,
-            message,
+            message: message::blocked(dependency, blocked.reason(), retry_after_ms),
+            tried: None,
             call: None,
         }
     }
@@ -312,28 +203,9 @@ impl<T> ToolResult<T> {
         let dependency = dependency.into();
         let kind = FailedKind::of(&outcome);
         let counted = kind.is_counted();
-        let error = error.unwrap_or_else(|| match (http_status, counted) {
-            (Some(status), true) => format!("{} (HTTP {status})", kind.words()),
-            (Some(status), false) => format!("HTTP {status}"),
-            (None, _) => kind.words().to_owned(),
-        });
-        let subject = subject(&dependency);
+        let error = error.unwrap_or_else(|| message::error(kind, http_status));
         let retry_after_ms = outcome.retry_after().map(|wait| millis_floor(wait).max(1));
-        let message = match retry_after_ms {
-            Some(wait) if counted => format!(
-                "{subject} failed: {error}. Do not call it again now; answer with what you \
-                 know, use another tool, or try after {} s.",
-                seconds(wait)
-            ),
-            _ if counted => format!(
-                "{subject} failed: {error}. Do not call it again now; answer with what you \
-                 know or use another tool."
-            ),
-            _ => format!(
-                "{subject} rejected the call: {error}. Correct the arguments before calling \
-                 it again."
-            ),
-        };
+        let message = message::failed(&dependency, &error, counted, retry_after_ms);
         ToolResult::Failed {
             dependency,
             kind,
@@ -378,12 +250,14 @@ impl<T> ToolResult<T> {
                 reason,
                 retry_after_ms,
                 message,
+                tried,
                 call,
             } => ToolResult::Blocked {
                 dependency,
                 reason,
                 retry_after_ms,
                 message,
+                tried,
                 call,
             },
             ToolResult::Failed {
@@ -409,11 +283,13 @@ impl<T> ToolResult<T> {
                 run_id,
                 stop_reason,
                 message,
+                tried,
                 call,
             } => ToolResult::Stopped {
                 run_id,
                 stop_reason,
                 message,
+                tried,
                 call,
             },
         }
@@ -422,19 +298,43 @@ impl<T> ToolResult<T> {
     /// The result of a call on a run that may make no more tool calls.
     #[cold]
     pub fn stopped(run_id: impl Into<String>, stop_reason: StopReason) -> Self {
-        let why = match stop_reason {
-            StopReason::Deadline => "has reached its deadline",
-            StopReason::ToolCallBudget => "has used its tool-call budget",
-            StopReason::TokenBudget => "has used its token budget",
-        };
         ToolResult::Stopped {
             run_id: run_id.into(),
             stop_reason,
-            message: format!(
-                "This run {why}; no more tool calls can be made in it. Answer with what you \
-                 know now."
-            ),
+            message: message::stopped(stop_reason),
+            tried: None,
             call: None,
+        }
+    }
+
+    /// The same `blocked` or `stopped` result, ending a call after `tried`, when attempts of the
+    /// call failed before the stop: the failures go into the result, and a sentence saying what
+    /// they were ends its message. Any other result, or `None`, is kept as it is.
+    #[cfg(feature = "tokio")]
+    #[cold]
+    pub(super) fn after_failures(mut self, failed: Option<FailedAttempts>) -> Self {
+        let Some(failed) = failed else {
+            return self;
+        };
+        match &mut self {
+            ToolResult::Blocked { message, tried, .. }
+            | ToolResult::Stopped { message, tried, .. } => {
+                message.push(' ');
+                message.push_str(&message::tried(&failed));
+                *tried = Some(failed);
+            }
+            ToolResult::Ok { .. } | ToolResult::Failed { .. } => {}
+        }
+        self
+    }
+
+    /// The failed attempts a `blocked` or `stopped` result followed, when it came through the guard
+    /// pipeline after attempts of its call failed; `None` for a call stopped before any attempt
+    /// ended, and for every other result.
+    pub fn failed_attempts(&self) -> Option<FailedAttempts> {
+        match self {
+            ToolResult::Blocked { tried, .. } | ToolResult::Stopped { tried, .. } => *tried,
+            ToolResult::Ok { .. } | ToolResult::Failed { .. } => None,
         }
     }
 
@@ -476,21 +376,5 @@ impl<T: Serialize> ToolResult<T> {
     /// a `Serialize` impl that fails).
     pub fn to_json(&self) -> serde_json::Result<String> {
         serde_json::to_string(self)
-    }
-}
-
-/// A wait in milliseconds as a message shows it: seconds to a tenth, rounded to nearest but
-/// never to zero ("try after 0.0 s" would read as "now").
-fn seconds(ms: u64) -> String {
-    let tenths = (ms.saturating_add(50) / 100).max(1);
-    format!("{}.{}", tenths / 10, tenths % 10)
-}
-
-/// How a message names the dependency: its name, or "This tool" for an unnamed breaker.
-fn subject(dependency: &str) -> &str {
-    if dependency.is_empty() {
-        "This tool"
-    } else {
-        dependency
     }
 }

@@ -4,7 +4,7 @@ use core::time::Duration;
 
 use tokio::time::Instant;
 
-use super::result::StopReason;
+use super::fields::StopReason;
 use crate::sync::{AtomicU8, AtomicU32, Ordering, RelaxedU64 as AtomicU64};
 use crate::time::tokio_now;
 

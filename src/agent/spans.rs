@@ -8,7 +8,7 @@ use core::time::Duration;
 use tokio::time::Instant;
 
 #[cfg(feature = "tracing")]
-use super::result::StopReason;
+use super::fields::StopReason;
 use super::result::ToolResult;
 use super::run::AgentRun;
 use crate::classify::Outcome;

@@ -66,7 +66,13 @@
 //!         .await;
 //!     assert_eq!(sent, 2, "two attempts tripped the breaker; the third was refused");
 //!     assert!(matches!(&result, ToolResult::Blocked { dependency, .. } if dependency == "search"));
-//!     println!("{}", result.to_json().unwrap()); // what the model receives
+//!     // What the model receives says that the call's two attempts failed, and how the last did:
+//!     // {"status":"blocked",...,"message":"search is temporarily unavailable; ... This call failed
+//!     // twice before that; the last failure: unavailable.","failed_attempts":2,
+//!     // "last_failure":"unavailable","attempts":2,...}
+//!     let json = result.to_json().unwrap();
+//!     assert!(json.contains(r#""failed_attempts":2,"last_failure":"unavailable","attempts":2,"#));
+//!     println!("{json}");
 //! }
 //! ```
 //!

@@ -803,3 +803,244 @@ async fn a_slow_call_rule_judges_the_pipelines_timed_attempts() {
     }
     assert_eq!(breaker.state(), toolbreaker::State::Open);
 }
+
+/// The bug a new user hit: the retries of a call failed, the breaker opened on them, and the model
+/// read only "blocked", as if the call had never reached the dependency. Now a blocked result
+/// that follows failed attempts of its call says how many failed and how the last failed, in its
+/// JSON and at the end of its message; a call blocked at its first attempt reads as before.
+#[tokio::test(start_paused = true)]
+async fn a_call_blocked_after_its_attempts_failed_tells_the_model_what_they_were() {
+    let (breaker, _mock) = breaker(2);
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(5));
+    let run = AgentRun::new("r", Duration::from_secs(60), 100);
+    let fail = || async { Err((503, LeakyError)) };
+    let result = guard
+        .call(&run, &breaker, classify::with(&StatusErrors), fail)
+        .await;
+    let json = result.to_json().unwrap();
+    let (shown, elapsed) = json.rsplit_once(r#","elapsed_ms":"#).unwrap();
+    assert_eq!(
+        shown,
+        r#"{"status":"blocked","dependency":"search","reason":"dependency_open","retry_after_ms":30000,"message":"search is temporarily unavailable; do not call it again now. Answer with what you know, use another tool, or try after 30.0 s. This call failed twice before that; the last failure: unavailable (HTTP 503).","failed_attempts":2,"last_failure":"unavailable","last_http_status":503,"attempts":2"#
+    );
+    // One 100 ms backoff; tokio's timer rounds a deadline up to its next millisecond tick.
+    assert!(["100}", "101}"].contains(&elapsed), "{elapsed}");
+    let back: ToolResult<&str> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, result);
+    let tried = result.failed_attempts().unwrap();
+    assert_eq!(
+        (tried.count, tried.last, tried.last_http_status),
+        (2, FailedKind::Unavailable, Some(503))
+    );
+
+    // The next call is blocked at its first attempt: the JSON it always had, nothing tried.
+    let result = guard
+        .call(&run, &breaker, classify::with(&StatusErrors), fail)
+        .await;
+    assert_eq!(result.failed_attempts(), None);
+    assert_eq!(
+        result.to_json().unwrap(),
+        r#"{"status":"blocked","dependency":"search","reason":"dependency_open","retry_after_ms":30000,"message":"search is temporarily unavailable; do not call it again now. Answer with what you know, use another tool, or try after 30.0 s.","attempts":0,"elapsed_ms":0}"#
+    );
+
+    // Blocked by another's doing while this call waited to retry (an operator isolated the
+    // dependency): the breaker refuses the retry itself, and the model still hears of the
+    // failure. A timeout, which has no status, reads as its kind alone.
+    let (breaker, _mock) = self::breaker(10);
+    let dep = Dependency::new(&[Answer::Hang]);
+    let guard = ToolGuard::new(Duration::from_secs(1), no_jitter(5));
+    let isolate = async {
+        tokio::time::sleep(Duration::from_millis(1_050)).await;
+        breaker.force_open();
+    };
+    let (result, ()) = tokio::join!(call(&guard, &run, &breaker, &dep), isolate);
+    assert_eq!(dep.attempts(), 1);
+    let ToolResult::Blocked {
+        reason: BlockedReason::Isolated,
+        message,
+        tried: Some(tried),
+        call: Some(stats),
+        ..
+    } = &result
+    else {
+        panic!("expected blocked (isolated), got {result:?}")
+    };
+    assert_eq!((tried.count, tried.last), (1, FailedKind::Timeout));
+    assert_eq!(tried.last_http_status, None);
+    assert_eq!(stats.attempts, 1);
+    assert!(
+        message.starts_with("search is switched off by its operators;")
+            && message.ends_with(" s. This call failed once before that: timed out."),
+        "{message}"
+    );
+    let json = result.to_json().unwrap();
+    assert!(
+        json.contains(r#","failed_attempts":1,"last_failure":"timeout","attempts":1,"#),
+        "{json}"
+    );
+}
+
+/// The same fault for every stop: a run that stops a call after attempts of it failed (its
+/// tool-call budget spent at the retry, its token budget spent during an attempt, its deadline
+/// cutting a retry short) tells the model what was tried; an attempt the deadline cut is not one
+/// of the failures, and a call stopped before any attempt carries none.
+#[tokio::test(start_paused = true)]
+async fn a_call_stopped_after_its_attempts_failed_tells_the_model_what_they_were() {
+    let (breaker, _mock) = breaker(100);
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(10));
+
+    // The tool-call budget: three attempts, all failed; the fourth is not allowed.
+    let run = AgentRun::new("run-9", Duration::from_secs(600), 3);
+    let dep = Dependency::new(&[Answer::Unavailable]);
+    let result = call(&guard, &run, &breaker, &dep).await;
+    let ToolResult::Stopped {
+        stop_reason: StopReason::ToolCallBudget,
+        message,
+        tried: Some(tried),
+        call: Some(stats),
+        ..
+    } = &result
+    else {
+        panic!("expected stopped (budget), got {result:?}")
+    };
+    assert_eq!(
+        (tried.count, tried.last, stats.attempts),
+        (3, FailedKind::Unavailable, 3)
+    );
+    assert_eq!(
+        message,
+        "This run has used its tool-call budget; no more tool calls can be made in it. Answer \
+         with what you know now. This call failed 3 times before that; the last failure: \
+         unavailable."
+    );
+    let json = result.to_json().unwrap();
+    assert!(
+        json.contains(r#","failed_attempts":3,"last_failure":"unavailable","attempts":3,"#),
+        "{json}"
+    );
+    let back: ToolResult<&str> = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, result);
+    // A later call on the stopped run never started: nothing tried, the JSON it always had.
+    let later = call(&guard, &run, &breaker, &dep).await;
+    assert_eq!(later.failed_attempts(), None);
+    assert!(
+        later
+            .to_json()
+            .unwrap()
+            .ends_with(r#"Answer with what you know now.","attempts":0,"elapsed_ms":0}"#)
+    );
+
+    // The token budget, spent by the runtime while the first attempt ran: the call stops
+    // before its retry.
+    let run = AgentRun::new("r", Duration::from_secs(600), 100).with_token_budget(10);
+    let result = guard
+        .call(&run, &breaker, classify, || {
+            let _ = run.spend_tokens(10);
+            dep.attempt()
+        })
+        .await;
+    assert!(
+        matches!(
+            &result,
+            ToolResult::Stopped {
+                stop_reason: StopReason::TokenBudget,
+                tried: Some(tried),
+                ..
+            } if tried.count == 1
+        ),
+        "{result:?}"
+    );
+
+    // The deadline, cutting the retry short: the first attempt failed, the cut one is not
+    // counted as a failure, though both reached the dependency.
+    let run = AgentRun::new("r", Duration::from_secs(3), 100);
+    let dep = Dependency::new(&[Answer::Unavailable, Answer::Hang]);
+    let result = call(&guard, &run, &breaker, &dep).await;
+    let ToolResult::Stopped {
+        stop_reason: StopReason::Deadline,
+        message,
+        tried: Some(tried),
+        call: Some(stats),
+        ..
+    } = &result
+    else {
+        panic!("expected stopped (deadline), got {result:?}")
+    };
+    assert_eq!((tried.count, stats.attempts), (1, 2));
+    assert!(
+        message.ends_with(
+            "Answer with what you know now. This call failed once before that: unavailable."
+        ),
+        "{message}"
+    );
+
+    // Cut at its first attempt: nothing failed before, nothing is said.
+    let run = AgentRun::new("r", Duration::from_secs(3), 100);
+    let dep = Dependency::new(&[Answer::Hang]);
+    let result = call(&guard, &run, &breaker, &dep).await;
+    assert!(
+        matches!(
+            &result,
+            ToolResult::Stopped {
+                stop_reason: StopReason::Deadline,
+                tried: None,
+                ..
+            }
+        ),
+        "{result:?}"
+    );
+    assert!(!result.to_json().unwrap().contains("failed_attempts"));
+}
+
+/// The inference a new user hit: `classify` comes before `attempt` in `ToolGuard::call`, so a
+/// closure written in place that calls a method on what its argument holds cannot infer that
+/// argument (`|r| r.as_ref().map_or_else(|e| e.outcome(), ..)` is "type annotations needed"); with
+/// its type written, `|r: &Result<T, E>|`, it compiles, in `call` and `call_observed`. This file
+/// compiling is half the test.
+#[tokio::test(start_paused = true)]
+async fn a_classification_that_calls_a_method_compiles_with_its_argument_type_written() {
+    struct ApiError(u16);
+    impl ApiError {
+        fn outcome(&self) -> Outcome {
+            match self.0 {
+                500.. => Outcome::Failure(FailureKind::Unavailable),
+                _ => Outcome::Ignored,
+            }
+        }
+    }
+    let (breaker, _mock) = breaker(10);
+    let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(0));
+    let run = AgentRun::new("r", Duration::from_secs(60), 100);
+    let result = guard
+        .call(
+            &run,
+            &breaker,
+            |r: &Result<String, ApiError>| {
+                r.as_ref()
+                    .map_or_else(|e| e.outcome(), |_| Outcome::Success)
+            },
+            || async { Err(ApiError(404)) },
+        )
+        .await;
+    assert!(
+        matches!(result, ToolResult::Failed { counted: false, .. }),
+        "{result:?}"
+    );
+    let mut heard = Vec::new();
+    let result = guard
+        .call_observed(
+            &run,
+            &breaker,
+            |r: &Result<String, ApiError>| {
+                r.as_ref().err().map_or(Outcome::Success, ApiError::outcome)
+            },
+            || async { Err(ApiError(503)) },
+            |attempt| heard.push(attempt.outcome),
+        )
+        .await;
+    assert!(
+        matches!(result, ToolResult::Failed { counted: true, .. }),
+        "{result:?}"
+    );
+    assert_eq!(heard, [Outcome::Failure(FailureKind::Unavailable)]);
+}

@@ -1,0 +1,114 @@
+//! The words a [`ToolResult`](super::ToolResult) says to the model: its `message`, and a failure's
+//! `error` when the caller gave none.
+//!
+//! Every message says what the model may do next, and none invites an immediate retry or reads
+//! like a problem with the model's arguments unless the dependency said it was one.
+
+#[cfg(feature = "tokio")]
+use super::fields::FailedAttempts;
+use super::fields::{FailedKind, StopReason};
+use crate::types::BlockedReason;
+
+/// The message of a call `dependency`'s breaker blocked for `reason`, callable again in
+/// `retry_after_ms`.
+pub(super) fn blocked(dependency: &str, reason: BlockedReason, retry_after_ms: u64) -> String {
+    let what = match reason {
+        BlockedReason::DependencyOpen => "is temporarily unavailable",
+        BlockedReason::ProbeInFlight => "is being checked for recovery",
+        BlockedReason::Isolated => "is switched off by its operators",
+    };
+    format!(
+        "{} {what}; do not call it again now. Answer with what you know, \
+         use another tool, or try after {} s.",
+        subject(dependency),
+        seconds(retry_after_ms)
+    )
+}
+
+/// What went wrong, in words, for a failure with no words of the caller's: the kind and the
+/// status (`unavailable (HTTP 503)`), the status alone for the call's own fault (`HTTP 400`), or
+/// the kind alone when no status is known.
+pub(super) fn error(kind: FailedKind, http_status: Option<u16>) -> String {
+    match (http_status, kind.is_counted()) {
+        (Some(status), true) => format!("{} (HTTP {status})", words(kind)),
+        (Some(status), false) => format!("HTTP {status}"),
+        (None, _) => words(kind).to_owned(),
+    }
+}
+
+/// The message of a call to `dependency` that failed with `error`: a counted failure (with the
+/// dependency's wait, when it asked for one) or the call's own fault.
+pub(super) fn failed(
+    dependency: &str,
+    error: &str,
+    counted: bool,
+    retry_after_ms: Option<u64>,
+) -> String {
+    let subject = subject(dependency);
+    match retry_after_ms {
+        Some(wait) if counted => format!(
+            "{subject} failed: {error}. Do not call it again now; answer with what you \
+             know, use another tool, or try after {} s.",
+            seconds(wait)
+        ),
+        _ if counted => format!(
+            "{subject} failed: {error}. Do not call it again now; answer with what you \
+             know or use another tool."
+        ),
+        _ => format!(
+            "{subject} rejected the call: {error}. Correct the arguments before calling \
+             it again."
+        ),
+    }
+}
+
+/// The message of a call on a run that stopped for `reason`.
+pub(super) fn stopped(reason: StopReason) -> String {
+    let why = match reason {
+        StopReason::Deadline => "has reached its deadline",
+        StopReason::ToolCallBudget => "has used its tool-call budget",
+        StopReason::TokenBudget => "has used its token budget",
+    };
+    format!("This run {why}; no more tool calls can be made in it. Answer with what you know now.")
+}
+
+/// The sentence a `blocked` or `stopped` message ends with when the call's attempts failed before
+/// the stop: how many, and how the last failed ("This call failed twice before that; the last
+/// failure: unavailable (HTTP 503).").
+#[cfg(feature = "tokio")]
+pub(super) fn tried(tried: &FailedAttempts) -> String {
+    let last = error(tried.last, tried.last_http_status);
+    match tried.count {
+        0 | 1 => format!("This call failed once before that: {last}."),
+        2 => format!("This call failed twice before that; the last failure: {last}."),
+        n => format!("This call failed {n} times before that; the last failure: {last}."),
+    }
+}
+
+/// A failure's kind in words, for a failure with nothing else to say.
+const fn words(kind: FailedKind) -> &'static str {
+    match kind {
+        FailedKind::Timeout => "timed out",
+        FailedKind::Connect => "could not connect",
+        FailedKind::RateLimited => "rate limited",
+        FailedKind::Unavailable => "unavailable",
+        FailedKind::Other => "other failure",
+        FailedKind::Rejected => "invalid request",
+    }
+}
+
+/// A wait in milliseconds as a message shows it: seconds to a tenth, rounded to nearest but
+/// never to zero ("try after 0.0 s" would read as "now").
+fn seconds(ms: u64) -> String {
+    let tenths = (ms.saturating_add(50) / 100).max(1);
+    format!("{}.{}", tenths / 10, tenths % 10)
+}
+
+/// How a message names the dependency: its name, or "This tool" for an unnamed breaker.
+fn subject(dependency: &str) -> &str {
+    if dependency.is_empty() {
+        "This tool"
+    } else {
+        dependency
+    }
+}
