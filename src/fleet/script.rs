@@ -1,4 +1,6 @@
-//! The shared record's format, its keys, and the Lua scripts that are its only writers.
+//! The shared record's format, its keys, and the Lua scripts that are its only writers (their
+//! text in the `.lua` files beside this one: `prelude.lua`, the part every script begins with,
+//! then one file per script).
 //!
 //! Each shared transition is one script, sent as `EVALSHA` (redis-rs [`redis::Script`] loads it
 //! on a `NOSCRIPT` answer), so it runs atomically on the server: it reads the record, checks the
@@ -93,211 +95,34 @@ pub(crate) enum Reply {
 }
 
 /// The common part of every script: time, the record's checks, the reply and the message.
-const PRELUDE: &str = r#"
-local VERSION = '1'
-local function s(n) return string.format('%d', n) end
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local function load()
-  local kind = redis.call('TYPE', KEYS[1]).ok
-  if kind == 'none' then return nil, nil end
-  if kind ~= 'hash' then return nil, 'the key holds a ' .. kind .. ', not a breaker record' end
-  local f = redis.call('HMGET', KEYS[1], 'v', 'gen', 'state', 'at', 'lu')
-  if not f[1] then return nil, 'the record has no format version (field v): not written by toolbreaker, or truncated' end
-  if f[1] ~= VERSION then return nil, 'the record is format version ' .. f[1] .. '; this build reads version ' .. VERSION end
-  local gen, at, lu = tonumber(f[2]), tonumber(f[4]), tonumber(f[5] or '0')
-  if not gen then return nil, 'the record is truncated or corrupt: field gen is missing or not a number' end
-  if f[3] ~= 'closed' and f[3] ~= 'open' and f[3] ~= 'isolated' then
-    return nil, 'the record is truncated or corrupt: field state is missing or unknown'
-  end
-  if not at then return nil, 'the record is truncated or corrupt: field at is missing or not a number' end
-  if not lu then return nil, 'the record is corrupt: field lu is not a number' end
-  return {gen = gen, state = f[3], at = at, lu = lu}, nil
-end
-local function lease()
-  local kind = redis.call('TYPE', KEYS[3]).ok
-  if kind == 'none' then return {holder = '', gen = -1}, nil end
-  if kind ~= 'string' then return nil, 'the probe lease key holds a ' .. kind end
-  local g, holder = string.match(redis.call('GET', KEYS[3]), '^(%d+) (.+)$')
-  if not g then return nil, 'the probe lease is malformed' end
-  return {holder = holder, gen = tonumber(g)}, nil
-end
-local function epoch()
-  local e = redis.call('GET', KEYS[4])
-  return tonumber(e or '0') or 0
-end
-local function bump(now)
-  if redis.call('EXISTS', KEYS[4]) == 0 then redis.call('SET', KEYS[4], s(now)) end
-  if redis.call('EXISTS', KEYS[5]) == 0 then
-    local t = redis.call('TIME')
-    redis.call('SET', KEYS[5], t[1] .. '.' .. t[2])
-  end
-  return redis.call('INCR', KEYS[4])
-end
-local function reply(status, rec, ls, now, e, extra)
-  return {status, s(e), s(rec.gen), rec.state, s(rec.at), s(now), ls.holder, s(rec.lu), extra or ''}
-end
--- The record's expiry, ms: the last argument of every script. Set at every write and every sync.
-local TTL = ARGV[#ARGV]
-local function write(rec, ls, now)
-  redis.call('HSET', KEYS[1], 'v', VERSION, 'gen', s(rec.gen), 'state', rec.state, 'at', s(rec.at), 'lu', s(rec.lu))
-  redis.call('PEXPIRE', KEYS[1], TTL)
-  local e = bump(now)
-  redis.call('PUBLISH', ARGV[1], table.concat({VERSION, s(e), s(rec.gen), rec.state, s(rec.at), s(now),
-    ls.holder, s(rec.lu), ARGV[2]}, '\t'))
-  return e
-end
-local now = now_ms()
-local rec, bad = load()
-if bad then return {'bad', bad} end
-local ls, lbad = lease()
-if lbad then return {'bad', lbad} end
-local vkind = redis.call('TYPE', KEYS[2]).ok
-if vkind ~= 'none' and vkind ~= 'hash' then return {'bad', 'the votes key holds a ' .. vkind} end
-local ekind = redis.call('TYPE', KEYS[4]).ok
-if ekind ~= 'none' and (ekind ~= 'string' or not tonumber(redis.call('GET', KEYS[4]))) then
-  return {'bad', 'the fleet epoch key holds a ' .. ekind .. ' that is not a count'}
-end
-local ikind = redis.call('TYPE', KEYS[5]).ok
-if ikind ~= 'none' and ikind ~= 'string' then
-  return {'bad', 'the fleet incarnation key holds a ' .. ikind}
-end
-"#;
+const PRELUDE: &str = include_str!("prelude.lua");
 
 /// Read the record; create it from this instance's state if it is missing.
 /// ARGV: channel, dependency, local state, ms since the local state was entered, last fleet
 /// generation this instance knew.
-const SYNC: &str = r#"
-if not rec then
-  rec = {gen = tonumber(ARGV[5]) + 1, state = ARGV[3], at = now - tonumber(ARGV[4]), lu = 0}
-  redis.call('DEL', KEYS[2], KEYS[3])
-  ls = {holder = '', gen = -1}
-  local e = write(rec, ls, now)
-  return reply('wrote', rec, ls, now, e)
-end
--- The incarnation may have been lost alone (evicted): written again, or every instance would
--- read a wipe at every look.
-if ikind == 'none' then redis.call('SET', KEYS[5], s(now) .. '.0') end
-redis.call('PEXPIRE', KEYS[1], TTL)
-return reply('same', rec, ls, now, epoch())
-"#;
+const SYNC: &str = include_str!("sync.lua");
 
 /// Report an instance's consecutive counted failures (its whole run, not the new ones: a lost or
 /// repeated report counts nothing twice) and whether it tripped on its own, and trip the fleet if
 /// the votes reach the rule. ARGV: channel, dependency, instance, expected generation, the
 /// count, tripped (0/1), fleet threshold, minimum instances, window ms.
-const REPORT: &str = r#"
-if not rec then return {'missing'} end
-if rec.state ~= 'closed' then return reply('same', rec, ls, now, epoch()) end
-local tripped = ARGV[6] == '1'
-if rec.gen ~= tonumber(ARGV[4]) and not tripped then return reply('stale', rec, ls, now, epoch()) end
-local window = tonumber(ARGV[9])
-local count, was_tripped = tonumber(ARGV[5]), 0
-if tripped then was_tripped = 1 end
-if count == 0 and was_tripped == 0 then
-  redis.call('HDEL', KEYS[2], ARGV[3])
-else
-  redis.call('HSET', KEYS[2], ARGV[3], s(count) .. ' ' .. s(now) .. ' ' .. s(was_tripped))
-  redis.call('PEXPIRE', KEYS[2], window)
-end
-local sum, voters, any_trip = 0, 0, false
-local all = redis.call('HGETALL', KEYS[2])
-for i = 1, #all, 2 do
-  local c, a, t = string.match(all[i + 1], '^(%d+) (%d+) (%d)$')
-  if c and tonumber(a) >= now - window then
-    if tonumber(c) > 0 or t == '1' then
-      sum = sum + tonumber(c)
-      voters = voters + 1
-      if t == '1' then any_trip = true end
-    end
-  else
-    redis.call('HDEL', KEYS[2], all[i])
-  end
-end
-if voters >= tonumber(ARGV[8]) and (any_trip or sum >= tonumber(ARGV[7])) then
-  rec.gen, rec.state, rec.at, rec.lu = rec.gen + 1, 'open', now, 0
-  redis.call('DEL', KEYS[2], KEYS[3])
-  ls = {holder = '', gen = -1}
-  local e = write(rec, ls, now)
-  return reply('wrote', rec, ls, now, e, s(sum) .. ' ' .. s(voters))
-end
-return reply('same', rec, ls, now, epoch(), s(sum) .. ' ' .. s(voters))
-"#;
+const REPORT: &str = include_str!("report.lua");
 
 /// Claim the probe lease. ARGV: channel, dependency, instance, cooldown ms, lease ms.
-const CLAIM: &str = r#"
-if not rec then return {'missing'} end
-if rec.state ~= 'open' then return reply('same', rec, ls, now, epoch()) end
--- A lease of another generation is a leftover (every claim takes a new generation and every
--- verdict, release or change by hand deletes the lease): it holds nothing. A lease of this
--- generation with no expiry (written by something else) is given one.
-if ls.holder ~= '' and ls.gen ~= rec.gen then
-  redis.call('DEL', KEYS[3])
-  ls = {holder = '', gen = -1}
-elseif ls.holder ~= '' and redis.call('PTTL', KEYS[3]) < 0 then
-  redis.call('PEXPIRE', KEYS[3], ARGV[5])
-end
-if ls.holder ~= '' then
-  if ls.holder == ARGV[3] and ls.gen == rec.gen then return reply('won', rec, ls, now, epoch()) end
-  return reply('held', rec, ls, now, epoch())
-end
-local ready = math.max(rec.at, rec.lu) + tonumber(ARGV[4])
-if now < ready then return reply('wait', rec, ls, now, epoch(), s(ready - now)) end
-rec.gen, rec.lu = rec.gen + 1, now + tonumber(ARGV[5])
-redis.call('SET', KEYS[3], s(rec.gen) .. ' ' .. ARGV[3], 'NX', 'PX', ARGV[5])
-ls = {holder = ARGV[3], gen = rec.gen}
-local e = write(rec, ls, now)
-return reply('won', rec, ls, now, e)
-"#;
+const CLAIM: &str = include_str!("claim.lua");
 
 /// The probe's verdict. ARGV: channel, dependency, instance, lease generation, `closed` or `open`.
-const VERDICT: &str = r#"
-if not rec then return {'missing'} end
-local gen = tonumber(ARGV[4])
-if rec.gen ~= gen or ls.holder ~= ARGV[3] or ls.gen ~= gen then
-  return reply('stale', rec, ls, now, epoch())
-end
-rec.gen, rec.state, rec.at, rec.lu = rec.gen + 1, ARGV[5], now, 0
-redis.call('DEL', KEYS[2], KEYS[3])
-ls = {holder = '', gen = -1}
-local e = write(rec, ls, now)
-return reply('wrote', rec, ls, now, e)
-"#;
+const VERDICT: &str = include_str!("verdict.lua");
 
 /// Give back an unused probe lease. ARGV: channel, dependency, instance, lease generation.
-const RELEASE: &str = r#"
-if not rec then return {'missing'} end
-local gen = tonumber(ARGV[4])
-if rec.gen ~= gen or ls.holder ~= ARGV[3] or ls.gen ~= gen then
-  return reply('stale', rec, ls, now, epoch())
-end
-rec.lu = 0
-redis.call('DEL', KEYS[3])
-ls = {holder = '', gen = -1}
-local e = write(rec, ls, now)
-return reply('wrote', rec, ls, now, e)
-"#;
+const RELEASE: &str = include_str!("release.lua");
 
 /// A change by hand. ARGV: channel, dependency, `isolated` or `closed`, the fleet generation
 /// this instance knew, the change's id (`instance:n`): a change sent again after a timeout whose
 /// first sending landed is recognised by its id and changes nothing. A close (`force_closed`, `reset`) is judged against that generation: if the
 /// fleet has moved on (a trip elsewhere the instance had not heard of), it is stale and changes
 /// nothing. An isolation always applies: an operator's stop wins over any state.
-const MANUAL: &str = r#"
-if rec and redis.call('HGET', KEYS[1], 'm') == ARGV[5] then return reply('same', rec, ls, now, epoch()) end
-if not rec then rec = {gen = tonumber(ARGV[4]), state = 'closed', at = now, lu = 0} end
-if ARGV[3] ~= 'isolated' and rec.gen ~= tonumber(ARGV[4]) then
-  return reply('stale', rec, ls, now, epoch())
-end
-rec.gen, rec.state, rec.at, rec.lu = rec.gen + 1, ARGV[3], now, 0
-redis.call('DEL', KEYS[2], KEYS[3])
-redis.call('HSET', KEYS[1], 'm', ARGV[5])
-ls = {holder = '', gen = -1}
-local e = write(rec, ls, now)
-return reply('wrote', rec, ls, now, e)
-"#;
+const MANUAL: &str = include_str!("manual.lua");
 
 /// The scripts, hashed once.
 pub(crate) struct Scripts {

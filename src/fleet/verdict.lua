@@ -1,0 +1,12 @@
+-- The body of the verdict script (`VERDICT` in script.rs, which says what it does and its ARGV),
+-- run after prelude.lua.
+if not rec then return {'missing'} end
+local gen = tonumber(ARGV[4])
+if rec.gen ~= gen or ls.holder ~= ARGV[3] or ls.gen ~= gen then
+  return reply('stale', rec, ls, now, epoch())
+end
+rec.gen, rec.state, rec.at, rec.lu = rec.gen + 1, ARGV[5], now, 0
+redis.call('DEL', KEYS[2], KEYS[3])
+ls = {holder = '', gen = -1}
+local e = write(rec, ls, now)
+return reply('wrote', rec, ls, now, e)
