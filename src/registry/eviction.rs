@@ -6,7 +6,8 @@ use std::sync::Arc;
 use smol_str::SmolStr;
 
 use super::bounds::{Entry, Full, Idle, OVERFLOW_DEPENDENCY, RegistryFull, TOUCHED};
-use super::{Registry, RegistryConfig};
+use super::config::RegistryConfig;
+use super::map::Registry;
 use crate::breaker::{CircuitBreaker, Extras};
 use crate::sync::{self, Ordering};
 

@@ -1,6 +1,6 @@
 //! Every counting breaker's counters through the `metrics` facade (feature `metrics`).
 
-use super::Registry;
+use super::map::Registry;
 
 impl Registry {
     /// [`Metrics::export`](crate::observe::Metrics::export) for every counting breaker, labelled by its dependency.

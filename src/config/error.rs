@@ -1,0 +1,144 @@
+//! [`ConfigError`]: an invalid configuration, naming the field and what is wrong with it
+//! ([`Problem`]), in words for the builder's names or a file's keys.
+
+use core::fmt;
+
+use super::defaults::{MAX_DURATION_MS, MAX_PROBES};
+
+/// What is wrong with a configuration field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Problem {
+    /// The field is zero; it must be at least 1 (1 ms for durations).
+    Zero,
+    /// The duration is longer than [`MAX_DURATION`](super::MAX_DURATION).
+    TooLong,
+    /// The text is empty, or holds a character it may not (fleet `prefix` and `instance`:
+    /// whitespace or a control character; an MCP `server` name: also a `.`).
+    Empty,
+    /// The name is given twice (an MCP gateway's `upstream`).
+    Duplicate,
+    /// The duration is no longer than one it must exceed (an MCP gateway's `call_time_limit`,
+    /// which must be longer than every upstream's per-call timeout).
+    TooShort,
+    /// The number is outside its range: a ratio (`failure_rate`, `slow_call_rate`) must be in
+    /// (0, 1], a `cooldown_multiplier` at least 1, a `cooldown_jitter` in [0, 1).
+    OutOfRange,
+    /// The number is larger than one it may not exceed: `minimum_calls` above a count window,
+    /// `probes` above [`MAX_PROBES`].
+    TooLarge,
+    /// The field belongs to a rule that is not set: a `window` or `minimum_calls` with neither
+    /// a failure-rate nor a slow-call rule.
+    NoRule,
+}
+
+/// An invalid configuration, naming the field.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use toolbreaker::{Config, config::Problem};
+///
+/// let err = Config::new(0, Duration::from_secs(1), Duration::from_secs(1)).unwrap_err();
+/// assert_eq!((err.field(), err.problem()), ("failure_threshold", Problem::Zero));
+/// assert_eq!(err.to_string(), "invalid breaker configuration: `failure_threshold` must be at least 1");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    field: &'static str,
+    problem: Problem,
+}
+
+impl ConfigError {
+    pub(crate) const fn new(field: &'static str, problem: Problem) -> Self {
+        ConfigError { field, problem }
+    }
+
+    /// The offending field: `failure_threshold`, `cooldown`, `probe_timeout`, `failure_rate`,
+    /// `slow_call_threshold`, `slow_call_rate`, `window`, `minimum_calls`,
+    /// `cooldown_multiplier`, `max_cooldown`, `cooldown_jitter` or `probes`; for a fleet
+    /// (feature `redis`), `prefix`, `instance`, `fleet_failure_threshold`, `min_instances`, `window`,
+    /// `sync_interval`, `command_timeout` or `probe_window`; for MCP (feature `mcp`), `server`,
+    /// `upstream`, `per_call_timeout` or `call_time_limit`.
+    pub fn field(&self) -> &'static str {
+        self.field
+    }
+
+    /// What is wrong with it.
+    pub fn problem(&self) -> Problem {
+        self.problem
+    }
+}
+
+impl ConfigError {
+    /// What is wrong, in words: the field written as `subject`, and every other setting the
+    /// words mention named by `name` (the builder's names for [`Display`](fmt::Display); a
+    /// configuration file's keys for the TOML path, so a file's error never names a builder
+    /// method).
+    pub(crate) fn explain(
+        &self,
+        subject: &str,
+        name: &dyn Fn(&'static str) -> &'static str,
+    ) -> String {
+        let field = self.field;
+        match (self.problem, field) {
+            (
+                Problem::Zero,
+                "failure_threshold" | "fleet_failure_threshold" | "min_instances" | "probes",
+            ) => format!("{subject} must be at least 1"),
+            (Problem::Empty, "server") => format!(
+                "{subject} must be non-empty text with no `.`, whitespace or control characters"
+            ),
+            (Problem::Empty, _) => {
+                format!("{subject} must be non-empty text with no whitespace or control characters")
+            }
+            (Problem::Duplicate, _) => format!("{subject} names must be unique"),
+            (Problem::TooShort, "call_time_limit") => {
+                format!("{subject} must be longer than every upstream's per-call timeout")
+            }
+            (Problem::TooShort, "max_cooldown") => format!(
+                "{subject} must be at least the cooldown (`{}`)",
+                name("cooldown")
+            ),
+            (Problem::TooShort, _) => format!("{subject} is too short"),
+            (Problem::OutOfRange, "cooldown_multiplier") => {
+                format!("{subject} must be a finite number of at least 1")
+            }
+            (Problem::OutOfRange, "cooldown_jitter") => {
+                format!("{subject} must be a fraction of at least 0 and below 1")
+            }
+            (Problem::OutOfRange, _) => format!("{subject} must be a ratio above 0 and at most 1"),
+            (Problem::TooLarge, "minimum_calls") => format!(
+                "{subject} must be at most the window's number of calls (`{}`)",
+                name("window")
+            ),
+            (Problem::TooLarge, "probes") => format!("{subject} must be at most {MAX_PROBES}"),
+            (Problem::TooLarge, _) => format!("{subject} is too large"),
+            (Problem::NoRule, _) => format!(
+                "{subject} needs a rate rule (`{}` or `{}`)",
+                name("failure_rate"),
+                name("slow_calls")
+            ),
+            (Problem::Zero, "slow_call_threshold") => {
+                format!("{subject} must be longer than zero")
+            }
+            (Problem::Zero, "window" | "minimum_calls") => {
+                format!("{subject} must be at least 1 (1 ms for a time window)")
+            }
+            (Problem::Zero, _) => format!("{subject} must be at least 1 ms"),
+            (Problem::TooLong, _) => {
+                format!("{subject} must be at most {MAX_DURATION_MS} ms (about 35 years)")
+            }
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("invalid breaker configuration: ")?;
+        f.write_str(&self.explain(&format!("`{}`", self.field), &|name| name))
+    }
+}
+
+impl std::error::Error for ConfigError {}
