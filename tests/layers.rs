@@ -46,9 +46,21 @@ const FILES: &[(&str, &[&str])] = &[
     ),
     (
         "config",
-        &["defaults", "error", "fields", "shape", "rates", "limits", "validated", "mod"],
+        &[
+            "defaults",
+            "error",
+            "fields",
+            "shape",
+            "rates",
+            "limits",
+            "validated",
+            "mod",
+        ],
     ),
-    ("classify", &["outcome", "classifier", "mod", "http", "reqwest"]),
+    (
+        "classify",
+        &["outcome", "classifier", "mod", "http", "reqwest"],
+    ),
     (
         "docs",
         &[
@@ -91,7 +103,10 @@ const FILES: &[(&str, &[&str])] = &[
             "install",
         ],
     ),
-    ("observe", &["counters", "export", "listener", "events", "herald", "mod"]),
+    (
+        "observe",
+        &["counters", "export", "listener", "events", "herald", "mod"],
+    ),
     (
         "registry",
         &[
@@ -566,14 +581,20 @@ fn every_file_is_short_enough_to_read_in_one_sitting() {
     let (src, files) = sources();
     let mut long = Vec::new();
     for path in &files {
-        let relative = path.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+        let relative = path
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
         let stem = path.file_stem().unwrap().to_string_lossy();
         if relative.starts_with("docs/") || stem.ends_with("_tests") {
             continue;
         }
         let (code, tests) = code_and_test_lines(&fs::read_to_string(path).unwrap());
         if code > MAX_CODE {
-            long.push(format!("src/{relative}: {code} lines before its tests (at most {MAX_CODE})"));
+            long.push(format!(
+                "src/{relative}: {code} lines before its tests (at most {MAX_CODE})"
+            ));
         }
         if tests > MAX_INLINE_TESTS {
             long.push(format!(
@@ -581,7 +602,11 @@ fn every_file_is_short_enough_to_read_in_one_sitting() {
             ));
         }
     }
-    assert!(long.is_empty(), "files over the size rule:\n{}", long.join("\n"));
+    assert!(
+        long.is_empty(),
+        "files over the size rule:\n{}",
+        long.join("\n")
+    );
 }
 
 /// A folder's `mod.rs` and the crate root are indexes: declarations, re-exports and their docs,
@@ -589,14 +614,26 @@ fn every_file_is_short_enough_to_read_in_one_sitting() {
 #[test]
 fn every_mod_rs_is_an_index() {
     const ITEMS: &[&str] = &[
-        "fn ", "struct ", "enum ", "impl ", "impl<", "trait ", "const ", "static ", "type ",
+        "fn ",
+        "struct ",
+        "enum ",
+        "impl ",
+        "impl<",
+        "trait ",
+        "const ",
+        "static ",
+        "type ",
         "macro_rules!",
     ];
     let (src, files) = sources();
     let mut defined = Vec::new();
     let mut indexes = 0;
     for path in &files {
-        let relative = path.strip_prefix(&src).unwrap().to_string_lossy().replace('\\', "/");
+        let relative = path
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
         if !(relative.ends_with("/mod.rs") || relative == "lib.rs") {
             continue;
         }
@@ -621,6 +658,13 @@ fn every_mod_rs_is_an_index() {
             }
         }
     }
-    assert!(indexes >= 8, "the check saw only {indexes} indexes: is it reading the sources?");
-    assert!(defined.is_empty(), "items defined in an index:\n{}", defined.join("\n"));
+    assert!(
+        indexes >= 8,
+        "the check saw only {indexes} indexes: is it reading the sources?"
+    );
+    assert!(
+        defined.is_empty(),
+        "items defined in an index:\n{}",
+        defined.join("\n")
+    );
 }
