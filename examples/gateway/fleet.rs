@@ -4,7 +4,8 @@
 //! The gateway started with `--fleet N` is the *parent*: it starts a redis-server (unless
 //! `--redis URL` names one), runs the four tool servers and their failure schedule, and starts N
 //! copies of its own executable with `--instance-of SPEC` (SPEC: a JSON object with the
-//! instance's name, the Redis URL or `null`, the key prefix and the tool servers' ports). Each
+//! instance's name, the key prefix and the tool servers' ports; the Redis URL, which may hold a
+//! password, goes in the child's environment, never in its arguments, where `ps` shows it). Each
 //! *instance* builds its registry (a fleet registry, or a plain one), connects, and writes
 //! `ready` on stdout; once every instance is ready, the parent writes `go START` to each one's
 //! stdin, START being a wall-clock time a little ahead (µs since the Unix epoch), so that every
@@ -50,7 +51,13 @@ const REPORT_GRACE: Duration = Duration::from_secs(30);
 /// How long a started redis-server may take to answer PING.
 const REDIS_START_LIMIT: Duration = Duration::from_secs(10);
 
-/// What the parent tells an instance: `--instance-of SPEC`.
+/// The environment variable through which the parent gives an instance the Redis URL: a URL may
+/// hold a password, and a process's arguments are readable by every user of the machine (`ps`),
+/// its environment only by its own user.
+const REDIS_URL_VAR: &str = "TOOLBREAKER_GATEWAY_REDIS_URL";
+
+/// What the parent tells an instance: `--instance-of SPEC`, and the Redis URL in
+/// [`REDIS_URL_VAR`], never in the arguments.
 #[derive(Debug)]
 struct Spec {
     /// Its number in the fleet, from 1: what its requests say in `tools::CALLER_HEADER`.
@@ -71,7 +78,6 @@ impl Spec {
         json!({
             "number": self.number,
             "name": self.name,
-            "redis": self.redis,
             "prefix": self.prefix,
             "ports": ports,
         })
@@ -99,7 +105,7 @@ impl Spec {
                 .filter(|n| (1..=MAX_INSTANCES).contains(n))
                 .ok_or_else(|| bad("no number from 1 to 16"))?,
             name: string("name").ok_or_else(|| bad("no name"))?,
-            redis: string("redis"),
+            redis: std::env::var(REDIS_URL_VAR).ok(),
             prefix: string("prefix").ok_or_else(|| bad("no prefix"))?,
             ports,
         })
@@ -529,6 +535,10 @@ async fn run_fleet(args: Args, instances: usize) -> Result<(), Box<dyn Error>> {
             .arg(args.duration.as_secs_f64().to_string())
             .arg("--concurrency")
             .arg(share(args.concurrency, instances, i).to_string());
+        match &spec.redis {
+            Some(url) => command.env(REDIS_URL_VAR, url),
+            None => command.env_remove(REDIS_URL_VAR),
+        };
         if let Some(path) = &args.config {
             command.arg("--config").arg(path);
         }

@@ -61,6 +61,7 @@ fn snapshot(breaker: &CircuitBreaker) -> Figures {
 
 #[test]
 fn a_scripted_sequence_gives_an_exact_snapshot() {
+    let _turn = crate::turn();
     let (breaker, mock, heard) = counting(2);
     assert_eq!(
         snapshot(&breaker),
@@ -177,6 +178,7 @@ fn a_scripted_sequence_gives_an_exact_snapshot() {
 
 #[test]
 fn the_snapshot_state_is_the_effective_state() {
+    let _turn = crate::turn();
     let (breaker, mock, _heard) = counting(1);
     breaker
         .try_acquire()
@@ -201,6 +203,7 @@ fn the_snapshot_state_is_the_effective_state() {
 
 #[test]
 fn counts_are_exact_under_concurrency() {
+    let _turn = crate::turn();
     const THREADS: usize = 4;
     const CALLS: u64 = 5_000;
     let kinds = [
@@ -289,6 +292,7 @@ fn counts_are_exact_under_concurrency() {
 
 #[test]
 fn the_registry_snapshot_holds_every_dependency_by_name() {
+    let _turn = crate::turn();
     let (clock, mock) = Clock::mock();
     let config = Config::new(1, COOLDOWN, PROBE_TIMEOUT).unwrap();
     let registry = Registry::builder()
@@ -389,6 +393,7 @@ fn the_registry_snapshot_holds_every_dependency_by_name() {
 
 #[test]
 fn a_single_snapshot_serialises_with_every_documented_field() {
+    let _turn = crate::turn();
     let (breaker, _mock, _heard) = counting(5);
     for kind in [
         FailureKind::Timeout,
@@ -436,6 +441,7 @@ fn a_single_snapshot_serialises_with_every_documented_field() {
 
 #[test]
 fn without_counting_there_are_no_metrics() {
+    let _turn = crate::turn();
     assert_eq!(CircuitBreaker::builder().build().unwrap().metrics(), None);
     let off = CircuitBreaker::builder().metrics(false).build().unwrap();
     off.try_acquire().unwrap().record(Outcome::Success);

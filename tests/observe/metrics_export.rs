@@ -43,6 +43,7 @@ fn labels(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 
 #[test]
 fn every_counter_is_exported_with_its_labels_and_absolute_value() {
+    let _turn = crate::turn();
     let registry = Registry::builder()
         .default_config(
             toolbreaker::Config::new(
@@ -137,6 +138,7 @@ fn every_counter_is_exported_with_its_labels_and_absolute_value() {
 
 #[test]
 fn a_registry_without_counting_exports_nothing() {
+    let _turn = crate::turn();
     let registry = Registry::default();
     registry
         .get("search")

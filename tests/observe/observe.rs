@@ -221,10 +221,10 @@ impl Capture {
 }
 
 /// Capture everything at every level on this thread until the guard drops.
-fn capture() -> (Capture, tracing::subscriber::DefaultGuard) {
+fn capture() -> (Capture, crate::Subscribed) {
     let capture = Capture::default();
     let subscriber = tracing_subscriber::registry().with(capture.clone());
-    let guard = tracing::subscriber::set_default(subscriber);
+    let guard = crate::subscribe(subscriber);
     (capture, guard)
 }
 
@@ -305,6 +305,7 @@ fn assert_one_transition(capture: &Capture, t: &Transition, level: Level) {
 
 #[test]
 fn a_trip_is_one_warn_event_with_reason_failure_threshold_and_the_failure_count() {
+    let _turn = crate::turn();
     let (capture, _guard) = capture();
     let (breaker, _mock) = breaker(3);
     assert_eq!(fail(&breaker, 2), None);
@@ -328,6 +329,7 @@ fn a_trip_is_one_warn_event_with_reason_failure_threshold_and_the_failure_count(
 
 #[test]
 fn the_probe_cycle_announces_each_step_with_its_reason_level_and_generation() {
+    let _turn = crate::turn();
     let (capture, _guard) = capture();
     let (breaker, mock) = breaker(1);
     let trip = fail(&breaker, 1).unwrap();
@@ -386,6 +388,7 @@ fn the_probe_cycle_announces_each_step_with_its_reason_level_and_generation() {
 
 #[test]
 fn a_probe_past_its_lease_is_announced_as_timed_out_by_the_next_caller() {
+    let _turn = crate::turn();
     let (capture, _guard) = capture();
     let (breaker, mock) = breaker(1);
     fail(&breaker, 1).unwrap();
@@ -420,6 +423,7 @@ fn a_probe_past_its_lease_is_announced_as_timed_out_by_the_next_caller() {
 
 #[test]
 fn a_claim_after_an_unfound_probe_timeout_announces_both_transitions_in_order() {
+    let _turn = crate::turn();
     let (capture, _guard) = capture();
     let (breaker, mock) = breaker(1);
     fail(&breaker, 1).unwrap();
@@ -461,6 +465,7 @@ fn a_claim_after_an_unfound_probe_timeout_announces_both_transitions_in_order() 
 
 #[test]
 fn changes_by_hand_are_announced_with_reason_manual() {
+    let _turn = crate::turn();
     let (capture, _guard) = capture();
     let (breaker, _mock) = breaker(5);
     fail(&breaker, 2);
@@ -498,6 +503,7 @@ fn changes_by_hand_are_announced_with_reason_manual() {
 
 #[test]
 fn a_blocked_call_is_a_debug_event_with_state_reason_and_retry_after() {
+    let _turn = crate::turn();
     let (capture, _guard) = capture();
     let (breaker, mock) = breaker(1);
     fail(&breaker, 1).unwrap();
@@ -549,6 +555,7 @@ fn a_blocked_call_is_a_debug_event_with_state_reason_and_retry_after() {
 
 #[test]
 fn a_counted_failure_is_a_debug_event_with_its_kind_and_no_duration_from_a_bare_permit() {
+    let _turn = crate::turn();
     // A bare permit is not timed (the healthy path reads no clock); the pipeline times its
     // attempts, and its failure events carry the duration (see the pipeline tests below).
     let (capture, _guard) = capture();
@@ -588,6 +595,7 @@ fn a_counted_failure_is_a_debug_event_with_its_kind_and_no_duration_from_a_bare_
 
 #[test]
 fn ignored_outcomes_and_successes_are_no_failure_events() {
+    let _turn = crate::turn();
     let (capture, _guard) = capture();
     let (breaker, mock) = breaker(1);
     for outcome in [Outcome::Ignored, Outcome::Success, Outcome::Ignored] {
@@ -601,11 +609,12 @@ fn ignored_outcomes_and_successes_are_no_failure_events() {
 
 #[test]
 fn with_the_subscriber_at_info_only_transitions_are_seen() {
+    let _turn = crate::turn();
     let capture = Capture::default();
     let subscriber = tracing_subscriber::registry()
         .with(capture.clone())
         .with(tracing_subscriber::filter::LevelFilter::INFO);
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = crate::subscribe(subscriber);
     assert!(!tracing::enabled!(target: "toolbreaker", Level::DEBUG));
 
     let (breaker, mock) = breaker(2);
@@ -632,6 +641,7 @@ fn with_the_subscriber_at_info_only_transitions_are_seen() {
 
 #[test]
 fn the_listener_is_called_once_per_transition_with_the_events_data() {
+    let _turn = crate::turn();
     let (capture, _guard) = capture();
     let heard: Arc<Mutex<Vec<(String, Transition)>>> = Arc::default();
     let (builder, mock) = builder(2);
@@ -744,6 +754,7 @@ fn call_span_fields() -> Vec<(&'static str, Value)> {
 
 #[tokio::test(start_paused = true)]
 async fn a_failed_pipeline_call_is_one_span_holding_its_attempts_and_their_events() {
+    let _turn = crate::turn();
     let (capture, _guard) = capture();
     let (breaker, mock) = breaker(2);
     let guard = ToolGuard::new(Duration::from_secs(2), no_jitter(1));
@@ -839,6 +850,7 @@ async fn a_failed_pipeline_call_is_one_span_holding_its_attempts_and_their_event
 
 #[tokio::test(start_paused = true)]
 async fn a_blocked_pipeline_call_is_one_span_with_the_blocked_event_inside() {
+    let _turn = crate::turn();
     let (capture, _guard) = capture();
     let (breaker, _mock) = breaker(1);
     fail(&breaker, 1).unwrap();
@@ -883,6 +895,7 @@ async fn a_blocked_pipeline_call_is_one_span_with_the_blocked_event_inside() {
 
 #[tokio::test(start_paused = true)]
 async fn a_successful_pipeline_call_is_one_ok_span_and_no_events() {
+    let _turn = crate::turn();
     let (capture, _guard) = capture();
     let (breaker, _mock) = breaker(1);
     let guard = ToolGuard::new(Duration::from_secs(2), no_jitter(3));
@@ -916,6 +929,7 @@ async fn a_successful_pipeline_call_is_one_ok_span_and_no_events() {
 
 #[tokio::test(start_paused = true)]
 async fn failed_ignored_and_stopped_calls_say_why_in_error_type() {
+    let _turn = crate::turn();
     let (capture, _guard) = capture();
     let (breaker, _mock) = breaker(1);
     let guard = ToolGuard::new(Duration::from_millis(500), no_jitter(0));
@@ -966,6 +980,7 @@ async fn failed_ignored_and_stopped_calls_say_why_in_error_type() {
 
 #[tokio::test(start_paused = true)]
 async fn an_attempt_cut_by_the_runs_deadline_is_stopped_in_both_spans() {
+    let _turn = crate::turn();
     let (capture, _guard) = capture();
     let (breaker, _mock) = breaker(1);
     let guard = ToolGuard::new(Duration::from_secs(5), no_jitter(0));
@@ -1033,7 +1048,7 @@ impl Buffer {
 
 /// Capture everything at TRACE on this thread, both as fields and as the fmt layer's text (every
 /// span's opening and closing included), until the guard drops.
-fn capture_with_text() -> (Capture, Buffer, tracing::subscriber::DefaultGuard) {
+fn capture_with_text() -> (Capture, Buffer, crate::Subscribed) {
     let capture = Capture::default();
     let buffer = Buffer::default();
     let fmt = tracing_subscriber::fmt::layer()
@@ -1047,12 +1062,13 @@ fn capture_with_text() -> (Capture, Buffer, tracing::subscriber::DefaultGuard) {
         .with(capture.clone())
         .with(fmt)
         .with(tracing_subscriber::filter::LevelFilter::TRACE);
-    let guard = tracing::subscriber::set_default(subscriber);
+    let guard = crate::subscribe(subscriber);
     (capture, buffer, guard)
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_secret_in_a_request_response_or_error_never_reaches_a_subscriber() {
+    let _turn = crate::turn();
     let (capture, buffer, _guard) = capture_with_text();
 
     let arguments = format!(r#"{{"query":"weather","api_key":"{SECRET}"}}"#);
@@ -1192,6 +1208,7 @@ async fn a_secret_in_a_request_response_or_error_never_reaches_a_subscriber() {
 /// decides anything), so the paused clock cannot fire the per-call timeout first.
 #[tokio::test]
 async fn a_reqwest_errors_url_never_reaches_the_model_or_a_subscriber() {
+    let _turn = crate::turn();
     const KEY: &str = "SECRET123";
     let (capture, buffer, _guard) = capture_with_text();
     let port = {

@@ -31,8 +31,9 @@ impl<S: Subscriber> Layer<S> for PanicOnFailureEvent {
 
 #[test]
 fn a_subscriber_panicking_on_a_probes_failure_event_gives_the_probe_slot_back() {
+    let _turn = crate::turn();
     let subscriber = tracing_subscriber::registry().with(PanicOnFailureEvent);
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = crate::subscribe(subscriber);
     let (clock, mock) = toolbreaker::quanta::Clock::mock();
     let breaker = CircuitBreaker::builder()
         .failure_threshold(1)
@@ -62,8 +63,7 @@ fn a_subscriber_panicking_on_a_probes_failure_event_gives_the_probe_slot_back() 
         .unwrap()
         .record(Outcome::Failure(FailureKind::Timeout));
     mock.increment(Duration::from_millis(100));
-    let _guard =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(PanicOnFailureEvent));
+    let _guard = crate::subscribe(tracing_subscriber::registry().with(PanicOnFailureEvent));
     let probe = breaker.try_acquire().unwrap();
     assert!(probe.is_probe());
     let panicked = catch_unwind(AssertUnwindSafe(|| {
