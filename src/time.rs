@@ -172,7 +172,11 @@ mod tests {
         let at_zero = Origin::new(clock);
         let started = at_zero.raw();
         mock.increment(0_u64.wrapping_sub(hour));
-        assert_eq!(at_zero.now_ms(u64::MAX), CLOCK_HEADROOM_MS - 3_600_000, "an hour behind");
+        assert_eq!(
+            at_zero.now_ms(u64::MAX),
+            CLOCK_HEADROOM_MS - 3_600_000,
+            "an hour behind"
+        );
         assert_eq!(at_zero.since(started), Duration::ZERO, "no time has passed");
         assert_eq!(origin.since(0), Duration::ZERO);
     }
