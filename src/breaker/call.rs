@@ -125,49 +125,10 @@ impl CircuitBreaker {
         op: impl FnOnce() -> Result<T, E>,
         classify: impl Fn(&Result<T, E>) -> O,
     ) -> Result<T, CallError<E>> {
-        // The healthy path inline: a closed word with no failures and no flags, on a breaker
-        // that does not count. Nothing to give back if `op` panics (no probe, no count), so no
-        // permit is made, and only the word is kept across the call: after it, a success or an
-        // `Ignored` finds the same word and is done; anything else is the permit's report, out
-        // of line. Every other word goes out of line whole, so the caller neither saves
-        // registers for it nor copies a permit-or-rejection into its answer: an open breaker's
-        // rejection is written once, as this call's `Err`.
+        // `try_acquire`'s closed path, inline; every other word goes out of line whole, so the
+        // caller neither saves registers for it nor copies a permit-or-rejection into its
+        // answer: an open breaker's rejection is written once, as this call's `Err`.
         let word = self.word();
-        if word.is_plain_closed() && !self.counting() {
-            let result = op();
-            let outcome = classify(&result).into().outcome();
-            if self.is_plain_report(word, &outcome) {
-                return result.map_err(CallError::Inner);
-            }
-            // Handed on whole, so no value is kept across a call in the caller's frame.
-            return self.call_reported(word, outcome, result);
-        }
-        self.call_other(word, op, classify)
-    }
-
-    /// The end of [`call`](Self::call)'s plain path when the report is not a no-op: the report a
-    /// permit of `word` would make, then the answer.
-    #[inline(never)]
-    fn call_reported<T, E>(
-        &self,
-        word: Word,
-        outcome: crate::classify::Outcome,
-        result: Result<T, E>,
-    ) -> Result<T, CallError<E>> {
-        self.record_plain(word, outcome);
-        result.map_err(CallError::Inner)
-    }
-
-    /// [`call`](Self::call) for any word but the plain closed one of a breaker that does not
-    /// count, out of line: a closed word's permit and the call, else the open rejection or the
-    /// decided admission.
-    #[inline(never)]
-    fn call_other<T, E, O: Into<Classified>>(
-        &self,
-        word: Word,
-        op: impl FnOnce() -> Result<T, E>,
-        classify: impl Fn(&Result<T, E>) -> O,
-    ) -> Result<T, CallError<E>> {
         let Some(permit) = self.closed_permit(word) else {
             return self.call_not_closed(word, op, classify);
         };
@@ -193,10 +154,10 @@ impl CircuitBreaker {
         result.map_err(CallError::Inner)
     }
 
-    /// [`call`](Self::call) for a word that is not closed: the open rejection answered from the
-    /// word (as `try_acquire` answers it), else the decided admission and, if admitted (a
-    /// probe), the call.
-    #[inline(always)]
+    /// [`call`](Self::call) for a word that is not closed, out of line: the open rejection
+    /// answered from the word (as `try_acquire` answers it), else the decided admission and, if
+    /// admitted (a probe), the call.
+    #[inline(never)]
     fn call_not_closed<T, E, O: Into<Classified>>(
         &self,
         word: Word,

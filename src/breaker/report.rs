@@ -4,7 +4,6 @@
 use core::time::Duration;
 
 use super::machine::{CircuitBreaker, split};
-use crate::classify::Outcome;
 use crate::config::{Limits, Rates};
 use crate::observe::{self, Counter};
 use crate::state::decide::{self, Report};
@@ -69,24 +68,6 @@ impl CircuitBreaker {
     #[inline]
     pub(crate) fn timed_since(&self, start: Option<u64>) -> Option<Duration> {
         start.map(|start| self.inner.origin.since(start))
-    }
-
-    /// The report of a call admitted from `word`, a plain closed word
-    /// ([`Word::is_plain_closed`]) of a breaker that does not count, with no permit made: a
-    /// success or an `Ignored` that finds the word unchanged writes nothing; anything else is
-    /// the report a permit of that word would make ([`record_slow`](Self::record_slow)).
-    pub(crate) fn record_plain(&self, word: Word, outcome: Outcome) {
-        let counter = Counter::of(&outcome);
-        if counter.is_failure() || self.word() != word {
-            self.record_slow(word.generation(), false, false, counter, None);
-        }
-    }
-
-    /// Whether the report of `outcome` for a call admitted from the plain closed `word` writes
-    /// nothing: a success or an `Ignored` that finds the word unchanged.
-    #[inline(always)]
-    pub(crate) fn is_plain_report(&self, word: Word, outcome: &Outcome) -> bool {
-        !Counter::of(outcome).is_failure() && self.word() == word
     }
 
     /// Everything a report does besides the healthy path: counting, the failure event, clearing

@@ -58,7 +58,7 @@ impl Field {
     }
 
     /// The field's bits in place: its mask within the packed value.
-    #[inline(always)]
+    #[cfg(test)]
     pub(crate) const fn mask(self) -> u64 {
         self.max() << self.shift
     }

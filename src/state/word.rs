@@ -183,13 +183,6 @@ impl Word {
         Word::pack(OPEN, generation, Self::ISOLATED_AT)
     }
 
-    /// Whether this is a closed word with no failures and no flag, of any generation: the word of
-    /// a consecutive-only breaker's healthy path, which a success or an `Ignored` leaves as it is.
-    #[inline(always)]
-    pub(crate) const fn is_plain_closed(self) -> bool {
-        self.0 & !Self::GENERATION.mask() == Self::KIND.put(CLOSED)
-    }
-
     /// Whether this is the healthy closed word of `generation`: no failures, no flag but `RATED`
     /// when `rated`. A permit's healthy report is this one comparison with the word it loads.
     #[inline(always)]
@@ -485,31 +478,6 @@ mod tests {
                 assert!(!word.is_healthy(generation, true), "{word:?}");
             }
             assert!(!Word::closed(generation, 0).is_healthy(generation, true));
-        }
-    }
-
-    #[test]
-    fn the_plain_closed_word_is_closed_with_no_count_and_no_flag_in_any_generation() {
-        for generation in [0, 1, Word::MAX_GENERATION / 2, Word::MAX_GENERATION] {
-            let plain = Word::closed(generation, 0);
-            assert!(plain.is_plain_closed(), "{plain:?}");
-            assert!(
-                plain.is_healthy(generation, false),
-                "the healthy word of its generation"
-            );
-            let others = [
-                Word::closed(generation, 1),
-                Word::closed(generation, Word::MAX_FAILURES),
-                Word::closed_with(generation, 0, Word::RATED),
-                Word::closed_with(generation, 0, Word::WATCH),
-                Word::open(generation, 0),
-                Word::probing(generation, 0),
-                Word::half_open(generation),
-                Word::isolated(generation),
-            ];
-            for word in others {
-                assert!(!word.is_plain_closed(), "{word:?}");
-            }
         }
     }
 }
