@@ -89,6 +89,7 @@ const FILES: &[(&str, &[&str])] = &[
             "script",
             "reconcile",
             "reconcile_tests",
+            "flush",
             "backstop",
             "redact",
             "error",

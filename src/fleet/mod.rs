@@ -39,6 +39,7 @@
 mod backstop;
 mod builder;
 mod error;
+mod flush;
 mod handle;
 mod install;
 mod keys;

@@ -97,73 +97,115 @@ impl Worker {
         }
     }
 
-    /// Send what a dependency has pending, if Redis is reachable.
+    /// Send what a dependency has pending, if Redis is reachable: the sends
+    /// [`next_step`](flush::next_step) orders, each made here. The flush ends at the first send
+    /// that fails; what is still pending goes at the next one.
     pub(super) async fn flush(&mut self, name: &str) {
         let scripts = Arc::clone(&self.scripts);
-        if !self.connected {
-            return;
-        }
-        let Some(dep) = self.deps.get(name) else {
-            return;
-        };
-        if dep.bad.is_some() {
-            return;
-        }
-        if !dep.synced && self.sync(name, true).await.is_err() {
-            return;
-        }
-        if self.deps.get(name).is_some_and(|d| d.pending.resync) {
-            if self.sync(name, true).await.is_err() {
-                return;
-            }
-            if let Some(dep) = self.deps.get_mut(name) {
-                dep.pending.resync = false;
-            }
-        }
         let settings = Arc::clone(&self.settings);
-        let Some(dep) = self.deps.get(name) else {
-            return;
-        };
-        let known_generation = dep.known.as_ref().map_or(0, |r| r.generation);
-        if let Some((state, id)) = dep.pending.manual {
-            let mut invocation = script::invocation(&scripts.manual, &dep.keys, &dep.name);
-            invocation
-                .arg(state.as_str())
-                .arg(known_generation)
-                .arg(format!("{}:{id}", self.holder));
-            let Ok(reply) = self.invoke(invocation).await else {
+        // The fleet's generation as known once the record is read, before the first send that
+        // names it: a change by hand and the count after it are sent against the same one.
+        let mut known_generation = None;
+        let mut done = None;
+        loop {
+            let Some(dep) = self.deps.get(name) else {
                 return;
             };
-            // The count is read afresh when reported, so a report still pending stays pending:
-            // a failure counted after the change (or before: the count says which) is sent next.
-            let dep = self.deps.get_mut(name).expect("present");
-            dep.pending.manual = None;
-            dep.pending.verdict = None;
-            self.applied(name, reply, true);
-        }
-        let Some(dep) = self.deps.get(name) else {
-            return;
-        };
-        if let Some((generation, closed)) = dep.pending.verdict {
-            let mut invocation = script::invocation(&scripts.verdict, &dep.keys, &dep.name);
-            invocation.arg(&self.holder).arg(generation).arg(if closed {
-                "closed"
-            } else {
-                "open"
-            });
-            let Ok(reply) = self.invoke(invocation).await else {
-                return;
+            let facts = FlushFacts {
+                connected: self.connected,
+                bad: dep.bad.is_some(),
+                synced: dep.synced,
+                resync: dep.pending.resync,
+                manual: dep.pending.manual.is_some(),
+                verdict: dep.pending.verdict.is_some(),
             };
-            let dep = self.deps.get_mut(name).expect("present");
-            dep.pending.verdict = None;
-            dep.mine = None;
-            if let Some(tap) = tap_of(&dep.breaker) {
-                tap.revoke();
+            let Some(step) = flush::next_step(facts, done) else {
+                if done.is_none() {
+                    return;
+                }
+                break;
+            };
+            done = Some(step);
+            if step >= Step::Manual && known_generation.is_none() {
+                known_generation = Some(dep.known.as_ref().map_or(0, |r| r.generation));
             }
-            self.applied(name, reply, true);
+            let generation = known_generation.unwrap_or(0);
+            match step {
+                Step::Sync => {
+                    if self.sync(name, true).await.is_err() {
+                        return;
+                    }
+                }
+                Step::Resync => {
+                    if self.sync(name, true).await.is_err() {
+                        return;
+                    }
+                    if let Some(dep) = self.deps.get_mut(name) {
+                        dep.pending.resync = false;
+                    }
+                }
+                Step::Manual => {
+                    let Some((state, id)) = dep.pending.manual else {
+                        continue;
+                    };
+                    let mut invocation = script::invocation(&scripts.manual, &dep.keys, &dep.name);
+                    invocation
+                        .arg(state.as_str())
+                        .arg(generation)
+                        .arg(format!("{}:{id}", self.holder));
+                    let Ok(reply) = self.invoke(invocation).await else {
+                        return;
+                    };
+                    // The count is read afresh when reported, so a report still pending stays
+                    // pending: a failure counted after the change (or before: the count says
+                    // which) is sent next.
+                    let dep = self.deps.get_mut(name).expect("present");
+                    dep.pending.manual = None;
+                    dep.pending.verdict = None;
+                    self.applied(name, reply, true);
+                }
+                Step::Verdict => {
+                    let Some((generation, closed)) = dep.pending.verdict else {
+                        continue;
+                    };
+                    let mut invocation = script::invocation(&scripts.verdict, &dep.keys, &dep.name);
+                    invocation.arg(&self.holder).arg(generation).arg(if closed {
+                        "closed"
+                    } else {
+                        "open"
+                    });
+                    let Ok(reply) = self.invoke(invocation).await else {
+                        return;
+                    };
+                    let dep = self.deps.get_mut(name).expect("present");
+                    dep.pending.verdict = None;
+                    dep.mine = None;
+                    if let Some(tap) = tap_of(&dep.breaker) {
+                        tap.revoke();
+                    }
+                    self.applied(name, reply, true);
+                }
+                Step::Report => {
+                    if !self.report(name, &scripts, &settings, generation).await {
+                        return;
+                    }
+                }
+            }
         }
+        self.maybe_claim(name).await;
+    }
+
+    /// The count's step of a flush: decided by [`report`](reconcile::report), sent if it says
+    /// so; `false` if the send failed.
+    async fn report(
+        &mut self,
+        name: &str,
+        scripts: &Scripts,
+        settings: &Settings,
+        known_generation: u64,
+    ) -> bool {
         let Some(dep) = self.deps.get(name) else {
-            return;
+            return false;
         };
         let now = tokio_now();
         let config = dep.breaker.config();
@@ -197,7 +239,7 @@ impl Worker {
                     .arg(settings.min_instances)
                     .arg(settings.window_ms);
                 let Ok(reply) = self.invoke(invocation).await else {
-                    return;
+                    return false;
                 };
                 let dep = self.deps.get_mut(name).expect("present");
                 dep.pending.report = false;
@@ -206,7 +248,7 @@ impl Worker {
                 self.applied(name, reply, false);
             }
         }
-        self.maybe_claim(name).await;
+        true
     }
 
     /// Claim the fleet's probe if a local call wants it and it may be claimed now.

@@ -30,6 +30,7 @@ use tokio::time::Instant;
 use crate::time::tokio_now;
 
 use super::backstop::Backstop;
+use super::flush::{self, FlushFacts, Step};
 use super::keys::{self, Keys};
 use super::millis::LocalMs;
 use super::reconcile::{
