@@ -37,12 +37,14 @@ pub(super) fn error(kind: FailedKind, http_status: Option<u16>) -> String {
 }
 
 /// The message of a call to `dependency` that failed with `error`: a counted failure (with the
-/// dependency's wait, when it asked for one) or the call's own fault.
+/// dependency's wait, when it asked for one) or the call's own fault, whose advice follows what
+/// the HTTP status says was wrong ([`rejected`]).
 pub(super) fn failed(
     dependency: &str,
     error: &str,
     counted: bool,
     retry_after_ms: Option<u64>,
+    http_status: Option<u16>,
 ) -> String {
     let subject = subject(dependency);
     match retry_after_ms {
@@ -56,9 +58,30 @@ pub(super) fn failed(
              know or use another tool."
         ),
         _ => format!(
-            "{subject} rejected the call: {error}. Correct the arguments before calling \
-             it again."
+            "{subject} rejected the call: {error}. {}",
+            rejected(http_status)
         ),
+    }
+}
+
+/// What the model may do about a call the dependency refused as the call's own fault, from the
+/// HTTP status when there is one (RFC 9110, section 15.5): a refusal of access (401, 403, 407)
+/// is no fault of the arguments, so it does not ask for them to be corrected; a missing
+/// resource (404, 410) points at the names and identifiers the call gave; any other client
+/// error, or a refusal with no status (a tool's own error text says what was wrong), asks for
+/// the arguments to be corrected.
+fn rejected(http_status: Option<u16>) -> &'static str {
+    match http_status {
+        Some(401 | 403 | 407) => {
+            "It refused access, which no change to the call will fix: do not call it again \
+             for this; tell the user or use another tool."
+        }
+        Some(404 | 410) => {
+            "What the call named was not found: check the names and identifiers in the \
+             arguments before calling it again."
+        }
+        Some(400..=499) | None => "Correct the arguments before calling it again.",
+        Some(_) => "Do not repeat the same call unchanged.",
     }
 }
 

@@ -205,7 +205,7 @@ impl<T> ToolResult<T> {
         let counted = kind.is_counted();
         let error = error.unwrap_or_else(|| message::error(kind, http_status));
         let retry_after_ms = outcome.retry_after().map(|wait| millis_floor(wait).max(1));
-        let message = message::failed(&dependency, &error, counted, retry_after_ms);
+        let message = message::failed(&dependency, &error, counted, retry_after_ms, http_status);
         ToolResult::Failed {
             dependency,
             kind,

@@ -189,6 +189,52 @@ fn a_failed_result_tells_the_kind_and_status_and_words_only_when_given() {
     assert!(!back.is_ok(), "a failed call ran, and is not ok");
 }
 
+/// A call refused as its own fault is told what to do by what the status says was wrong: no
+/// refusal of access (an auth error can reach `Ignored` through any classification) asks the
+/// model to correct its arguments, which would not help; a missing resource points at the names
+/// it gave; a bad request asks for the arguments to be corrected.
+#[test]
+fn a_refused_call_is_told_what_its_status_says_and_only_a_bad_request_blames_the_arguments() {
+    let message = |status: Option<u16>| {
+        let json = ToolResult::<()>::failed("files", Outcome::Ignored, status, None)
+            .to_json()
+            .unwrap();
+        let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+        json["message"].as_str().unwrap().to_owned()
+    };
+    for status in [401, 403, 407] {
+        let message = message(Some(status));
+        assert!(message.contains("refused access"), "{status}: {message}");
+        assert!(!message.contains("arguments"), "{status}: {message}");
+        assert!(
+            message.contains("tell the user or use another tool"),
+            "{status}: {message}"
+        );
+    }
+    for status in [404, 410] {
+        let message = message(Some(status));
+        assert!(message.contains("was not found"), "{status}: {message}");
+        assert!(
+            !message.contains("Correct the arguments"),
+            "{status}: {message}"
+        );
+    }
+    for status in [Some(400), Some(409), Some(422), Some(499), None] {
+        let message = message(status);
+        assert!(
+            message.ends_with("Correct the arguments before calling it again."),
+            "{status:?}: {message}"
+        );
+    }
+    // A status outside the client errors that a classification still called the call's own
+    // fault: no advice about arguments, and no invitation to repeat it.
+    let message = message(Some(501));
+    assert!(
+        message.ends_with("Do not repeat the same call unchanged."),
+        "{message}"
+    );
+}
+
 /// `map` turns an answer into what the model reads and keeps every other result as it is, for
 /// each kind of result: the same JSON before and after, the Retry-After hint of a 429 included.
 #[test]
