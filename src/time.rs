@@ -38,18 +38,16 @@ impl Origin {
     ///
     /// Read raw and scaled once to nanoseconds (`quanta`'s `delta_as_nanos`), with one division
     /// to milliseconds: cheaper than an `Instant` and a `Duration`, which a rejection would pay.
-    ///
-    /// Ahead or behind is the sign of the raw readings' wrapping difference, not a comparison of
-    /// the readings: a raw counter that wrapped below its start (a `quanta` mock set back past
-    /// zero counts down from `u64::MAX` in a release build) reads as behind, never as centuries
-    /// ahead (which would end every cooldown at once). Half the counter's range is at least 2^63
-    /// ns (about 292 years), so no real reading is ever taken for the other sign.
     #[inline]
     pub(crate) fn now_ms(&self, max: u64) -> u64 {
-        let ms = match signed_delta(&self.clock, self.epoch, self.clock.raw()) {
-            Ahead(nanos) => CLOCK_HEADROOM_MS.saturating_add(nanos / NANOS_PER_MS),
+        let now = self.clock.raw();
+        let ms = if now >= self.epoch {
+            let ahead = self.clock.delta_as_nanos(self.epoch, now);
+            CLOCK_HEADROOM_MS.saturating_add(ahead / NANOS_PER_MS)
+        } else {
             // Behind the construction time: round away from it, so time stays floor-rounded.
-            Behind(nanos) => CLOCK_HEADROOM_MS.saturating_sub(nanos.div_ceil(NANOS_PER_MS)),
+            let behind = self.clock.delta_as_nanos(now, self.epoch);
+            CLOCK_HEADROOM_MS.saturating_sub(behind.div_ceil(NANOS_PER_MS))
         };
         ms.min(max)
     }
@@ -65,30 +63,11 @@ impl Origin {
     /// The time since the raw reading `start`; zero if the clock stepped back.
     #[inline]
     pub(crate) fn since(&self, start: u64) -> Duration {
-        match signed_delta(&self.clock, start, self.clock.raw()) {
-            Ahead(nanos) => Duration::from_nanos(nanos),
-            Behind(_) => Duration::ZERO,
+        let now = self.clock.raw();
+        if now <= start {
+            return Duration::ZERO;
         }
-    }
-}
-
-/// Which way a raw reading lies from another, in nanoseconds.
-enum Delta {
-    Ahead(u64),
-    Behind(u64),
-}
-use Delta::{Ahead, Behind};
-
-/// How far `now` lies from `from`: the raw readings' wrapping difference, its sign the direction
-/// (see [`Origin::now_ms`]), scaled to nanoseconds by the clock (`delta_as_nanos` of the
-/// difference counted from zero, so a difference that wrapped is scaled as it is).
-#[inline(always)]
-fn signed_delta(clock: &quanta::Clock, from: u64, now: u64) -> Delta {
-    let ahead = now.wrapping_sub(from);
-    if ahead <= i64::MAX as u64 {
-        Ahead(clock.delta_as_nanos(0, ahead))
-    } else {
-        Behind(clock.delta_as_nanos(0, ahead.wrapping_neg()))
+        Duration::from_nanos(self.clock.delta_as_nanos(start, now))
     }
 }
 
@@ -146,38 +125,5 @@ mod tests {
             CLOCK_HEADROOM_MS - 1,
             "behind: still floor"
         );
-    }
-
-    #[test]
-    fn a_raw_counter_that_wraps_below_its_start_reads_behind_not_ahead() {
-        // A mock clock at its zero set back an hour: its raw reading wraps to near `u64::MAX`
-        // (as `quanta`'s mock does in a release build). Counted as a comparison it read as
-        // centuries ahead, so an open breaker's cooldown had ended; it is an hour behind.
-        let (clock, _mock) = quanta::Clock::mock();
-        let hour = 3_600_000_000_000_u64;
-        let origin = Origin::new(clock.clone());
-        for (from, now, expected) in [
-            (0, 0_u64.wrapping_sub(hour), CLOCK_HEADROOM_MS - 3_600_000),
-            (u64::MAX - 5, 1_000_000 - 6, CLOCK_HEADROOM_MS + 1),
-            (7, 7, CLOCK_HEADROOM_MS),
-        ] {
-            let ms = match signed_delta(&clock, from, now) {
-                Ahead(nanos) => CLOCK_HEADROOM_MS + nanos / NANOS_PER_MS,
-                Behind(nanos) => CLOCK_HEADROOM_MS - nanos.div_ceil(NANOS_PER_MS),
-            };
-            assert_eq!(ms, expected, "from {from} to {now}");
-        }
-        // The mock itself, set to where a mock at zero set back an hour wraps to.
-        let (clock, mock) = quanta::Clock::mock();
-        let at_zero = Origin::new(clock);
-        let started = at_zero.raw();
-        mock.increment(0_u64.wrapping_sub(hour));
-        assert_eq!(
-            at_zero.now_ms(u64::MAX),
-            CLOCK_HEADROOM_MS - 3_600_000,
-            "an hour behind"
-        );
-        assert_eq!(at_zero.since(started), Duration::ZERO, "no time has passed");
-        assert_eq!(origin.since(0), Duration::ZERO);
     }
 }

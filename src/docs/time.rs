@@ -6,8 +6,9 @@
 //!
 //! A mock starts at zero, and `quanta`'s `Mock::decrement` subtracts without a check: stepping
 //! a mock back past zero panics with "attempt to subtract with overflow" in a debug build (a
-//! test's), inside `quanta`, and wraps to near `u64::MAX` in a release build. A test that steps
-//! the clock back advances the mock past the step first:
+//! test's), inside `quanta`, and in a release build wraps to near `u64::MAX`, which a breaker
+//! reads as the far future (its time saturates there, as after a century of uptime), so every
+//! cooldown is over. A test that steps the clock back advances the mock past the step first:
 //!
 //! ```
 //! use std::time::Duration;
@@ -22,6 +23,6 @@
 //! # Ok::<(), toolbreaker::ConfigError>(())
 //! ```
 //!
-//! A breaker reads a clock that stepped back as behind, whether its raw reading went down or
-//! wrapped below its start, never as ahead: a cooldown never ends early, and a call's measured
-//! time is zero.
+//! (A raw reading below the breaker's start reads as behind, and one above it as ahead: a
+//! wrapped reading and one from a clock set centuries ahead are the same number, and the second
+//! is the one the crate's fuzzing checks, time saturating at the end of its range.)
