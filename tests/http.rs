@@ -107,6 +107,46 @@ fn retry_after_reads_seconds_and_http_dates_and_rejects_the_malformed() {
     assert_eq!(retry_after(&HeaderMap::new(), now), None);
 }
 
+/// A 429 from an LLM API carries its wait in other headers than `Retry-After` (OpenAI's
+/// `retry-after-ms` and `x-ratelimit-reset-*`, the IETF draft's `RateLimit`): the longest is the
+/// hint, through the classifier as through the function, and one it cannot read is counted.
+#[test]
+fn a_429_carries_the_longest_wait_of_its_rate_limit_headers() {
+    let resp = |pairs: &[(&str, &str)]| {
+        let mut builder = Response::builder().status(429);
+        for (name, value) in pairs {
+            builder = builder.header(*name, *value);
+        }
+        builder.body(()).unwrap()
+    };
+    let limited = |ms: u64| {
+        Outcome::Failure(FailureKind::RateLimited {
+            retry_after: Some(Duration::from_millis(ms)),
+        })
+    };
+    let openai = resp(&[
+        ("retry-after", "1"),
+        ("retry-after-ms", "1500"),
+        ("x-ratelimit-reset-requests", "20ms"),
+        ("x-ratelimit-reset-tokens", "6m0s"),
+    ]);
+    assert_eq!(classify_response(&openai), limited(360_000));
+    assert_eq!(HttpClassifier::new().response(&openai), limited(360_000));
+    let ietf = resp(&[("ratelimit", "\"default\";r=0;t=42")]);
+    assert_eq!(classify_response(&ietf), limited(42_000));
+    let before = classify::http::ignored_hints();
+    let bad = resp(&[
+        ("x-ratelimit-reset-tokens", "soon"),
+        ("retry-after-ms", "700"),
+    ]);
+    assert_eq!(
+        classify_response(&bad),
+        limited(700),
+        "the bad value is left out"
+    );
+    assert!(classify::http::ignored_hints() > before, "and counted");
+}
+
 #[test]
 fn a_429_carries_its_hint_and_other_statuses_ignore_the_header() {
     let resp = |status: u16, value: &str| {

@@ -59,7 +59,7 @@ const FILES: &[(&str, &[&str])] = &[
     ),
     (
         "classify",
-        &["outcome", "classifier", "mod", "http", "reqwest"],
+        &["outcome", "classifier", "mod", "hints", "http", "reqwest"],
     ),
     (
         "docs",

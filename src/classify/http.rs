@@ -4,7 +4,7 @@
 //! |---|---|
 //! | 1xx, 2xx, 3xx | [`Outcome::Success`] for 2xx and 3xx; [`Outcome::Ignored`] for 1xx (not a final answer, and not a sign of ill health) |
 //! | 408 Request Timeout, 504 Gateway Timeout | [`FailureKind::Timeout`] |
-//! | 429 Too Many Requests | [`FailureKind::RateLimited`], carrying `Retry-After` (delay-seconds or HTTP-date, RFC 9110 §10.2.3) |
+//! | 429 Too Many Requests | [`FailureKind::RateLimited`], carrying the longest wait its headers ask for ([`retry_after`]: `Retry-After`, `retry-after-ms`, `x-ratelimit-reset-requests` and `-tokens`, `RateLimit` and `RateLimit-Reset`) |
 //! | 500, 502, 503 and every other 5xx | [`FailureKind::Unavailable`] |
 //! | 400, 401, 403, 404, 409, 422 and every other 4xx | [`Outcome::Ignored`]: the request was at fault, not the dependency |
 //!
@@ -21,12 +21,14 @@
 use core::time::Duration;
 use std::time::SystemTime;
 
-use http::{HeaderMap, Response, StatusCode, header::RETRY_AFTER};
+use http::{HeaderMap, Response, StatusCode};
+
+pub(crate) use super::hints::parse_retry_after;
 
 use crate::classify::{Classify, FailureKind, Outcome};
 
 /// The outcome of a status code by the table above; a 429 carries no hint (see
-/// [`classify_response`] for one that reads `Retry-After`).
+/// [`classify_response`] for one that reads the response's rate-limit headers).
 ///
 /// # Examples
 ///
@@ -49,7 +51,7 @@ pub fn classify_status(status: StatusCode) -> Outcome {
     }
 }
 
-/// The outcome of a response by the table above, with a 429's `Retry-After` hint.
+/// The outcome of a response by the table above, with a 429's rate-limit hint ([`retry_after`]).
 ///
 /// # Examples
 ///
@@ -71,7 +73,7 @@ pub fn classify_response<B>(response: &Response<B>) -> Outcome {
     )
 }
 
-/// A `RateLimited` outcome with the response's `Retry-After` hint: the header's wait when the
+/// A `RateLimited` outcome with the response's rate-limit hint ([`retry_after`]): its wait when the
 /// response has a valid one (the server's word is newer than any configured default), else the
 /// outcome's own (`None` from the table, or an override's).
 pub(super) fn with_hint(outcome: Outcome, headers: &HeaderMap, now: SystemTime) -> Outcome {
@@ -85,8 +87,16 @@ pub(super) fn with_hint(outcome: Outcome, headers: &HeaderMap, now: SystemTime) 
     }
 }
 
-/// The `Retry-After` header as a wait from `now`: delay-seconds, or an HTTP-date (RFC 9110
-/// §10.2.3). A date in the past is a wait of zero. A malformed or absent header is `None`.
+/// The longest wait from `now` that the headers ask for before the next request, or `None` if
+/// none says one it can be read from.
+///
+/// Read: `Retry-After` (delay-seconds, or an HTTP-date: RFC 9110, section 10.2.3; a date in the
+/// past is a wait of zero), `retry-after-ms` (milliseconds, a fraction rounded up),
+/// `x-ratelimit-reset-requests` and `x-ratelimit-reset-tokens` (a duration as Go writes one:
+/// `1s`, `6m0s`, `20ms`), `RateLimit-Reset` (seconds) and `RateLimit` (its `t` parameter or its
+/// `reset` member, in seconds: the IETF draft `draft-ietf-httpapi-ratelimit-headers`). The
+/// longest wait wins: a server that sends several means the latest of its resets. A value that
+/// cannot be read is left out and counted ([`ignored_hints`]).
 ///
 /// # Examples
 ///
@@ -102,22 +112,26 @@ pub(super) fn with_hint(outcome: Outcome, headers: &HeaderMap, now: SystemTime) 
 /// headers.insert("retry-after", "Thu, 01 Jan 1970 00:01:00 GMT".parse().unwrap());
 /// assert_eq!(retry_after(&headers, UNIX_EPOCH), Some(Duration::from_secs(60)));
 ///
-/// headers.insert("retry-after", "soon".parse().unwrap());
-/// assert_eq!(retry_after(&headers, SystemTime::now()), None);
+/// // OpenAI's reset headers, beside a shorter `Retry-After`: the longest wait.
+/// headers.insert("x-ratelimit-reset-tokens", "6m0s".parse().unwrap());
+/// headers.insert("retry-after-ms", "1500".parse().unwrap());
+/// assert_eq!(retry_after(&headers, UNIX_EPOCH), Some(Duration::from_secs(360)));
+///
+/// let mut unreadable = HeaderMap::new();
+/// unreadable.insert("retry-after", "soon".parse().unwrap());
+/// let before = toolbreaker::classify::http::ignored_hints();
+/// assert_eq!(retry_after(&unreadable, SystemTime::now()), None);
+/// assert!(toolbreaker::classify::http::ignored_hints() > before, "counted");
 /// ```
 pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
-    parse_retry_after(headers.get(RETRY_AFTER)?.to_str().ok()?, now)
+    super::hints::longest(headers, now)
 }
 
-/// A `Retry-After` value as a wait from `now`, by [`retry_after`]'s rules.
-pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
-    let value = value.trim();
-    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-        // Too many digits for a u64 is malformed, not a panic.
-        return value.parse().ok().map(Duration::from_secs);
-    }
-    let at = httpdate::parse_http_date(value).ok()?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+/// How many rate-limit hints ([`retry_after`]'s headers) could not be read and were left out,
+/// since the process started: a count for a dashboard or a test, never an error (the response
+/// was classified all the same).
+pub fn ignored_hints() -> u64 {
+    super::hints::ignored()
 }
 
 /// HTTP classification with per-status overrides for one dependency.
@@ -180,7 +194,7 @@ impl HttpClassifier {
             .map_or_else(|| classify_status(status), |(_, outcome)| *outcome)
     }
 
-    /// The outcome of a response, overrides first, with a 429's `Retry-After` hint.
+    /// The outcome of a response, overrides first, with a 429's rate-limit hint ([`retry_after`]).
     pub fn response<B>(&self, response: &Response<B>) -> Outcome {
         with_hint(
             self.classify_status(response.status()),

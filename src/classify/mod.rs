@@ -6,6 +6,8 @@
 
 mod classifier;
 #[cfg(feature = "http")]
+mod hints;
+#[cfg(feature = "http")]
 pub mod http;
 mod outcome;
 #[cfg(feature = "reqwest")]

@@ -69,7 +69,7 @@ impl Classify<reqwest::Response, reqwest::Error> for HttpClassifier {
 /// What an HTTP tool call's attempt returns when the model is to read the body. The attempt
 /// reads the body itself ([`read`](Self::read)), so the per-call timeout and the breaker cover
 /// it, and [`HttpClassifier`] classifies the result as it would the response: the status table
-/// and overrides, a 429's `Retry-After` (so a `failed` result keeps the hint), reqwest's errors
+/// and overrides, a 429's rate-limit hint (so a `failed` result keeps the hint), reqwest's errors
 /// (sending or reading the body) by the error table. [`ToolResult::map`](crate::ToolResult::map)
 /// with [`into_body`](Self::into_body) then gives the `ToolResult<String>` the model reads.
 ///
@@ -147,7 +147,7 @@ impl From<http::Response<String>> for TextResponse {
 }
 
 impl Classify<TextResponse, reqwest::Error> for HttpClassifier {
-    /// The answer by status (overrides first, a 429's `Retry-After` hint), or the transport error.
+    /// The answer by status (overrides first, a 429's rate-limit hint), or the transport error.
     fn classify(&self, result: &Result<TextResponse, reqwest::Error>) -> Outcome {
         match result {
             Ok(answer) => with_hint(

@@ -24,8 +24,10 @@
 //! # HTTP classification
 //!
 //! HTTP classification (feature `http`): 2xx/3xx success; 408 and 504 `Timeout`; 429 `RateLimited`
-//! with its `Retry-After`; other 5xx `Unavailable`; other 4xx `Ignored`. Transport errors (feature
-//! `reqwest`): connect `Connect`, timeout `Timeout`. The `Retry-After` hint is carried in the outcome
+//! with the longest wait its rate-limit headers ask for (`Retry-After`, `retry-after-ms`,
+//! `x-ratelimit-reset-requests` and `-tokens`, `RateLimit`, `RateLimit-Reset`: see
+//! `classify::http::retry_after`); other 5xx `Unavailable`; other 4xx `Ignored`. Transport errors
+//! (feature `reqwest`): connect `Connect`, timeout `Timeout`. The `Retry-After` hint is carried in the outcome
 //! for the caller's retry policy; a breaker's cooldown is its own configuration and does not stretch
 //! to the hint.
 //!
