@@ -86,3 +86,9 @@
 //! `reqwest::Error` displays its URL, query string and any API key in it included). A guard whose
 //! errors are safe to show, or that can redact them, says so:
 //! `ToolGuard::new(..).error_text(|e: &ToolError| Some(e.to_string()))`.
+//!
+//! A counted failure's message says "Do not call it again now" even while the breaker is still
+//! closed (two failures of a threshold of three, say): the call's retries are spent, and calling
+//! again at once only adds to a failing dependency's load. The `status` field tells the two
+//! apart: `failed` means the call ran and failed (the tool may work on a later turn), `blocked`
+//! that the breaker did not let it run (its `retry_after_ms` says when it may).

@@ -8,7 +8,7 @@ use crate::config::ConfigError;
 /// Why a [`Fleet`](super::Fleet) could not be built
 /// ([`FleetBuilder::build`](super::FleetBuilder::build)) or did not connect
 /// ([`FleetHandle::connected`](super::FleetHandle::connected)). No variant holds a URL's
-/// password (see [`redact`](super::redact)).
+/// password (see [`redact`](super::redact())).
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FleetError {

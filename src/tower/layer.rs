@@ -63,7 +63,7 @@ impl<C> CircuitBreakerLayer<C> {
 
 #[cfg(feature = "http")]
 impl CircuitBreakerLayer<crate::classify::http::HttpClassifier> {
-    /// A layer for services answering [`http::Response`](::http::Response)s (features `tower`
+    /// A layer for services answering [`http::Response`]s (features `tower`
     /// and `http`): responses are classified by
     /// [`HttpClassifier`](crate::classify::http::HttpClassifier)'s table (5xx, 408 and 429 count, other 4xx
     /// are ignored) and every error of the inner service counts as a failure of kind

@@ -64,7 +64,7 @@ pub(crate) fn manual(word: Word, action: Manual, limits: &Limits) -> Option<Step
 }
 
 /// A probing word whose lease has run out, written down: open from the lease's end, in a new
-/// generation, with its `half-open → open` (probe timed out) transition, as [`acquire`] writes it
+/// generation, with its `half-open → open` (probe timed out) transition, as [`acquire`](super::acquire) writes it
 /// when a caller finds it. `None` for any other word. A change by hand writes this first, so the
 /// transitions heard stay a chain (no `open → …` without the `half-open → open` before it).
 pub(crate) fn expired_probe(
