@@ -37,4 +37,6 @@
 //! (`fleet::status::Status`: commands, messages, adoptions, outages, bad records, claims won),
 //! `RelaxedU64`s read by `FleetHandle::stats`; its `connected` flag (an `AtomicBool`) is stored
 //! `Release` by the worker and loaded `Acquire` by `FleetHandle::is_connected`, so a caller that
-//! reads `true` also sees the syncs the worker made before setting it.
+//! reads `true` also sees the syncs the worker made before setting it, and one that reads `false`
+//! sees every breaker's tap already ungoverned (the worker clears the taps before the flag), so
+//! its next call may take a local probe.

@@ -43,7 +43,9 @@ impl Worker {
     /// Redis refused this instance: told once, at error level; every breaker works locally and
     /// the worker does not try again.
     pub(super) fn refused(&mut self, error: String) {
-        // The link's state first: a caller that heard the event finds it there.
+        // Local mode first, then the link's state, then the event: a caller that heard the
+        // event, or read the link, finds every breaker already working locally.
+        self.local_mode();
         self.status.link.send_replace(Link::Refused(error.clone()));
         if !self.refused {
             self.refused = true;
@@ -51,7 +53,6 @@ impl Worker {
             self.event(FleetEvent::Refused { error });
         }
         self.outage = true;
-        self.local_mode();
     }
 
     /// Mark Redis unreachable: every breaker works locally; told once per outage.
@@ -59,22 +60,25 @@ impl Worker {
         if self.refused {
             return self.local_mode();
         }
-        // The link's state first: a caller that heard the event finds it there.
+        // Local mode first, then the link's state, then the event: a caller that heard the
+        // event, or read the link, finds every breaker already working locally.
+        let was_connected = self.connected;
+        self.local_mode();
         self.status.link.send_replace(Link::Lost(error.to_owned()));
-        if self.connected || !self.outage {
+        if was_connected || !self.outage {
             self.status.outages.fetch_add(1, Ordering::Relaxed);
             self.event(FleetEvent::Unreachable {
                 error: error.to_owned(),
             });
             self.outage = true;
         }
-        self.local_mode();
     }
 
-    /// Every breaker works as a local breaker.
+    /// Every breaker works as a local breaker. The taps first, then the flag callers read
+    /// (`FleetHandle::connected`): a caller that reads the link as down finds no probe slot still
+    /// held back for the fleet's choice.
     fn local_mode(&mut self) {
         self.connected = false;
-        self.status.connected.store(false, Ordering::Release);
         for dep in self.deps.values_mut() {
             dep.synced = false;
             if let Some(tap) = tap_of(&dep.breaker) {
@@ -83,6 +87,9 @@ impl Worker {
             }
             dep.elsewhere = None;
         }
+        // Release: pairs with the Acquire load of `connected`, so a caller that reads `false`
+        // also sees every tap's `governed` cleared above.
+        self.status.connected.store(false, Ordering::Release);
     }
 
     /// Try to reach Redis; on success sync every dependency and send what is pending.
