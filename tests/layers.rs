@@ -318,17 +318,21 @@ fn sources() -> (std::path::PathBuf, Vec<std::path::PathBuf>) {
     (src, files)
 }
 
+/// `path` under `src`, with `/` between its parts on every platform.
+fn relative_to(src: &Path, path: &Path) -> String {
+    path.strip_prefix(src)
+        .unwrap()
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
 /// Each occurrence of any of `needles` in the code (not the comments, not the unit tests) of a
 /// file not in `allowed` (paths under `src/`), as `file:line: code`.
 fn occurrences(needles: &[&str], allowed: &[&str]) -> Vec<String> {
     let (src, files) = sources();
     let mut found = Vec::new();
     for path in &files {
-        let relative = path
-            .strip_prefix(&src)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
+        let relative = relative_to(&src, path);
         if allowed
             .iter()
             .any(|a| relative == *a || relative.starts_with(&format!("{a}/")))
@@ -420,11 +424,7 @@ fn crate_paths_name_the_defining_module_not_the_roots_re_exports() {
     let (src, files) = sources();
     let mut found = Vec::new();
     for path in &files {
-        let relative = path
-            .strip_prefix(&src)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
+        let relative = relative_to(&src, path);
         let text = fs::read_to_string(path).unwrap();
         for (number, code) in code_lines(&text) {
             let through_root = segments_after(&code, "crate::")
@@ -582,11 +582,7 @@ fn every_file_is_short_enough_to_read_in_one_sitting() {
     let (src, files) = sources();
     let mut long = Vec::new();
     for path in &files {
-        let relative = path
-            .strip_prefix(&src)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
+        let relative = relative_to(&src, path);
         let stem = path.file_stem().unwrap().to_string_lossy();
         if relative.starts_with("docs/") || stem.ends_with("_tests") {
             continue;
@@ -630,11 +626,7 @@ fn every_mod_rs_is_an_index() {
     let mut defined = Vec::new();
     let mut indexes = 0;
     for path in &files {
-        let relative = path
-            .strip_prefix(&src)
-            .unwrap()
-            .to_string_lossy()
-            .replace('\\', "/");
+        let relative = relative_to(&src, path);
         if !(relative.ends_with("/mod.rs") || relative == "lib.rs") {
             continue;
         }

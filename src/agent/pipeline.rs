@@ -285,7 +285,8 @@ impl<X> ToolGuard<X> {
             // Before waiting, the checks a retry would make anyway: an opened breaker ends the
             // call now (blocked), and so does a spent run (stopped); no wait is slept for nothing.
             // Asked without taking the probe slot (a half-open breaker's retry waits, then asks).
-            // Only a counted failure is retried, so this attempt is one more failed one.
+            // Only a counted failure is retried, so this attempt is one more failed one: either
+            // end says so.
             tried = Some(FailedAttempts::after(tried, &outcome, status));
             if let Err(blocked) = breaker.check_open() {
                 return stop(

@@ -82,6 +82,16 @@ mod tests {
         verdict: false,
     };
 
+    /// Every send pending.
+    const ALL: FlushFacts = FlushFacts {
+        connected: true,
+        bad: false,
+        synced: false,
+        resync: true,
+        manual: true,
+        verdict: true,
+    };
+
     /// The steps a flush makes, in order, when each send succeeds and leaves the facts as they
     /// were (the worst case for termination: a send that did not clear its flag).
     fn steps(facts: FlushFacts) -> Vec<Step> {
@@ -135,17 +145,7 @@ mod tests {
                 },
                 &[Manual, Verdict, Report],
             ),
-            (
-                FlushFacts {
-                    connected: true,
-                    bad: false,
-                    synced: false,
-                    resync: true,
-                    manual: true,
-                    verdict: true,
-                },
-                &[Sync, Resync, Manual, Verdict, Report],
-            ),
+            (ALL, &[Sync, Resync, Manual, Verdict, Report]),
         ];
         for (facts, expected) in rows {
             assert_eq!(steps(facts), expected, "{facts:?}");
@@ -188,15 +188,7 @@ mod tests {
         assert_eq!(next_step(UP, Some(Step::Report)), None);
         // Each step comes only after those before it in the order, never again.
         for (i, done) in Step::ORDER.into_iter().enumerate() {
-            let all = FlushFacts {
-                connected: true,
-                bad: false,
-                synced: false,
-                resync: true,
-                manual: true,
-                verdict: true,
-            };
-            assert_eq!(next_step(all, Some(done)), Step::ORDER.get(i + 1).copied());
+            assert_eq!(next_step(ALL, Some(done)), Step::ORDER.get(i + 1).copied());
         }
     }
 }
