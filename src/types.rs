@@ -93,6 +93,9 @@ pub enum TransitionReason {
     /// Closed → open: slow calls reached the slow-call rule's share of the judged calls in the
     /// window, which held at least its minimum.
     SlowCallRate,
+    /// Closed → open at once: a rate-limited failure's hint was longer than the cooldown
+    /// ([`Builder::open_on_long_hint`](crate::breaker::Builder::open_on_long_hint), off by default).
+    RetryAfter,
     /// Open → half-open: the cooldown elapsed and a caller took the probe slot.
     CooldownElapsed,
     /// Half-open → closed: the probe succeeded.
@@ -112,7 +115,7 @@ pub enum TransitionReason {
 
 impl TransitionReason {
     /// The reason as used in logs, metrics and JSON: `failure_threshold`, `failure_rate`,
-    /// `slow_call_rate`, `cooldown_elapsed`,
+    /// `slow_call_rate`, `retry_after`, `cooldown_elapsed`,
     /// `probe_succeeded`, `probe_failed`, `probe_timed_out`, `manual` or `fleet`.
     ///
     /// # Examples
@@ -125,6 +128,7 @@ impl TransitionReason {
             TransitionReason::FailureThreshold => "failure_threshold",
             TransitionReason::FailureRate => "failure_rate",
             TransitionReason::SlowCallRate => "slow_call_rate",
+            TransitionReason::RetryAfter => "retry_after",
             TransitionReason::CooldownElapsed => "cooldown_elapsed",
             TransitionReason::ProbeSucceeded => "probe_succeeded",
             TransitionReason::ProbeFailed => "probe_failed",

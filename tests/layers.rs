@@ -22,7 +22,8 @@ const FILES: &[(&str, &[&str])] = &[
     (
         "state",
         &[
-            "pack", "word", "slots", "settings", "backoff", "cooldown", "rates", "decide", "mod",
+            "pack", "word", "slots", "settings", "backoff", "hint", "cooldown", "rates", "decide",
+            "mod",
         ],
     ),
     (
@@ -40,6 +41,7 @@ const FILES: &[(&str, &[&str])] = &[
             "permit",
             "call",
             "builder",
+            "hint",
             "mod",
             "loom_tests",
         ],

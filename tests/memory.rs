@@ -57,11 +57,11 @@ fn bytes_per_breaker_and_per_registry_entry() {
     );
     assert_eq!(
         per_arc,
-        256 + 152,
+        256 + 160,
         "the Arc's counts take a padded block of their own; the cold part (the herald: the \
          listener and the queue that tells transitions in order; the slow paths' hook; the lock that \
-         serialises reconfigurations; the cooldown's shape and the cooldown in force; the probe \
-         slots) is a box of 152 B beside it"
+         serialises reconfigurations; the cooldown's shape, the cooldown in force and the end a \
+         dependency's hint set; the probe slots) is a box of 160 B beside it"
     );
     assert!(per_entry <= 512, "{per_entry} B per registry entry");
     drop(registry);

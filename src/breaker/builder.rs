@@ -30,7 +30,7 @@ pub struct Builder {
     /// `None`: not set (5 unless a rate rule is set; then off).
     failure_threshold: Option<u32>,
     rates: RateSettings,
-    shape: ShapeSettings,
+    pub(super) shape: ShapeSettings,
     probes: u32,
     cooldown: Duration,
     probe_timeout: Duration,

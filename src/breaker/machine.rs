@@ -16,7 +16,7 @@ use crate::state::cooldown::Cooldown;
 use crate::state::decide::{self, Step};
 use crate::state::settings::Settings;
 use crate::state::slots::SlotsCell;
-use crate::state::word::{Updated, Word, WordCell};
+use crate::state::word::{Kind, Updated, Word, WordCell};
 use crate::sync::Mutex;
 use crate::time::Origin;
 use crate::types::{State, Transition};
@@ -210,13 +210,21 @@ impl CircuitBreaker {
         at
     }
 
-    /// `transition` with the cooldown in force for the generation it entered, when shaped.
+    /// `transition` with the cooldown in force for the generation it entered, when shaped: its
+    /// period's, lengthened by a hint while the word is still that period's.
     pub(super) fn shaped(&self, transition: Transition, limits: &Limits) -> Transition {
         if !limits.shape.is_shaped() || transition.to() != State::Open {
             return transition;
         }
         let cooldown = &self.inner.cold.cooldown;
-        transition.with_cooldown_ms(cooldown.of_generation(transition.generation(), limits))
+        let word = self.word();
+        let cooldown_ms =
+            if word.kind() == Kind::Open && word.generation() == transition.generation() {
+                cooldown.cooldown_of(word, limits)
+            } else {
+                cooldown.of_generation(transition.generation(), limits)
+            };
+        transition.with_cooldown_ms(cooldown_ms)
     }
 
     /// The rate rules in force, if any (kept with the window).

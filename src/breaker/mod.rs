@@ -14,6 +14,7 @@
 mod admit;
 mod builder;
 mod call;
+mod hint;
 mod hook;
 mod machine;
 mod manual;

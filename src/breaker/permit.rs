@@ -377,8 +377,10 @@ impl<B: Deref<Target = CircuitBreaker>> Ticket<B> {
                 return None;
             }
         }
+        // A dependency's hint of how long to stay away (`Retry-After`), in whole ms; 0: none.
+        let hint_ms = outcome.retry_after().map_or(0, crate::time::millis_ceil);
         self.breaker
-            .record_slow(self.generation, probe, counting, counter, elapsed)
+            .record_slow(self.generation, probe, counting, counter, elapsed, hint_ms)
     }
 }
 

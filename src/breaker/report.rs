@@ -81,6 +81,7 @@ impl CircuitBreaker {
         counting: bool,
         counter: Counter,
         elapsed: Option<Duration>,
+        hint_ms: u64,
     ) -> Option<Transition> {
         if counting {
             self.count(counter);
@@ -102,6 +103,12 @@ impl CircuitBreaker {
             Counter::Ignored => Report::Ignored,
             _ => Report::Failure,
         };
+        // The hint is kept before the report that may trip, so the trip's open period reads it.
+        if hint_ms != 0
+            && let Some(transition) = self.hear_hint(generation, probe, hint_ms)
+        {
+            return Some(transition);
+        }
         self.report_timed(generation, probe, report, elapsed)
     }
 

@@ -149,11 +149,36 @@ impl Config {
         self.shape.jitter_ppm as f64 / MILLION
     }
 
+    /// The longest a dependency's hint keeps the breaker open, before the hint's jitter, in
+    /// whole milliseconds (default [`DEFAULT_MAX_HINTED_OPEN`](super::DEFAULT_MAX_HINTED_OPEN),
+    /// 10 minutes); zero when hints never lengthen an open period. See
+    /// [`Builder::max_hinted_open`](crate::breaker::Builder::max_hinted_open).
+    pub const fn max_hinted_open(&self) -> Duration {
+        Duration::from_millis(self.shape.hint_cap_ms)
+    }
+
+    /// The largest fraction of its hint a hinted open period is lengthened by (default
+    /// [`DEFAULT_HINT_JITTER`](super::DEFAULT_HINT_JITTER), kept to the millionth).
+    pub fn hint_jitter(&self) -> f64 {
+        self.shape.hint_jitter_ppm as f64 / MILLION
+    }
+
+    /// Whether a rate-limited failure whose hint is longer than the cooldown trips the breaker at
+    /// once (default `false`).
+    pub const fn opens_on_long_hint(&self) -> bool {
+        self.shape.open_on_long_hint
+    }
+
     /// The cooldown's shape as settings, for a builder starting from this configuration.
     pub(crate) fn shape_settings(&self) -> ShapeSettings {
+        let fixed = Shape::FIXED;
         ShapeSettings {
             backoff: self.cooldown_backoff(),
             jitter: (self.shape.jitter_ppm != 0).then(|| self.cooldown_jitter()),
+            hint_cap: (self.shape.hint_cap_ms != fixed.hint_cap_ms).then(|| self.max_hinted_open()),
+            hint_jitter: (self.shape.hint_jitter_ppm != fixed.hint_jitter_ppm)
+                .then(|| self.hint_jitter()),
+            open_on_long_hint: self.shape.open_on_long_hint.then_some(true),
         }
     }
 
@@ -228,7 +253,11 @@ impl Config {
             cooldown_ms: limits.cooldown_ms,
             probe_timeout_ms: limits.probe_timeout_ms,
             rates: limits.rates,
-            shape: limits.shape,
+            // Whether a hint was heard is the breaker's news, not its configuration.
+            shape: Shape {
+                heard: false,
+                ..limits.shape
+            },
             probes: limits.probes,
         }
     }

@@ -52,6 +52,7 @@
 //! | open for (cooldown) | 30 s | 60 s | 5 s |
 //! | cooldown backoff | off (`cooldown_backoff`) | off (an interval function) | off (a break-duration generator) |
 //! | cooldown jitter | off (`cooldown_jitter`) | – | – |
+//! | open time from the dependency's hint | up to 10 min, +0–10 % (`max_hinted_open`, `hint_jitter`) | – | – |
 //!
 //! The window follows resilience4j's count window. The minimum does not: an agent calls a tool a
 //! few dozen times a run, and at 100 the rule would never judge (the fault of a proxy that could not
@@ -61,6 +62,20 @@
 //! call sent to a dependency that was failing, and an agent's tool call may have effects, so
 //! admitting ten at once (resilience4j) is the user's choice. The cooldown stays fixed unless asked,
 //! as in both libraries.
+//!
+//! # Open time from the dependency
+//!
+//! A rate-limited failure often says how long to stay away: `Retry-After`, `retry-after-ms`,
+//! `x-ratelimit-reset-requests`/`-tokens` (OpenAI's `6m0s` form), and the IETF `RateLimit` and
+//! `RateLimit-Reset` fields; [`classify::http`](crate::classify::http) reads them all into
+//! [`FailureKind::RateLimited`](crate::FailureKind::RateLimited) and keeps the longest. The
+//! breaker then stays open for the longer of its cooldown and the hint, capped at
+//! [`max_hinted_open`](crate::breaker::Builder::max_hinted_open) (10 minutes by default) and
+//! spread upward by [`hint_jitter`](crate::breaker::Builder::hint_jitter) (0 to +10 %), so that
+//! callers told the same thing do not come back in the same second. A re-trip, or a later hint
+//! while open, never shortens the deadline; failures counted before the trip lend it their hints
+//! too. [`open_on_long_hint`](crate::breaker::Builder::open_on_long_hint) (off by default) trips
+//! at once on a hint longer than the cooldown. In fleet mode the deadline is the fleet's.
 //!
 //! # Live configuration and changes by hand
 //!
@@ -85,6 +100,9 @@
 //! max_cooldown_ms = 60000       # …up to a minute
 //! cooldown_jitter = 0.1         # each cooldown spread by ±10 %
 //! probes = 3                    # half-open admits 3 probes; all must succeed to close
+//! max_hinted_open_ms = 300000   # a 429's Retry-After keeps it open up to 5 min (0: ignore hints)
+//! hint_jitter = 0.2             # a hinted deadline spread by 0 to +20 % of its hint
+//! open_on_long_hint = true      # a 429 asking for longer than the cooldown trips at once
 //! ```
 //!
 //! `RegistryConfig::from_file` reads it (feature `toml`); `Registry::reload_file` puts a new version

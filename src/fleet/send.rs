@@ -56,7 +56,8 @@ impl Worker {
             match transition.reason() {
                 TransitionReason::FailureThreshold
                 | TransitionReason::FailureRate
-                | TransitionReason::SlowCallRate => {
+                | TransitionReason::SlowCallRate
+                | TransitionReason::RetryAfter => {
                     dep.local_trip = true;
                     dep.pending.report = true;
                 }

@@ -30,7 +30,7 @@ pub(crate) enum Counter {
 }
 
 const COUNTERS: usize = 9;
-const REASONS: usize = 9;
+const REASONS: usize = 10;
 
 impl Counter {
     /// The counter of a recorded outcome.
@@ -82,6 +82,7 @@ fn reason_index(reason: TransitionReason) -> usize {
         TransitionReason::Fleet => 6,
         TransitionReason::FailureRate => 7,
         TransitionReason::SlowCallRate => 8,
+        TransitionReason::RetryAfter => 9,
     }
 }
 
@@ -198,6 +199,7 @@ impl Counters {
                 failure_threshold: t(TransitionReason::FailureThreshold),
                 failure_rate: t(TransitionReason::FailureRate),
                 slow_call_rate: t(TransitionReason::SlowCallRate),
+                retry_after: t(TransitionReason::RetryAfter),
                 cooldown_elapsed: t(TransitionReason::CooldownElapsed),
                 probe_succeeded: t(TransitionReason::ProbeSucceeded),
                 probe_failed: t(TransitionReason::ProbeFailed),
@@ -277,6 +279,9 @@ pub struct TransitionCounts {
     pub failure_rate: u64,
     /// Trips by the slow-call rule.
     pub slow_call_rate: u64,
+    /// Trips at once by a rate-limited failure whose hint was longer than the cooldown
+    /// ([`Builder::open_on_long_hint`](crate::breaker::Builder::open_on_long_hint)).
+    pub retry_after: u64,
     /// Open → half-open, counted when a probe takes the slot.
     pub cooldown_elapsed: u64,
     /// Half-open → closed.
@@ -297,6 +302,7 @@ impl TransitionCounts {
         self.failure_threshold
             + self.failure_rate
             + self.slow_call_rate
+            + self.retry_after
             + self.cooldown_elapsed
             + self.probe_succeeded
             + self.probe_failed

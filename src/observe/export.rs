@@ -53,6 +53,7 @@ impl Metrics {
             ("failure_threshold", t.failure_threshold),
             ("failure_rate", t.failure_rate),
             ("slow_call_rate", t.slow_call_rate),
+            ("retry_after", t.retry_after),
             ("cooldown_elapsed", t.cooldown_elapsed),
             ("probe_succeeded", t.probe_succeeded),
             ("probe_failed", t.probe_failed),

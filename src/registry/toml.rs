@@ -298,6 +298,14 @@ mod tests {
             ("cooldown_jitter = -0.1", "cooldown_jitter"),
             ("probes = 0", "probes"),
             ("probes = 1048576", "probes"),
+            ("max_hinted_open_ms = -1", "max_hinted_open_ms"),
+            (
+                "max_hinted_open_ms = 99999999999999999999",
+                "max_hinted_open_ms",
+            ),
+            ("hint_jitter = 1.5", "hint_jitter"),
+            ("hint_jitter = -0.1", "hint_jitter"),
+            ("open_on_long_hint = 1", "open_on_long_hint"),
         ];
         for key in &keys {
             assert!(

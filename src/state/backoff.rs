@@ -1,5 +1,5 @@
 //! The cooldown's backoff and jitter, as pure arithmetic: the base of the next open period after
-//! a reopen, and the spread drawn for a generation. No atomic, no clock: the cooldown's cell
+//! a reopen, the draw of a generation, and the spread drawn for it. No atomic, no clock: the cooldown's cell
 //! (`cooldown`) keeps the base in force and applies these.
 
 use crate::config::Shape;
@@ -17,6 +17,15 @@ pub(crate) fn backed_off(base: u64, shape: &Shape) -> u64 {
         .max(base.min(shape.max_cooldown_ms))
 }
 
+/// The draw of `generation` from `seed`: splitmix64's finaliser over the two, so every caller
+/// that asks for one generation reads the same number.
+pub(crate) fn draw(seed: u64, generation: u32) -> u64 {
+    let mut z = seed ^ u64::from(generation).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// `base` spread by the jitter drawn for `generation` from `seed`: `base × (1 + j·u)`, `u` in
 /// [−1, 1) from a hash of the generation and the seed; at least 1 ms.
 pub(crate) fn spread(seed: u64, generation: u32, base: u64, shape: &Shape) -> u64 {
@@ -24,13 +33,8 @@ pub(crate) fn spread(seed: u64, generation: u32, base: u64, shape: &Shape) -> u6
     if jitter == 0 {
         return base;
     }
-    // splitmix64's finaliser over the seed and the generation.
-    let mut z = seed ^ u64::from(generation).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
     // u in millionths: −1,000,000 ..= 999,999.
-    let u = (z % 2_000_000) as i128 - 1_000_000;
+    let u = (draw(seed, generation) % 2_000_000) as i128 - 1_000_000;
     let delta = i128::from(base) * i128::from(jitter) * u / 1_000_000_000_000;
     u64::try_from((i128::from(base) + delta).max(1)).unwrap_or(u64::MAX)
 }
@@ -42,7 +46,7 @@ mod tests {
     const DOUBLING: Shape = Shape {
         multiplier_ppm: 2_000_000,
         max_cooldown_ms: 1_000,
-        jitter_ppm: 0,
+        ..Shape::FIXED
     };
 
     #[test]

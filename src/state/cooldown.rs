@@ -18,6 +18,7 @@
 //! ```
 
 use super::backoff;
+use super::hint::{HintCell, Hinted, hinted_end};
 use super::pack::Field;
 use super::word::{Kind, Word, next_generation};
 use crate::config::{Limits, MAX_DURATION_MS, Shape};
@@ -47,6 +48,19 @@ impl Record {
 }
 
 const _: () = assert!(MAX_DURATION_MS <= Record::BASE.max());
+
+/// The backoff's cap in ms and the jitter in millionths (below 1,000,000), packed in one relaxed
+/// cell.
+const MAX_COOLDOWN: Field = Field::low(41);
+const JITTER: Field = MAX_COOLDOWN.above(20);
+const _: () = assert!(MAX_DURATION_MS <= MAX_COOLDOWN.max() && 999_999 <= JITTER.max());
+
+/// The hints' settings, packed in one relaxed cell: the cap in ms, the jitter in millionths, and
+/// whether a long hint trips at once.
+const HINT_CAP: Field = Field::low(41);
+const HINT_JITTER: Field = HINT_CAP.above(21);
+const HINT_OPENS: Field = Field::bit(63);
+const _: () = assert!(HINT_JITTER.end() <= HINT_OPENS.shift() && 1_000_000 <= HINT_JITTER.max());
 const _: () = assert!(Record::GENERATION.end() <= 64);
 
 /// The cooldown's live shape, and the record of the cooldown in force (see the module docs).
@@ -55,9 +69,11 @@ const _: () = assert!(Record::GENERATION.end() <= 64);
 #[derive(Debug)]
 pub(crate) struct Cooldown {
     multiplier_ppm: RelaxedU64,
-    max_cooldown_ms: RelaxedU64,
-    jitter_ppm: RelaxedU64,
+    /// `MAX_COOLDOWN` and `JITTER`.
+    spread: RelaxedU64,
+    hints: RelaxedU64,
     in_force: RelaxedU64,
+    hinted: HintCell,
     seed: u64,
 }
 
@@ -67,8 +83,9 @@ impl Cooldown {
     pub(crate) fn new(shape: Shape, cooldown_ms: u64) -> Self {
         let cell = Cooldown {
             multiplier_ppm: RelaxedU64::new(0),
-            max_cooldown_ms: RelaxedU64::new(0),
-            jitter_ppm: RelaxedU64::new(0),
+            spread: RelaxedU64::new(0),
+            hints: RelaxedU64::new(0),
+            hinted: HintCell::default(),
             in_force: RelaxedU64::new(Record::new(0, cooldown_ms).0),
             // A seed of the breaker's own, so breakers of one name in separate processes spread
             // apart too.
@@ -80,19 +97,38 @@ impl Cooldown {
 
     /// Relaxed, as the other live settings.
     pub(crate) fn load(&self) -> Shape {
+        let hints = self.hints.load(Ordering::Relaxed);
+        let spread = self.spread.load(Ordering::Relaxed);
         Shape {
             multiplier_ppm: self.multiplier_ppm.load(Ordering::Relaxed),
-            max_cooldown_ms: self.max_cooldown_ms.load(Ordering::Relaxed),
-            jitter_ppm: self.jitter_ppm.load(Ordering::Relaxed),
+            max_cooldown_ms: MAX_COOLDOWN.get(spread),
+            jitter_ppm: JITTER.get(spread),
+            hint_cap_ms: HINT_CAP.get(hints),
+            hint_jitter_ppm: HINT_JITTER.get(hints),
+            open_on_long_hint: HINT_OPENS.get(hints) != 0,
+            heard: false,
         }
     }
 
     pub(crate) fn store(&self, shape: Shape) {
         self.multiplier_ppm
             .store(shape.multiplier_ppm, Ordering::Relaxed);
-        self.max_cooldown_ms
-            .store(shape.max_cooldown_ms, Ordering::Relaxed);
-        self.jitter_ppm.store(shape.jitter_ppm, Ordering::Relaxed);
+        let spread = MAX_COOLDOWN.put(shape.max_cooldown_ms) | JITTER.put(shape.jitter_ppm);
+        self.spread.store(spread, Ordering::Relaxed);
+        let hints = HINT_CAP.put(shape.hint_cap_ms)
+            | HINT_JITTER.put(shape.hint_jitter_ppm)
+            | HINT_OPENS.put(u64::from(shape.open_on_long_hint));
+        self.hints.store(hints, Ordering::Relaxed);
+    }
+
+    /// Keep the end a hint of `hint_ms`, heard at `now_ms`, sets for the open period of
+    /// `generation` (see `hint`). Whether a hint lengthens anything: `false` when hints are off.
+    pub(crate) fn hear(&self, generation: u32, now_ms: u64, hint_ms: u64, shape: &Shape) -> bool {
+        let Some(until_ms) = hinted_end(now_ms, hint_ms, shape, self.seed, generation) else {
+            return false;
+        };
+        self.hinted.hear(Hinted::new(generation, until_ms));
+        true
     }
 
     /// The base cooldown of the open period that entered `generation`: the one recorded for it,
@@ -113,12 +149,22 @@ impl Cooldown {
         backoff::spread(self.seed, generation, base, &limits.shape)
     }
 
-    /// The cooldown in force for `word`: an open word's period's; a probing word's the one its
+    /// The cooldown in force for `word`: an open word's period's, lengthened to its hinted end
+    /// if a hint governs it; a probing word's the one its
     /// lease's end would begin (a reopen); otherwise the configured one.
     pub(crate) fn cooldown_of(&self, word: Word, limits: &Limits) -> u64 {
         let generation = word.generation();
         match word.kind() {
-            Kind::Open => self.of_generation(generation, limits),
+            // The later of the cooldown's end and a hint's (`hint`): an isolated word never ends.
+            Kind::Open => {
+                let cooldown = self.of_generation(generation, limits);
+                match self.hinted.until_of(generation) {
+                    Some(until) if !word.is_isolated() => {
+                        cooldown.max(until.saturating_sub(word.payload()))
+                    }
+                    _ => cooldown,
+                }
+            }
             Kind::Probing => {
                 let base = backoff::backed_off(self.base_of(generation, limits), &limits.shape);
                 backoff::spread(self.seed, next_generation(generation), base, &limits.shape)

@@ -11,12 +11,15 @@
 //!
 //! ```text
 //! threshold:  the failure threshold (a whole u64)
-//! cooldown:   | SHAPED (bit 63) | spare (22) | cooldown in ms (41 bits)  |
+//! cooldown:   | SHAPED (bit 63) | HINTED (bit 62) | spare (21) | cooldown in ms (41 bits) |
 //! lease:      | spare (3) | probes − 1 (20) | probe timeout in ms (41 bits) |
 //! ```
 //!
 //! A duration is at most `MAX_DURATION_MS` (2^40 ms), so 41 bits hold it; `SHAPED` says the
-//! cooldown backs off or spreads (its shape is read from the cooldown's cell only then).
+//! cooldown backs off or spreads, or its hints are not read the default way, and `HINTED` that a
+//! dependency's hint has been heard (its shape is read from the cooldown's cell only when either
+//! is set). `HINTED` is news, not configuration: set once, by the first hint, and kept by every
+//! later store, so an open period a hint lengthened is never read from the plain cooldown.
 
 use super::pack::Field;
 use crate::config::{Limits, MAX_DURATION_MS, MAX_PROBES, Rates, Shape};
@@ -35,6 +38,8 @@ impl Settings {
     const DURATION: Field = Field::low(41);
     /// The cooldown's flag: its shape is not fixed.
     const SHAPED: Field = Field::bit(63);
+    /// The cooldown's flag: a hint has been heard.
+    const HINTED: Field = Field::bit(62);
     /// The probes less one, above the probe timeout.
     const PROBES: Field = Self::DURATION.above(20);
 
@@ -61,31 +66,51 @@ impl Settings {
             probe_timeout_ms: Self::DURATION.get(lease),
             probes: Self::PROBES.get(lease) as u32 + 1,
             rates,
-            shape: if Self::SHAPED.get(cooldown) != 0 {
-                shape()
+            shape: if (Self::SHAPED.put(1) | Self::HINTED.put(1)) & cooldown != 0 {
+                Shape {
+                    heard: Self::HINTED.get(cooldown) != 0,
+                    ..shape()
+                }
             } else {
                 Shape::FIXED
             },
         }
     }
 
-    /// The cooldown in ms when its shape is fixed (no backoff, no jitter), else `None`: all an
-    /// open breaker's rejection needs to know. One relaxed load.
+    /// The cooldown in ms when its shape is fixed (no backoff, no jitter, no hint heard), else
+    /// `None`: all an open breaker's rejection needs to know. One relaxed load.
     #[inline(always)]
     pub(crate) fn plain_cooldown_ms(&self) -> Option<u64> {
         let cooldown = self.cooldown.load(Ordering::Relaxed);
-        (Self::SHAPED.get(cooldown) == 0).then_some(Self::DURATION.get(cooldown))
+        (cooldown & !Self::DURATION.put(Self::DURATION.max()) == 0)
+            .then_some(Self::DURATION.get(cooldown))
+    }
+
+    /// Mark that a hint has been heard (see the module docs). Relaxed: the hint's own cell is
+    /// written first, and a caller that misses the flag misses the hint too.
+    pub(crate) fn hear(&self) {
+        let hinted = Self::HINTED.put(1);
+        if self.cooldown.load(Ordering::Relaxed) & hinted == 0 {
+            self.cooldown.fetch_or(hinted, Ordering::Relaxed);
+        }
     }
 
     /// Relaxed stores: `reconfigure`'s read-modify-write of the word, after them, publishes them.
     pub(crate) fn store(&self, limits: Limits) {
         self.failure_threshold
             .store(limits.failure_threshold, Ordering::Relaxed);
-        let shaped = Self::SHAPED.put(u64::from(limits.shape.is_shaped()));
-        self.cooldown.store(
-            Self::DURATION.put(limits.cooldown_ms) | shaped,
-            Ordering::Relaxed,
-        );
+        let configured = Shape {
+            heard: false,
+            ..limits.shape
+        };
+        let shaped = Self::SHAPED.put(u64::from(configured.is_shaped()));
+        let cooldown = Self::DURATION.put(limits.cooldown_ms) | shaped;
+        // A heard hint's flag is kept (see the module docs).
+        let _ = self
+            .cooldown
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+                Some(cooldown | (old & Self::HINTED.put(1)))
+            });
         let probes = Self::PROBES.put(u64::from(limits.probes.max(1) - 1));
         self.lease.store(
             Self::DURATION.put(limits.probe_timeout_ms) | probes,
@@ -112,6 +137,7 @@ mod tests {
             multiplier_ppm: 2_000_000,
             max_cooldown_ms: MAX_DURATION_MS,
             jitter_ppm: 999_999,
+            ..Shape::FIXED
         };
         let rates = Rates {
             failure_ppm: 500_000,

@@ -12,7 +12,8 @@ use crate::registry::toml::error::ConfigFileError;
 pub(super) const FIELDS: &str = "`failure_threshold`, `cooldown_ms`, `probe_timeout_ms`, `failure_rate`, \
                       `slow_call_threshold_ms`, `slow_call_rate`, `window_calls`, `window_ms`, \
                       `minimum_calls`, `cooldown_multiplier`, `max_cooldown_ms`, \
-                      `cooldown_jitter`, `probes`";
+                      `cooldown_jitter`, `probes`, `max_hinted_open_ms`, `hint_jitter`, \
+                      `open_on_long_hint`";
 
 /// One section: its keys over `base`, validated; with whether `failure_threshold` was set here or
 /// in `base` (so a rate rule set in a dependency's section keeps the consecutive rule only if
@@ -89,6 +90,25 @@ pub(super) fn section(
                 max_cooldown = Some(Duration::from_millis(number(MAX_DURATION_MS, "ms")?));
             }
             "cooldown_jitter" => shape.jitter = Some(ratio(value, dependency, key)?),
+            // Zero turns hints off, so the range starts at 0.
+            "max_hinted_open_ms" => {
+                let ms = whole_number(value, MAX_DURATION_MS, "ms").map_err(|problem| {
+                    let problem = problem.replace("from 1 to", "from 0 to");
+                    ConfigFileError::at(dependency, Some(key), problem)
+                })?;
+                shape.hint_cap = Some(Duration::from_millis(ms));
+            }
+            "hint_jitter" => shape.hint_jitter = Some(ratio(value, dependency, key)?),
+            "open_on_long_hint" => {
+                let DeValue::Boolean(on) = value else {
+                    return Err(ConfigFileError::at(
+                        dependency,
+                        Some(key),
+                        format!("must be true or false, not a {}", value.type_str()),
+                    ));
+                };
+                shape.open_on_long_hint = Some(*on);
+            }
             "probes" => probes = number(u64::from(MAX_PROBES), "probes")? as u32,
             "minimum_calls" => {
                 rates.minimum_calls = Some(number(u64::from(u32::MAX), "calls")? as u32);
@@ -145,6 +165,7 @@ fn toml_key(field: &'static str, window_key: Option<&'static str>) -> &'static s
         "slow_call_threshold" => "slow_call_threshold_ms",
         "slow_calls" => "slow_call_rate",
         "max_cooldown" => "max_cooldown_ms",
+        "max_hinted_open" => "max_hinted_open_ms",
         "window" => window_key.unwrap_or("window_calls"),
         other => other,
     }
