@@ -116,6 +116,34 @@ impl CircuitBreaker {
         Duration::from_millis(self.limits_at(self.word(), &limits).cooldown_ms)
     }
 
+    /// The time left to the hinted end of the open period in force, in ms: 0 when the breaker is
+    /// not open, or no hint governs its period (what the fleet's record keeps as `hu`).
+    pub(crate) fn hinted_remaining_ms(&self) -> u64 {
+        let word = self.word();
+        if word.kind() != Kind::Open || word.is_isolated() {
+            return 0;
+        }
+        let cooldown = &self.inner.cold.cooldown;
+        cooldown
+            .hinted_until(word.generation())
+            .map_or(0, |until| until.saturating_sub(self.now_ms()))
+    }
+
+    /// Keep the fleet's hinted end, `remaining_ms` from now, for the open period in force: the
+    /// period adopted from the fleet's record lasts as long there as here.
+    pub(crate) fn adopt_hint(&self, remaining_ms: u64) {
+        let word = self.word();
+        if remaining_ms == 0 || word.kind() != Kind::Open || word.is_isolated() {
+            return;
+        }
+        let until_ms = self.now_ms().saturating_add(remaining_ms);
+        self.inner
+            .cold
+            .cooldown
+            .hear_until(word.generation(), until_ms);
+        self.inner.settings.hear();
+    }
+
     /// The hook's gate on the probe slot: with a hook (fleet mode) the instances agree on which
     /// one takes it, so an admission of the probe is turned into a rejection (`probe_in_flight`,
     /// with the hook's retry-after) unless the hook opens the gate. `None` keeps the admission.

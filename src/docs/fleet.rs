@@ -83,7 +83,7 @@
 //!
 //! | key | type | contents |
 //! |---|---|---|
-//! | `P:breaker:D` | hash, expiring after the record TTL (`FleetBuilder::record_ttl`, default 1 day) | `v` (format version, `1`), `gen` (the fleet generation), `state` (`closed`, `open`, `isolated`), `at` (server ms when the state began), `lu` (server ms when the last probe lease of this open period ends; `0` if none or given back), `m` (the id of the last change by hand, so a resend applies once) |
+//! | `P:breaker:D` | hash, expiring after the record TTL (`FleetBuilder::record_ttl`, default 1 day) | `v` (format version, `1`), `gen` (the fleet generation), `state` (`closed`, `open`, `isolated`), `at` (server ms when the state began), `lu` (server ms when the last probe lease of this open period ends; `0` if none or given back), `hu` (server ms when the hint of a rate-limited failure lets this open period end, capped and spread where it was heard; `0` if none; a record without it reads as `0`), `m` (the id of the last change by hand, so a resend applies once) |
 //! | `P:votes:D` | hash, expiring after the window | one field per instance: `count at tripped` |
 //! | `P:probe:D` | string with a TTL | `gen holder`: the probe lease; the holder is the instance's name and a random token per worker, so two workers given one name by mistake never share a lease |
 //! | `P:epoch` | integer | bumped by every write of any record |
@@ -97,7 +97,16 @@
 //! wipe. The epoch and incarnation keys, one each per prefix, do not expire.
 //!
 //! Every write publishes the record on channel `P:transitions`, one line of tab-separated
-//! fields: `1 epoch gen state at now holder lease_until dependency`.
+//! fields: `1 epoch gen state at now holder lease_until hinted_until dependency`.
+//!
+//! A dependency's hint (a 429's `Retry-After` and the rate-limit headers: see
+//! [`Builder::max_hinted_open`](crate::breaker::Builder::max_hinted_open)) is the fleet's too: the
+//! instance whose report trips the record, or whose probe's verdict reopens it, sends the time
+//! left to its period's hinted end, the record keeps it as `hu`, every instance that adopts the
+//! open record keeps it for its own open period (so its callers are told the hinted wait), and
+//! the claim grants no lease before it. A longer hint heard on an instance after the record opened
+//! lengthens that instance's period only; the fleet's deadline is the one set at the trip or the
+//! reopen.
 //!
 //! # Scripts
 //!
@@ -109,7 +118,7 @@
 //! |---|---|---|
 //! | sync | a dependency's first use, each reconnect, a changed or missing epoch | reads; creates the record from the instance's state if missing |
 //! | report | a closed count changed, a trip on its own | writes the instance's run; trips if the rule holds (contract 14) |
-//! | claim | a call wants the probe after the cooldown | takes the lease if the record is open, the cooldown (from `at` or the last lease's end) is over and no lease is held |
+//! | claim | a call wants the probe after the cooldown | takes the lease if the record is open, the cooldown (from `at` or the last lease's end) is over, so is the hinted end (`hu`), and no lease is held |
 //! | verdict | the fleet's probe reported | closes or reopens, if the generation and the lease are the caller's |
 //! | release | a granted probe slot was not used within the probe window | gives the lease back |
 //! | manual | `force_open`, `force_closed`, `reset` | isolates, or closes if the generation is the one known |

@@ -15,7 +15,8 @@ if ls.holder ~= '' then
   if ls.holder == ARGV[3] and ls.gen == rec.gen then return reply('won', rec, ls, now, epoch()) end
   return reply('held', rec, ls, now, epoch())
 end
-local ready = math.max(rec.at, rec.lu) + tonumber(ARGV[4])
+-- The cooldown's end, or the end a hint set for the period, whichever is later.
+local ready = math.max(math.max(rec.at, rec.lu) + tonumber(ARGV[4]), rec.hu)
 if now < ready then return reply('wait', rec, ls, now, epoch(), s(ready - now)) end
 rec.gen, rec.lu = rec.gen + 1, now + tonumber(ARGV[5])
 redis.call('SET', KEYS[3], s(rec.gen) .. ' ' .. ARGV[3], 'NX', 'PX', ARGV[5])

@@ -13,17 +13,18 @@ local function load()
   local kind = redis.call('TYPE', KEYS[1]).ok
   if kind == 'none' then return nil, nil end
   if kind ~= 'hash' then return nil, 'the key holds a ' .. kind .. ', not a breaker record' end
-  local f = redis.call('HMGET', KEYS[1], 'v', 'gen', 'state', 'at', 'lu')
+  local f = redis.call('HMGET', KEYS[1], 'v', 'gen', 'state', 'at', 'lu', 'hu')
   if not f[1] then return nil, 'the record has no format version (field v): not written by toolbreaker, or truncated' end
   if f[1] ~= VERSION then return nil, 'the record is format version ' .. f[1] .. '; this build reads version ' .. VERSION end
-  local gen, at, lu = tonumber(f[2]), tonumber(f[4]), tonumber(f[5] or '0')
+  local gen, at, lu, hu = tonumber(f[2]), tonumber(f[4]), tonumber(f[5] or '0'), tonumber(f[6] or '0')
   if not gen then return nil, 'the record is truncated or corrupt: field gen is missing or not a number' end
   if f[3] ~= 'closed' and f[3] ~= 'open' and f[3] ~= 'isolated' then
     return nil, 'the record is truncated or corrupt: field state is missing or unknown'
   end
   if not at then return nil, 'the record is truncated or corrupt: field at is missing or not a number' end
   if not lu then return nil, 'the record is corrupt: field lu is not a number' end
-  return {gen = gen, state = f[3], at = at, lu = lu}, nil
+  if not hu then return nil, 'the record is corrupt: field hu is not a number' end
+  return {gen = gen, state = f[3], at = at, lu = lu, hu = hu}, nil
 end
 local function lease()
   local kind = redis.call('TYPE', KEYS[3]).ok
@@ -46,16 +47,18 @@ local function bump(now)
   return redis.call('INCR', KEYS[4])
 end
 local function reply(status, rec, ls, now, e, extra)
-  return {status, s(e), s(rec.gen), rec.state, s(rec.at), s(now), ls.holder, s(rec.lu), extra or ''}
+  return {status, s(e), s(rec.gen), rec.state, s(rec.at), s(now), ls.holder, s(rec.lu), s(rec.hu or 0),
+    extra or ''}
 end
 -- The record's expiry, ms: the last argument of every script. Set at every write and every sync.
 local TTL = ARGV[#ARGV]
 local function write(rec, ls, now)
-  redis.call('HSET', KEYS[1], 'v', VERSION, 'gen', s(rec.gen), 'state', rec.state, 'at', s(rec.at), 'lu', s(rec.lu))
+  redis.call('HSET', KEYS[1], 'v', VERSION, 'gen', s(rec.gen), 'state', rec.state, 'at', s(rec.at), 'lu', s(rec.lu),
+    'hu', s(rec.hu or 0))
   redis.call('PEXPIRE', KEYS[1], TTL)
   local e = bump(now)
   redis.call('PUBLISH', ARGV[1], table.concat({VERSION, s(e), s(rec.gen), rec.state, s(rec.at), s(now),
-    ls.holder, s(rec.lu), ARGV[2]}, '\t'))
+    ls.holder, s(rec.lu), s(rec.hu or 0), ARGV[2]}, '\t'))
   return e
 end
 local now = now_ms()

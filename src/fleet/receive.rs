@@ -89,6 +89,10 @@ impl Worker {
                 Err(()) => refused = true,
             }
         }
+        // The fleet's hinted end of its open period, so the deadline here is the fleet's.
+        if record.state == Shared::Open && record.hinted_until.0 > record.now.0 {
+            breaker.adopt_hint(record.hinted_until.0 - record.now.0);
+        }
         if let Some(tap) = tap {
             tap.set_governed(plan.governed);
         }

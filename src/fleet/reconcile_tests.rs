@@ -16,6 +16,7 @@ fn record(state: Shared, generation: u64, holder: Option<&str>, at: u64, lease: 
         now: ServerMs(SERVER_NOW),
         holder: holder.map(str::to_owned),
         lease_until: ServerMs(lease),
+        hinted_until: ServerMs(0),
     }
 }
 

@@ -28,7 +28,10 @@ for i = 1, #all, 2 do
   end
 end
 if voters >= tonumber(ARGV[8]) and (any_trip or sum >= tonumber(ARGV[7])) then
-  rec.gen, rec.state, rec.at, rec.lu = rec.gen + 1, 'open', now, 0
+  -- The end the tripping instance's hints set (ARGV[10], ms from now; 0: none).
+  local hinted = 0
+  if tonumber(ARGV[10]) > 0 then hinted = now + tonumber(ARGV[10]) end
+  rec.gen, rec.state, rec.at, rec.lu, rec.hu = rec.gen + 1, 'open', now, 0, hinted
   redis.call('DEL', KEYS[2], KEYS[3])
   ls = {holder = '', gen = -1}
   local e = write(rec, ls, now)

@@ -70,6 +70,9 @@ pub(crate) struct Record {
     pub(crate) holder: Option<String>,
     /// The end of the last lease of this open period (0: none).
     pub(crate) lease_until: ServerMs,
+    /// The end a dependency's hint set for this open period (0: none): a probe lease is not
+    /// granted before it.
+    pub(crate) hinted_until: ServerMs,
 }
 
 /// What a script answered.
@@ -105,13 +108,16 @@ const SYNC: &str = include_str!("sync.lua");
 /// Report an instance's consecutive counted failures (its whole run, not the new ones: a lost or
 /// repeated report counts nothing twice) and whether it tripped on its own, and trip the fleet if
 /// the votes reach the rule. ARGV: channel, dependency, instance, expected generation, the
-/// count, tripped (0/1), fleet threshold, minimum instances, window ms.
+/// count, tripped (0/1), fleet threshold, minimum instances, window ms, the hinted end of the
+/// instance's open period in ms from now (0: none; kept as the record's `hu` if this trips it).
 const REPORT: &str = include_str!("report.lua");
 
-/// Claim the probe lease. ARGV: channel, dependency, instance, cooldown ms, lease ms.
+/// Claim the probe lease: not before the cooldown's end nor the record's hinted end (`hu`).
+/// ARGV: channel, dependency, instance, cooldown ms, lease ms.
 const CLAIM: &str = include_str!("claim.lua");
 
-/// The probe's verdict. ARGV: channel, dependency, instance, lease generation, `closed` or `open`.
+/// The probe's verdict. ARGV: channel, dependency, instance, lease generation, `closed` or `open`,
+/// the hinted end of the reopened period in ms from now (0: none).
 const VERDICT: &str = include_str!("verdict.lua");
 
 /// Give back an unused probe lease. ARGV: channel, dependency, instance, lease generation.
@@ -193,13 +199,13 @@ pub(crate) fn parse_reply(value: &Value) -> Reply {
         }
         _ => {}
     }
-    if fields.len() != 9 {
+    if fields.len() != 10 {
         return Reply::Bad(format!(
-            "the script's reply has {} fields, not 9",
+            "the script's reply has {} fields, not 10",
             fields.len()
         ));
     }
-    let Some(record) = parse_record(&fields[1..8]) else {
+    let Some(record) = parse_record(&fields[1..9]) else {
         return Reply::Bad("the script's reply holds a malformed record".into());
     };
     match fields[0].as_str() {
@@ -208,7 +214,7 @@ pub(crate) fn parse_reply(value: &Value) -> Reply {
         "stale" => Reply::Stale(record),
         "won" => Reply::Won(record),
         "held" => Reply::Held(record),
-        "wait" => match fields[8].parse() {
+        "wait" => match fields[9].parse() {
             Ok(ms) => Reply::Wait(record, ms),
             Err(_) => Reply::Bad("the script's wait has no time".into()),
         },
@@ -216,9 +222,19 @@ pub(crate) fn parse_reply(value: &Value) -> Reply {
     }
 }
 
-/// `epoch gen state at now holder lease_until`.
+/// `epoch gen state at now holder lease_until hinted_until`.
 fn parse_record(fields: &[String]) -> Option<Record> {
-    let [epoch, generation, state, at, now, holder, lease_until] = fields else {
+    let [
+        epoch,
+        generation,
+        state,
+        at,
+        now,
+        holder,
+        lease_until,
+        hinted_until,
+    ] = fields
+    else {
         return None;
     };
     Some(Record {
@@ -229,12 +245,13 @@ fn parse_record(fields: &[String]) -> Option<Record> {
         now: ServerMs(now.parse().ok()?),
         holder: (!holder.is_empty()).then(|| holder.clone()),
         lease_until: ServerMs(lease_until.parse().ok()?),
+        hinted_until: ServerMs(hinted_until.parse().ok()?),
     })
 }
 
 /// Parse a published message: the dependency and its record, or why it is malformed.
 pub(crate) fn parse_message(payload: &str) -> Result<(String, Record), String> {
-    let fields: Vec<&str> = payload.splitn(9, '\t').collect();
+    let fields: Vec<&str> = payload.splitn(10, '\t').collect();
     let [version, rest @ ..] = fields.as_slice() else {
         return Err("an empty message".into());
     };
@@ -246,8 +263,8 @@ pub(crate) fn parse_message(payload: &str) -> Result<(String, Record), String> {
     let [record @ .., dependency] = rest else {
         return Err("a message with no fields".into());
     };
-    if record.len() != 7 {
-        return Err(format!("a message with {} fields, not 9", fields.len()));
+    if record.len() != 8 {
+        return Err(format!("a message with {} fields, not 10", fields.len()));
     }
     let owned: Vec<String> = record.iter().map(|s| (*s).to_owned()).collect();
     let record =
@@ -263,21 +280,27 @@ mod tests {
     fn malformed_messages_are_errors_not_panics() {
         for payload in [
             "",
-            "2\t1\t1\topen\t5\t6\t\t0\tsearch",
+            "2\t1\t1\topen\t5\t6\t\t0\t0\tsearch",
             "1\t1\t1\topen",
-            "1\tx\t1\topen\t5\t6\t\t0\tsearch",
-            "1\t1\t1\tajar\t5\t6\t\t0\tsearch",
+            "1\tx\t1\topen\t5\t6\t\t0\t0\tsearch",
+            "1\t1\t1\tajar\t5\t6\t\t0\t0\tsearch",
+            "1\t1\t1\topen\t5\t6\t\t0\tx\tsearch",
             "\u{0}\u{1}",
         ] {
             assert!(parse_message(payload).is_err(), "{payload:?}");
         }
         let (dependency, record) =
-            parse_message("1\t7\t3\topen\t5\t6\tgw-1\t9\tsearch\tv2").unwrap();
+            parse_message("1\t7\t3\topen\t5\t6\tgw-1\t9\t11\tsearch\tv2").unwrap();
         assert_eq!(dependency, "search\tv2", "the name is the rest of the line");
         assert_eq!(record.holder.as_deref(), Some("gw-1"));
         assert_eq!(
-            (record.epoch, record.generation, record.lease_until),
-            (7, 3, ServerMs(9))
+            (
+                record.epoch,
+                record.generation,
+                record.lease_until,
+                record.hinted_until
+            ),
+            (7, 3, ServerMs(9), ServerMs(11))
         );
     }
 
@@ -293,7 +316,7 @@ mod tests {
             parse_reply(&Value::Array(vec![bulk("missing")])),
             Reply::Missing
         );
-        let mut fields: Vec<Value> = ["wait", "1", "2", "open", "3", "4", "", "0", "17"]
+        let mut fields: Vec<Value> = ["wait", "1", "2", "open", "3", "4", "", "0", "0", "17"]
             .iter()
             .map(|s| bulk(s))
             .collect();

@@ -170,11 +170,11 @@ impl Worker {
                         continue;
                     };
                     let mut invocation = script::invocation(&scripts.verdict, &dep.keys, &dep.name);
-                    invocation.arg(&self.holder).arg(generation).arg(if closed {
-                        "closed"
-                    } else {
-                        "open"
-                    });
+                    invocation
+                        .arg(&self.holder)
+                        .arg(generation)
+                        .arg(if closed { "closed" } else { "open" })
+                        .arg(dep.breaker.hinted_remaining_ms());
                     let Ok(reply) = self.invoke(invocation).await else {
                         return;
                     };
@@ -238,7 +238,8 @@ impl Worker {
                     .arg(u8::from(dep.local_trip))
                     .arg(threshold)
                     .arg(settings.min_instances)
-                    .arg(settings.window_ms);
+                    .arg(settings.window_ms)
+                    .arg(dep.breaker.hinted_remaining_ms());
                 let Ok(reply) = self.invoke(invocation).await else {
                     return false;
                 };

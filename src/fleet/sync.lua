@@ -1,7 +1,7 @@
 -- The body of the sync script (`SYNC` in script.rs, which says what it does and its ARGV),
 -- run after prelude.lua.
 if not rec then
-  rec = {gen = tonumber(ARGV[5]) + 1, state = ARGV[3], at = now - tonumber(ARGV[4]), lu = 0}
+  rec = {gen = tonumber(ARGV[5]) + 1, state = ARGV[3], at = now - tonumber(ARGV[4]), lu = 0, hu = 0}
   redis.call('DEL', KEYS[2], KEYS[3])
   ls = {holder = '', gen = -1}
   local e = write(rec, ls, now)

@@ -149,6 +149,18 @@ impl Cooldown {
         backoff::spread(self.seed, generation, base, &limits.shape)
     }
 
+    /// The hinted end of the open period of `generation`, in ms since the origin, if a hint
+    /// governs it.
+    pub(crate) fn hinted_until(&self, generation: u32) -> Option<u64> {
+        self.hinted.until_of(generation)
+    }
+
+    /// Keep `until_ms` as the hinted end of the open period of `generation`, as it is (a
+    /// fleet's: capped and spread where it was heard).
+    pub(crate) fn hear_until(&self, generation: u32, until_ms: u64) {
+        self.hinted.hear(Hinted::new(generation, until_ms));
+    }
+
     /// The cooldown in force for `word`: an open word's period's, lengthened to its hinted end
     /// if a hint governs it; a probing word's the one its
     /// lease's end would begin (a reopen); otherwise the configured one.

@@ -21,10 +21,10 @@ use toolbreaker::{
     State, TransitionReason,
 };
 
-const COOLDOWN: Duration = Duration::from_millis(300);
+pub(super) const COOLDOWN: Duration = Duration::from_millis(300);
 const PROBE_TIMEOUT: Duration = Duration::from_millis(1_000);
 /// Generous: the machine running these may be loaded.
-const LIMIT: Duration = Duration::from_secs(5);
+pub(super) const LIMIT: Duration = Duration::from_secs(5);
 
 fn config(threshold: u32) -> Config {
     Config::new(threshold, COOLDOWN, PROBE_TIMEOUT).unwrap()
@@ -42,7 +42,7 @@ fn fleet(server: &RedisServer, instance: &str) -> FleetBuilder {
 /// Heard transitions: dependency, from, to, reason, when.
 type Heard = Arc<Mutex<Vec<(String, State, State, TransitionReason, Instant)>>>;
 
-struct Instance {
+pub(super) struct Instance {
     registry: Registry,
     heard: Heard,
     events: Arc<Mutex<Vec<FleetEvent>>>,
@@ -100,7 +100,7 @@ fn instance_with(builder: FleetBuilder, threshold: u32, clock: Option<quanta::Cl
     }
 }
 
-fn instance(server: &RedisServer, name: &str, threshold: u32) -> Instance {
+pub(super) fn instance(server: &RedisServer, name: &str, threshold: u32) -> Instance {
     instance_with(fleet(server, name), threshold, None)
 }
 
@@ -118,7 +118,7 @@ async fn pair(
 }
 
 /// Instances `a` and `b` connected, the `search` record written, and each one's `search` breaker.
-async fn connect(
+pub(super) async fn connect(
     server: &RedisServer,
     a: Instance,
     b: Instance,
@@ -134,7 +134,7 @@ async fn connect(
 }
 
 /// Poll `condition` every millisecond until it holds; panic with `what` after `limit`.
-async fn until(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
+pub(super) async fn until(what: &str, limit: Duration, mut condition: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
     while !condition() {
         assert!(Instant::now() < deadline, "timed out waiting: {what}");
@@ -154,7 +154,10 @@ fn succeed(breaker: &CircuitBreaker) {
     }
 }
 
-fn record(server: &RedisServer, dependency: &str) -> std::collections::HashMap<String, String> {
+pub(super) fn record(
+    server: &RedisServer,
+    dependency: &str,
+) -> std::collections::HashMap<String, String> {
     server.cmd(&["HGETALL", &format!("test:breaker:{dependency}")])
 }
 

@@ -295,7 +295,7 @@ async fn a_forged_message_with_a_huge_epoch_does_not_cut_a_dependency_off() {
     synced(&server, "search").await;
     let generation = record(&server, "search")["gen"].clone();
     // A closed record, same generation, epoch far ahead: nothing visible changes.
-    let message = format!("1\t18446744073709551000\t{generation}\tclosed\t1\t1\t\t0\tsearch");
+    let message = format!("1\t18446744073709551000\t{generation}\tclosed\t1\t1\t\t0\t0\tsearch");
     let _: i64 = server.cmd(&["PUBLISH", "rv:transitions", &message]);
     tokio::time::sleep(Duration::from_millis(100)).await;
     fail(&sa);
