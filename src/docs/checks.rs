@@ -75,6 +75,14 @@
 //!   the jitter within its range, `n` probes of `n + 3` racers, every bad value as a `ConfigError`
 //!   through the builder, the TOML file and reload; one million distinct names through a bounded
 //!   registry (bounded memory, no open, half-open or isolated breaker evicted) and bytes per entry.
+//! - **The dependency's hints** (`src/classify/hints.rs`, `tests/http.rs`,
+//!   `tests/breaker/hints.rs`, `tests/fleet/fleet_hints.rs`, rule 32): every header form and bad
+//!   value (counted), the longest winning; a hinted trip open for the longer of the cooldown and
+//!   the hint, a hint counted before the trip, a later or shorter hint and a reopen never
+//!   shortening the period, a huge hint capped, the upward spread of 200 breakers within its
+//!   bound, eight racing hinted failures leaving the longest, the trip at once, the settings
+//!   through the builder and the TOML file; in fleet mode, the hinted end kept in the record,
+//!   adopted by an instance that never saw the 429, and no probe before it.
 //! - **Stress** (`tests/breaker/stress.rs`): eight threads cycle one breaker for two seconds through
 //!   trips, cooldowns and probes on a shared mock clock; never more than one probe in flight, and every
 //!   admitted call is accounted for.

@@ -2,7 +2,7 @@
 //! calls), the cooldown's shape, several probes, their defaults beside resilience4j's and Polly's,
 //! a registry's configuration from a TOML file, live reload, and changes by hand.
 //!
-//! The guarantees these keep are the [contract](super::contract)'s rules 9 to 11 and 25 to 31.
+//! The guarantees these keep are the [contract](super::contract)'s rules 9 to 11 and 25 to 32.
 //!
 //! # Rate rules
 //!

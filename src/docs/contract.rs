@@ -2,8 +2,8 @@
 //!
 //! The rules are numbered so tests, docs and issues can cite them; each is held by named tests
 //! (see [`checks`](super::checks)). Rules 1 to 11 hold for every breaker; fleet mode adds 12 to
-//! 20, MCP 21 to 24, and the rate rules, the cooldown's shape, several probes and a registry's
-//! bounds 25 to 31.
+//! 20, MCP 21 to 24, and the rate rules, the cooldown's shape, several probes, a registry's
+//! bounds and the dependency's hints 25 to 32.
 //!
 //! # Every breaker
 //!
@@ -195,3 +195,12 @@
 //!     and reopens on a counted failure of any one (the others' outcomes are then stale); an
 //!     `Ignored` or dropped probe gives its slot to the next caller; one lease, counted from
 //!     the first probe's admission, covers them all.
+//! 32. **The dependency's word on how long.** A counted failure whose outcome carries a hint
+//!     ([`Outcome::retry_after`](crate::Outcome::retry_after)) keeps the open period it leads
+//!     to, or the one in force, open at least until the hint's end: the time it was reported
+//!     plus the hint, capped by
+//!     [`max_hinted_open`](crate::breaker::Builder::max_hinted_open) and spread upward only,
+//!     by up to [`hint_jitter`](crate::breaker::Builder::hint_jitter) of the hint, one draw per
+//!     period so every caller reads the same end. Nothing shortens an open period: not a
+//!     shorter hint, not a re-trip, not a reconfiguration. In fleet mode the record keeps the
+//!     hinted end of the trip or reopen, and no lease is granted before it (rule 16).
