@@ -38,7 +38,8 @@
 //! - retries do not recreate the outage's load: before each retry the breaker is asked again, and
 //!   a retry the opened breaker refuses ends the call `blocked` (`retries_refused`); a 429's retry
 //!   waits at least its `Retry-After`;
-//! - 500 ms (the cooldown) after each trip or failed probe, exactly one probe goes through;
+//! - 500 ms (the cooldown) after each trip or failed probe, exactly one probe goes through
+//!   (after `quotes`' trips, 1 s to 1.1 s: its 429s' `Retry-After: 1`, spread upward);
 //!   while the dependency is still failing the probe reopens the breaker, and once it has
 //!   recovered the probe closes it. During `quotes`' partial outage the probe succeeds two times
 //!   in three and closes the breaker; its window starts empty, and about 10 calls later the rate
@@ -67,8 +68,9 @@
 //! | run tool-call budget | 40 attempts, retries included | a run that keeps calling is stopped, however its calls end |
 //! | think time | 1 ms after each call | an agent run does something between tool calls; it also keeps the blocked calls from spinning |
 //!
-//! The breaker does not stretch its cooldown to a 429's `Retry-After`; the hint is reported so you
-//! can compare the two.
+//! A 429's `Retry-After` keeps its breaker open until the hint's end when that is later than the
+//! cooldown's (capped at 10 minutes, spread upward by up to 10 %); the last hint is reported so
+//! you can compare the two.
 //!
 //! Options: `--duration SECS` (default 10), `--concurrency N` agent tasks (default 64), `--json`
 //! (print one JSON object and nothing else on stdout; the progress lines go to stderr),

@@ -483,15 +483,17 @@ async fn quotes_partial_outage_trips_only_its_failure_rate_rule_and_recovers() {
         }
         assert_eq!(quotes.state(), State::Open, "round {round}");
 
-        // While open nothing reaches the server; the agent gets `blocked` at once.
+        // While open nothing reaches the server; the agent gets `blocked` at once. The 429s'
+        // `Retry-After: 1` keeps the breaker open 1 s from when it was heard (the mock clock has
+        // not moved), spread upward by up to 10 %, longer than its 500 ms cooldown.
         let hits_at_trip = server.control.hits();
+        let mut open_for = None;
         for _ in 0..20 {
             let (result, attempts) = call(&guard, &run, &quotes, &client, Tool::Quotes, &url).await;
-            assert_eq!(
-                blocked(&result),
-                Some((BlockedReason::DependencyOpen, COOLDOWN.as_millis() as u64)),
-                "{result:?}"
-            );
+            let (reason, wait_ms) = blocked(&result).unwrap_or_else(|| panic!("{result:?}"));
+            assert_eq!(reason, BlockedReason::DependencyOpen, "{result:?}");
+            assert!((1_000..=1_100).contains(&wait_ms), "{result:?}");
+            assert_eq!(*open_for.get_or_insert(wait_ms), wait_ms, "one deadline");
             assert!(attempts.is_empty());
             blocked_json.get_or_insert_with(|| result.to_json().unwrap());
         }
@@ -507,7 +509,7 @@ async fn quotes_partial_outage_trips_only_its_failure_rate_rule_and_recovers() {
         if round == 2 {
             server.control.set_mode(Mode::Healthy);
         }
-        mock.increment(COOLDOWN);
+        mock.increment(Duration::from_millis(open_for.expect("blocked calls")));
         let (result, attempts) = call(&guard, &run, &quotes, &client, Tool::Quotes, &url).await;
         assert!(result.is_ok(), "round {round}: {result:?}");
         assert!(attempts[0].probe);
@@ -525,7 +527,7 @@ async fn quotes_partial_outage_trips_only_its_failure_rate_rule_and_recovers() {
     let blocked_json = blocked_json.expect("a blocked call");
     assert!(
         blocked_json.starts_with(
-            r#"{"status":"blocked","dependency":"quotes","reason":"dependency_open","retry_after_ms":500"#
+            r#"{"status":"blocked","dependency":"quotes","reason":"dependency_open","retry_after_ms":1"#
         ),
         "{blocked_json}"
     );
