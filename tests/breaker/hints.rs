@@ -339,3 +339,122 @@ fn the_hint_settings_go_through_the_toml_file() {
     let err = RegistryConfig::from_toml("[default]\nopen_on_long_hint = \"yes\"\n").unwrap_err();
     assert_eq!(err.field(), Some("open_on_long_hint"), "{err}");
 }
+
+/// The class of "never shortens", over seeded random runs: hinted and plain failures from fresh
+/// and stale permits, successes, ignored outcomes, dropped permits, clock steps, changes of the
+/// cooldown and changes by hand. While one open period lasts (no transition heard since it
+/// began), its deadline never moves earlier, and it is never before the end of a hint heard in it
+/// or counted in the period that tripped into it.
+#[test]
+fn no_sequence_of_reports_shortens_an_open_period_or_ends_it_before_a_hint_heard_in_it() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    const CAP_MS: u64 = 60_000;
+    for seed in 0..300 {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let (clock, mock) = Clock::mock();
+        let transitions = Arc::new(AtomicU64::new(0));
+        let heard = Arc::clone(&transitions);
+        let breaker = CircuitBreaker::builder()
+            .failure_threshold(rng.u32(1..4))
+            .cooldown(Duration::from_millis(rng.u64(1..3_000)))
+            .probe_timeout(secs(1))
+            .max_hinted_open(Duration::from_millis(CAP_MS))
+            .hint_jitter(0.0)
+            .clock(clock)
+            .on_transition(move |_| {
+                heard.fetch_add(1, Ordering::SeqCst);
+            })
+            .build()
+            .unwrap();
+        let mut now_ms = 0u64;
+        let mut held = Vec::new();
+        // The hints' ends a trip from the closed period in force would inherit, and the open
+        // period's: its transition count, its latest deadline, the latest hint end it must keep.
+        let mut pending_end = 0u64;
+        let mut period: Option<(u64, u64, u64)> = None;
+        for step in 0..200 {
+            let seen_before = transitions.load(Ordering::SeqCst);
+            let state_before = breaker.state();
+            match rng.u8(0..10) {
+                0..=2 => {
+                    if let Ok(permit) = breaker.try_acquire() {
+                        held.push(permit);
+                    }
+                }
+                3..=5 if !held.is_empty() => {
+                    let permit = held.swap_remove(rng.usize(..held.len()));
+                    let hint = Duration::from_millis(rng.u64(1..120_000));
+                    let current = permit.is_current();
+                    let outcome = match rng.u8(0..4) {
+                        0 => Outcome::Success,
+                        1 => FAILED,
+                        2 => Outcome::Ignored,
+                        _ => limited(hint),
+                    };
+                    permit.record(outcome);
+                    if outcome.retry_after().is_some() {
+                        let end = now_ms + (hint.as_millis() as u64).min(CAP_MS);
+                        match (state_before, &mut period) {
+                            (State::Open, Some((_, _, must))) => *must = (*must).max(end),
+                            (State::Closed | State::HalfOpen, _) if current => {
+                                pending_end = pending_end.max(end)
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                6 if !held.is_empty() => drop(held.swap_remove(rng.usize(..held.len()))),
+                7 | 8 => {
+                    let by = rng.u64(0..2_500);
+                    mock.increment(Duration::from_millis(by));
+                    now_ms += by;
+                }
+                _ => {
+                    let config = Config::new(
+                        rng.u32(1..4),
+                        Duration::from_millis(rng.u64(1..3_000)),
+                        secs(1),
+                    )
+                    .unwrap();
+                    let config = CircuitBreaker::builder()
+                        .config(config)
+                        .max_hinted_open(Duration::from_millis(CAP_MS))
+                        .hint_jitter(0.0)
+                        .build_config()
+                        .unwrap();
+                    breaker.reconfigure(config);
+                }
+            }
+            let seen = transitions.load(Ordering::SeqCst);
+            let state = breaker.state();
+            if seen != seen_before {
+                // A new period: an open one inherits the hints counted before it.
+                period = None;
+            }
+            if state == State::Open {
+                let Err(blocked) = breaker.try_acquire() else {
+                    panic!("seed {seed} step {step}: open admits")
+                };
+                if blocked.reason() == toolbreaker::BlockedReason::Isolated {
+                    continue;
+                }
+                let deadline = now_ms + blocked.retry_after().as_millis() as u64;
+                let entry = period.get_or_insert((seen, deadline, pending_end));
+                assert!(
+                    deadline >= entry.1,
+                    "seed {seed} step {step}: the deadline moved from {} to {deadline}",
+                    entry.1
+                );
+                assert!(
+                    deadline >= entry.2,
+                    "seed {seed} step {step}: the deadline {deadline} is before a hint's end {}",
+                    entry.2
+                );
+                entry.1 = deadline;
+            }
+            if seen != seen_before {
+                pending_end = 0;
+            }
+        }
+    }
+}
