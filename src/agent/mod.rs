@@ -47,6 +47,8 @@ mod guard;
 mod message;
 #[cfg(feature = "tokio")]
 mod pipeline;
+#[cfg(feature = "tokio")]
+mod pool_call;
 mod result;
 #[cfg(feature = "tokio")]
 mod retry;
@@ -54,6 +56,8 @@ mod retry;
 mod run;
 #[cfg(feature = "tokio")]
 mod spans;
+#[cfg(feature = "tokio")]
+mod target;
 
 pub use self::fields::{CallStats, FailedAttempts, FailedKind, StopReason};
 pub use self::result::ToolResult;

@@ -114,7 +114,13 @@ impl Registry {
         }
         // Listeners hear the trips after the lock is released, so they may use the registry.
         // Every trip is told even if a listener panics; the first panic is resumed afterwards.
+        let pools_changed = before.pool_specs().ne(configs.pool_specs());
         drop(configs);
+        // The pools are rebuilt outside the lock: building one looks its members up, and a
+        // first use reads the configuration.
+        if pools_changed {
+            self.install_pools();
+        }
         observe::tell_each(
             tripped,
             |(breaker, transition): (Arc<CircuitBreaker>, _)| {
