@@ -85,6 +85,13 @@
 //! max_cooldown_ms = 60000       # …up to a minute
 //! cooldown_jitter = 0.1         # each cooldown spread by ±10 %
 //! probes = 3                    # half-open admits 3 probes; all must succeed to close
+//!
+//! # A pool of equivalent upstreams (`Registry::pool("search-any")`): its members are
+//! # dependencies above, each with its own breaker, in priority groups tried in order.
+//! [pools.search-any]
+//! groups = [["search-eu", "search-us"], ["search"]]  # required: groups of dependency names
+//! max_ejected = 0.5             # optional: past half of a group open, panic (default: never)
+//! fail_closed = false           # optional: true never panics, whatever max_ejected says
 //! ```
 //!
 //! `RegistryConfig::from_file` reads it (feature `toml`); `Registry::reload_file` puts a new version
@@ -101,5 +108,11 @@
 //! `RegistryConfig::unknown_dependencies(known)` and `registry::closest_name` for the "did you
 //! mean" (the gateway example does, at start and on reload). A file cut short can still be valid TOML (a missing section means "use the default"),
 //! and no parser can tell: replace the file by writing the new one beside it and renaming it into
-//! place, so a reload never reads it half-written. `force_open`,
+//! place, so a reload never reads it half-written. A `[pools.NAME]` table takes only `groups`,
+//! `max_ejected` (a fraction from 0 to 1) and `fail_closed`; an empty group, a member named
+//! twice or an unknown key is refused with a `ConfigFileError` naming the pool (`pool()`) and
+//! the key. A reload that changes a pool's groups builds a new pool over the same breakers, so
+//! no member's state is lost; `Registry::pool` gives it from then on (a handle from before keeps
+//! the old groups). The choice of a member, the panic rule and failover are in
+//! [`pool`](crate::pool). `force_open`,
 //! `force_closed` and `reset` on a dependency's breaker isolate it, close it, or clear it.
