@@ -30,6 +30,12 @@ fn draw() -> u32 {
     })
 }
 
+/// A member of `n` from a draw, uniform, without a division: in `0..n` (0 when `n` is 0).
+#[inline(always)]
+fn pick(draw: u32, n: usize) -> usize {
+    ((u64::from(draw) * n as u64) >> 32) as usize
+}
+
 /// A thread's first state: from the address of its cell, so threads start apart; never 0.
 #[cold]
 fn seed(cell: &Cell<u32>) -> u32 {
@@ -100,19 +106,41 @@ impl Pool {
 
     /// [`try_acquire`](Self::try_acquire), asking the member at `avoid` (a member whose call
     /// just failed) only when no other admits.
+    ///
+    /// Inline, the healthy path alone: the draw and the first group's member it names, which
+    /// admits on its one load when closed. Everything else is out of line.
     #[inline]
     pub(crate) fn acquire(&self, avoid: Option<usize>) -> Result<PoolPermit<'_>, Blocked> {
         let shape = &*self.shape;
         let draw = draw();
+        let first = pick(draw, shape.ends[0]);
+        if avoid != Some(first) {
+            let member = &shape.members[first];
+            if let Ok(permit) = member.try_acquire_pooled() {
+                return Ok(PoolPermit::new(member, first, Some(permit)));
+            }
+        }
+        self.acquire_past_first(draw, avoid)
+    }
+
+    /// The rest of the first pass, after the first group's drawn member refused (or was
+    /// `avoid`): the group's other members, from a second draw of theirs on, in order, so a
+    /// refusing member's share spreads over the rest rather than falling to its neighbour;
+    /// then each later group in order, from its drawn member on.
+    #[inline(never)]
+    fn acquire_past_first(
+        &self,
+        draw: u32,
+        avoid: Option<usize>,
+    ) -> Result<PoolPermit<'_>, Blocked> {
+        let shape = &*self.shape;
         let mut begin = 0;
         for &end in &*shape.ends {
             let n = end - begin;
-            // The member asked first, uniform over the group without a division; if it
-            // refuses, the others from a second draw of theirs on, in order, so a refusing
-            // member's share spreads over the rest rather than falling to its neighbour.
-            let first = ((u64::from(draw) * n as u64) >> 32) as usize;
-            let mut next = ((u64::from(draw.rotate_left(16)) * (n as u64 - 1)) >> 32) as usize;
-            for step in 0..n {
+            let first = pick(draw, n);
+            let mut next = pick(draw.rotate_left(16), n - 1);
+            // The first group's drawn member was asked already.
+            for step in usize::from(begin == 0)..n {
                 let at = if step == 0 {
                     first
                 } else {

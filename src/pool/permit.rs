@@ -37,7 +37,8 @@ use crate::types::Transition;
 #[derive(Debug)]
 pub struct PoolPermit<'a> {
     member: &'a CircuitBreaker,
-    /// The member's place in the pool, group by group.
+    /// The member's place in the pool, group by group (the guard pipeline's retry avoids it).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     index: usize,
     /// The member's permit; `None` for a panic permit.
     permit: Option<Permit<'a>>,
@@ -95,6 +96,7 @@ impl<'a> PoolPermit<'a> {
     }
 
     /// The member's place in the pool.
+    #[cfg(feature = "tokio")]
     pub(crate) fn index(&self) -> usize {
         self.index
     }
