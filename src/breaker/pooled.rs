@@ -86,3 +86,73 @@ impl CircuitBreaker {
         })
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use core::time::Duration;
+
+    use super::*;
+    use crate::classify::{FailureKind, Outcome};
+
+    /// A pool's question reads and never writes or counts: at every state the word and the
+    /// blocked count stay as they were, and the answer says what `try_acquire` would.
+    #[test]
+    fn a_refusal_is_read_without_writing_or_counting() {
+        let (clock, mock) = quanta::Clock::mock();
+        let breaker = CircuitBreaker::builder()
+            .failure_threshold(1)
+            .cooldown(Duration::from_secs(10))
+            .probe_timeout(Duration::from_secs(5))
+            .metrics(true)
+            .clock(clock)
+            .build()
+            .unwrap();
+        let unchanged = |answer: Option<Refusal>| {
+            let word = breaker.word_bits();
+            let again = breaker.refusal_now();
+            assert_eq!(again, answer);
+            assert_eq!(breaker.word_bits(), word);
+            assert_eq!(breaker.metrics().unwrap().blocked, 0);
+            answer
+        };
+        assert_eq!(unchanged(breaker.refusal_now()), None, "closed admits");
+
+        let trip = breaker.try_acquire_pooled().unwrap();
+        trip.record(Outcome::Failure(FailureKind::Unavailable));
+        mock.increment(Duration::from_secs(3));
+        let open = unchanged(breaker.refusal_now()).unwrap();
+        assert_eq!(
+            open,
+            Refusal {
+                retry_after_ms: 7_000,
+                ejected: true,
+                open_for_ms: Some(3_000),
+            }
+        );
+        assert_eq!(breaker.try_acquire_pooled().unwrap_err(), open);
+
+        mock.increment(Duration::from_secs(7));
+        assert_eq!(
+            unchanged(breaker.refusal_now()),
+            None,
+            "half-open, the slot free"
+        );
+        let probe = breaker.try_acquire_pooled().unwrap();
+        assert!(probe.is_probe());
+        let busy = unchanged(breaker.refusal_now()).unwrap();
+        assert_eq!(
+            (busy.ejected, busy.open_for_ms, busy.retry_after_ms),
+            (false, None, 5_000)
+        );
+        drop(probe);
+
+        breaker.force_open();
+        let isolated = unchanged(breaker.refusal_now()).unwrap();
+        assert_eq!((isolated.ejected, isolated.open_for_ms), (true, None));
+        assert_eq!(
+            breaker.metrics().unwrap().blocked,
+            0,
+            "no refusal was counted"
+        );
+    }
+}

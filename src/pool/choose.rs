@@ -36,6 +36,21 @@ fn pick(draw: u32, n: usize) -> usize {
     ((u64::from(draw) * n as u64) >> 32) as usize
 }
 
+/// The order a group of `n` is asked in for a draw: its drawn member, then the others from a
+/// second draw of theirs on, wrapping, each once.
+fn order(draw: u32, n: usize) -> impl Iterator<Item = usize> {
+    let first = pick(draw, n);
+    let mut next = pick(draw.rotate_left(16), n.saturating_sub(1));
+    (0..n).map(move |step| {
+        if step == 0 {
+            return first;
+        }
+        let at = first + 1 + next;
+        next = if next + 2 == n { 0 } else { next + 1 };
+        if at >= n { at - n } else { at }
+    })
+}
+
 /// A thread's first state: from the address of its cell, so threads start apart; never 0.
 #[cold]
 fn seed(cell: &Cell<u32>) -> u32 {
@@ -137,17 +152,8 @@ impl Pool {
         let mut begin = 0;
         for &end in &*shape.ends {
             let n = end - begin;
-            let first = pick(draw, n);
-            let mut next = pick(draw.rotate_left(16), n - 1);
             // The first group's drawn member was asked already.
-            for step in usize::from(begin == 0)..n {
-                let at = if step == 0 {
-                    first
-                } else {
-                    let at = first + 1 + next;
-                    next = if next + 2 == n { 0 } else { next + 1 };
-                    if at >= n { at - n } else { at }
-                };
+            for at in order(draw, n).skip(usize::from(begin == 0)) {
                 let index = begin + at;
                 if avoid == Some(index) {
                     continue;
@@ -255,5 +261,54 @@ impl Pool {
             Some(index) => Survey::Admitted(PoolPermit::new(&shape.members[index], index, None)),
             None => Survey::Exhausted(earliest),
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Every draw asks each member of a group once, its drawn member first, for groups of one
+    /// to nine; and the drawn member, then the second one, are spread evenly.
+    #[test]
+    fn a_group_is_asked_each_member_once_from_an_even_draw() {
+        for n in 1..=9 {
+            let mut firsts = vec![0u32; n];
+            let mut seconds = vec![0u32; n];
+            let mut draw = 0x1234_5678_u32;
+            for _ in 0..9000 {
+                draw ^= draw << 13;
+                draw ^= draw >> 17;
+                draw ^= draw << 5;
+                let asked: Vec<usize> = order(draw, n).collect();
+                let mut sorted = asked.clone();
+                sorted.sort_unstable();
+                assert_eq!(sorted, (0..n).collect::<Vec<_>>(), "n {n}, draw {draw:#x}");
+                assert_eq!(asked[0], pick(draw, n));
+                firsts[asked[0]] += 1;
+                if n > 1 {
+                    // The member asked when the drawn one refuses is any other, evenly: a
+                    // refusing member's share is not left to its neighbour.
+                    seconds[asked[1]] += 1;
+                }
+            }
+            let even = 9000 / n as u32;
+            for count in firsts.iter().chain(seconds.iter().filter(|_| n > 1)) {
+                assert!(
+                    count.abs_diff(even) < even / 5 + 50,
+                    "n {n}: {firsts:?} {seconds:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn each_thread_draws_its_own_sequence_and_never_zero() {
+        let here: Vec<u32> = (0..4).map(|_| draw()).collect();
+        let there: Vec<u32> = std::thread::spawn(|| (0..4).map(|_| draw()).collect())
+            .join()
+            .unwrap();
+        assert!(here.iter().chain(&there).all(|&d| d != 0));
+        assert_ne!(here, there, "threads start apart");
     }
 }
