@@ -12,7 +12,8 @@ use crate::config::{Config, ConfigError};
 use crate::time::millis_floor;
 use crate::types::Transition;
 
-/// A registry's configuration: a default, and each dependency's own.
+/// A registry's configuration: a default, each dependency's own, and the pools of equivalent
+/// upstreams built over the dependencies' breakers ([`pool`](Self::pool)).
 ///
 /// Built in code ([`dependency`](Self::dependency)) or read from TOML
 /// (`from_toml` and `from_file`, feature `toml`); put in force with
@@ -96,6 +97,17 @@ impl RegistryConfig {
     /// The pools' specs, in name order.
     pub(crate) fn pool_specs(&self) -> impl Iterator<Item = &PoolSpec> + '_ {
         self.pools.values()
+    }
+
+    /// The names of the pools added, changed or taken out from `before` to this configuration,
+    /// in name order.
+    pub(crate) fn pools_changed_from(&self, before: &RegistryConfig) -> Vec<String> {
+        let names: BTreeSet<&str> = self.pools().chain(before.pools()).collect();
+        names
+            .into_iter()
+            .filter(|name| self.pools.get(*name) != before.pools.get(*name))
+            .map(str::to_owned)
+            .collect()
     }
 
     /// The configuration of every dependency without its own.
@@ -215,8 +227,9 @@ fn edit_distance(a: &str, b: &str) -> usize {
     previous[b.len()]
 }
 
-/// What [`Registry::reload`](crate::Registry::reload) did: the configurations it changed, and
-/// the dependency sections of the new configuration that no breaker uses yet.
+/// What [`Registry::reload`](crate::Registry::reload) did: the configurations it changed, the
+/// dependency sections of the new configuration that no breaker uses yet, and the pools it
+/// changed.
 ///
 /// # Examples
 ///
@@ -239,11 +252,41 @@ fn edit_distance(a: &str, b: &str) -> usize {
 pub struct Reload {
     changes: Vec<ConfigChange>,
     unmatched: Vec<String>,
+    pools: Vec<String>,
 }
 
 impl Reload {
-    pub(crate) fn new(changes: Vec<ConfigChange>, unmatched: Vec<String>) -> Self {
-        Reload { changes, unmatched }
+    pub(crate) fn new(
+        changes: Vec<ConfigChange>,
+        unmatched: Vec<String>,
+        pools: Vec<String>,
+    ) -> Self {
+        Reload {
+            changes,
+            unmatched,
+            pools,
+        }
+    }
+
+    /// The pools the reload added, changed (their groups, `max_ejected` or `fail_closed`) or
+    /// took out, in name order: [`Registry::pool`](crate::Registry::pool) gives the new ones
+    /// from now on, over the same breakers. Empty when no pool changed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{Pool, Registry, RegistryConfig};
+    ///
+    /// let registry = Registry::default();
+    /// let config = RegistryConfig::default().pool(Pool::builder("search").group(["eu", "us"]))?;
+    /// assert_eq!(registry.reload(config.clone()).pools_changed(), ["search"]);
+    /// assert!(registry.reload(config).pools_changed().is_empty(), "the same pool again");
+    /// assert_eq!(registry.reload(RegistryConfig::default()).pools_changed(), ["search"]);
+    /// assert!(registry.pool("search").is_none(), "taken out");
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn pools_changed(&self) -> &[String] {
+        &self.pools
     }
 
     /// One entry per dependency whose configuration changed, plus one for the default if it
