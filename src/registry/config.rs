@@ -7,8 +7,8 @@ use core::fmt;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::pool_spec::{PoolBuilder, PoolSpec};
-use crate::config::{Config, ConfigError};
+use super::pool_spec::PoolSpec;
+use crate::config::Config;
 use crate::time::millis_floor;
 use crate::types::Transition;
 
@@ -36,7 +36,8 @@ use crate::types::Transition;
 pub struct RegistryConfig {
     default: Config,
     dependencies: BTreeMap<Box<str>, Config>,
-    pools: BTreeMap<Box<str>, PoolSpec>,
+    /// The pools, by name (their methods are in `pools.rs`).
+    pub(super) pools: BTreeMap<Box<str>, PoolSpec>,
 }
 
 impl RegistryConfig {
@@ -62,52 +63,6 @@ impl RegistryConfig {
         self.dependencies
             .insert(dependency.into().into_boxed_str(), config);
         self
-    }
-
-    /// The same, with the pool `pool` builds (replacing any pool of its name): a registry with
-    /// this configuration gives it from [`Registry::pool`](crate::Registry::pool), and a reload
-    /// that changes its groups changes the pool the registry gives.
-    ///
-    /// # Errors
-    ///
-    /// The [`ConfigError`] of [`PoolBuilder::check`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use toolbreaker::{Pool, Registry, RegistryConfig};
-    ///
-    /// let config = RegistryConfig::default().pool(Pool::builder("search").group(["eu", "us"]))?;
-    /// assert_eq!(config.pools().collect::<Vec<_>>(), ["search"]);
-    /// let registry = Registry::builder().config(config).build();
-    /// assert_eq!(registry.pool("search").unwrap().members().count(), 2);
-    /// # Ok::<(), toolbreaker::ConfigError>(())
-    /// ```
-    pub fn pool(mut self, pool: PoolBuilder) -> Result<Self, ConfigError> {
-        let spec = pool.spec()?;
-        self.pools.insert(spec.name.clone(), spec);
-        Ok(self)
-    }
-
-    /// The names of the pools, in name order.
-    pub fn pools(&self) -> impl Iterator<Item = &str> + '_ {
-        self.pools.keys().map(|name| &**name)
-    }
-
-    /// The pools' specs, in name order.
-    pub(crate) fn pool_specs(&self) -> impl Iterator<Item = &PoolSpec> + '_ {
-        self.pools.values()
-    }
-
-    /// The names of the pools added, changed or taken out from `before` to this configuration,
-    /// in name order.
-    pub(crate) fn pools_changed_from(&self, before: &RegistryConfig) -> Vec<String> {
-        let names: BTreeSet<&str> = self.pools().chain(before.pools()).collect();
-        names
-            .into_iter()
-            .filter(|name| self.pools.get(*name) != before.pools.get(*name))
-            .map(str::to_owned)
-            .collect()
     }
 
     /// The configuration of every dependency without its own.

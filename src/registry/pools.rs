@@ -1,11 +1,63 @@
-//! The registry's pools: built over its breakers from the configuration in force, at build and
-//! after every reload, and looked up by name without a lock.
+//! The registry's pools: kept in its configuration ([`RegistryConfig::pool`]), built over its
+//! breakers from the configuration in force, at build and after every reload that changes them,
+//! and looked up by name without a lock.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use super::config::RegistryConfig;
 use super::map::Registry;
-use super::pool_spec::PoolShape;
+use super::pool_spec::{PoolBuilder, PoolShape, PoolSpec};
+use crate::config::ConfigError;
 use crate::sync;
+
+impl RegistryConfig {
+    /// The same, with the pool `pool` builds (replacing any pool of its name): a registry with
+    /// this configuration gives it from [`Registry::pool`](crate::Registry::pool), and a reload
+    /// that changes its groups changes the pool the registry gives.
+    ///
+    /// # Errors
+    ///
+    /// The [`ConfigError`] of [`PoolBuilder::check`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{Pool, Registry, RegistryConfig};
+    ///
+    /// let config = RegistryConfig::default().pool(Pool::builder("search").group(["eu", "us"]))?;
+    /// assert_eq!(config.pools().collect::<Vec<_>>(), ["search"]);
+    /// let registry = Registry::builder().config(config).build();
+    /// assert_eq!(registry.pool("search").unwrap().members().count(), 2);
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn pool(mut self, pool: PoolBuilder) -> Result<Self, ConfigError> {
+        let spec = pool.spec()?;
+        self.pools.insert(spec.name.clone(), spec);
+        Ok(self)
+    }
+
+    /// The names of the pools, in name order.
+    pub fn pools(&self) -> impl Iterator<Item = &str> + '_ {
+        self.pools.keys().map(|name| &**name)
+    }
+
+    /// The pools' specs, in name order.
+    pub(crate) fn pool_specs(&self) -> impl Iterator<Item = &PoolSpec> + '_ {
+        self.pools.values()
+    }
+
+    /// The names of the pools added, changed or taken out from `before` to this configuration,
+    /// in name order.
+    pub(crate) fn pools_changed_from(&self, before: &RegistryConfig) -> Vec<String> {
+        let names: BTreeSet<&str> = self.pools().chain(before.pools()).collect();
+        names
+            .into_iter()
+            .filter(|name| self.pools.get(*name) != before.pools.get(*name))
+            .map(str::to_owned)
+            .collect()
+    }
+}
 
 impl Registry {
     /// Build the pools of the configuration in force over the registry's breakers (creating
