@@ -258,7 +258,11 @@ impl Pool {
         }
         match panic {
             Some(_) if !take => Survey::Open,
-            Some(index) => Survey::Admitted(PoolPermit::new(&shape.members[index], index, None)),
+            Some(index) => {
+                let member = &shape.members[index];
+                observe::pool_panic(self.name(), member.name());
+                Survey::Admitted(PoolPermit::new(member, index, None))
+            }
             None => Survey::Exhausted(earliest),
         }
     }

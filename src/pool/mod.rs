@@ -52,7 +52,8 @@
 //! A panic permit ([`PoolPermit::is_panic`]) records nothing: the member's breaker is open and
 //! issued no permit, so the call's outcome neither extends its open period nor closes it; the
 //! breaker leaves open by its own cooldown and probe, as it would outside the pool. A panic
-//! call is not counted in the member's metrics.
+//! call is not counted in the member's metrics; with feature `tracing` each is a `debug` event
+//! `pool panic` (target `toolbreaker`) naming the pool and the member.
 //!
 //! # Retries
 //!
