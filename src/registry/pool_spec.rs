@@ -10,7 +10,8 @@ use crate::breaker::CircuitBreaker;
 use crate::config::{ConfigError, Problem};
 
 /// Builds a pool of equivalent upstreams over a [`Registry`](crate::Registry)'s breakers; start
-/// from `Pool::builder`, and build with `PoolBuilder::build` (or keep the pool in a
+/// from [`Pool::builder`](crate::pool::Pool::builder), and build with
+/// [`build`](crate::pool::PoolBuilder::build) (or keep the pool in a
 /// [`RegistryConfig`](super::RegistryConfig) with [`RegistryConfig::pool`](super::RegistryConfig::pool),
 /// where a reload can change it).
 ///
@@ -61,7 +62,8 @@ impl PoolBuilder {
     /// The panic share, a fraction in [0, 1] (default: none, no panic): when no member of the
     /// whole pool admits and more than `fraction` of a group's members are open, the group is
     /// in *panic* and admits the member that tripped longest ago (as Envoy's panic threshold
-    /// does), unless the pool [`fail_closed`](Self::fail_closed). See `crate::pool` for the rule.
+    /// does), unless the pool [`fail_closed`](Self::fail_closed). See
+    /// [the panic rule](crate::pool#panic) for how it meets the groups' order.
     pub fn max_ejected(mut self, fraction: f64) -> Self {
         self.max_ejected = Some(fraction);
         self
