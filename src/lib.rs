@@ -51,6 +51,7 @@
 //! |---|---|
 //! | [`breaker`] | [`CircuitBreaker`], its [`Builder`](breaker::Builder), permits and guarded calls |
 //! | [`registry`] | [`Registry`]: a breaker per dependency, its configuration, live reload |
+//! | [`pool`] | [`Pool`]: equivalent upstreams in priority groups, with failover and a panic rule |
 //! | [`classify`] | [`Outcome`], [`FailureKind`], [`Classify`]; `http` and `reqwest` classification |
 //! | [`agent`] | [`ToolResult`], what the model sees; with `tokio`, the guard pipeline (`ToolGuard`) |
 //! | [`observe`] | listeners, counters ([`Metrics`](observe::Metrics)), tracing and metrics export |
@@ -77,6 +78,7 @@ pub mod fleet;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod observe;
+pub mod pool;
 pub mod registry;
 mod state;
 mod sync;
@@ -95,6 +97,7 @@ pub use classify::{Classified, Classify, FailureKind, Outcome};
 pub use config::{Config, ConfigError, Window};
 #[cfg(feature = "redis")]
 pub use fleet::{Fleet, FleetError};
+pub use pool::{Pool, PoolBuilder, PoolPermit};
 pub use registry::{Registry, RegistryConfig, RegistryFull};
 pub use types::{Blocked, BlockedReason, State, Transition, TransitionReason};
 

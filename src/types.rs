@@ -59,10 +59,15 @@ pub enum BlockedReason {
     /// The breaker was forced open by hand ([`CircuitBreaker::force_open`](crate::CircuitBreaker::force_open))
     /// and stays open until it is closed or reset by hand.
     Isolated,
+    /// No member of a [`Pool`](crate::pool::Pool) of equivalent upstreams admits the call:
+    /// every one is open, isolated or has its probe in flight, and no panic admits one. The
+    /// retry-after is the earliest of its members'.
+    PoolExhausted,
 }
 
 impl BlockedReason {
-    /// The reason as used in logs and JSON: `dependency_open`, `probe_in_flight` or `isolated`.
+    /// The reason as used in logs and JSON: `dependency_open`, `probe_in_flight`, `isolated` or
+    /// `pool_exhausted`.
     ///
     /// # Examples
     ///
@@ -74,6 +79,7 @@ impl BlockedReason {
             BlockedReason::DependencyOpen => "dependency_open",
             BlockedReason::ProbeInFlight => "probe_in_flight",
             BlockedReason::Isolated => "isolated",
+            BlockedReason::PoolExhausted => "pool_exhausted",
         }
     }
 }
@@ -336,7 +342,8 @@ impl Blocked {
         Duration::from_millis(self.retry_after_ms)
     }
 
-    /// The state the breaker was in: [`State::Open`], or [`State::HalfOpen`] with a probe in flight.
+    /// The state the breaker was in: [`State::Open`], or [`State::HalfOpen`] with a probe in
+    /// flight; a pool's rejection ([`BlockedReason::PoolExhausted`]) is [`State::Open`].
     pub const fn state(&self) -> State {
         self.state
     }
@@ -362,6 +369,7 @@ impl fmt::Display for Blocked {
                      ask again in {secs:.3} s"
                 );
             }
+            BlockedReason::PoolExhausted => "every upstream of the pool unavailable: calls blocked",
         };
         write!(f, "{what} for another {secs:.3} s")
     }

@@ -14,7 +14,7 @@ use std::path::Path;
 /// The top-level modules, bottom up.
 const LAYERS: &[&str] = &[
     "sync", "time", "config", "classify", "types", "state", "observe", "breaker", "registry",
-    "fleet", "agent", "tower", "mcp", "docs", "fuzzing",
+    "pool", "fleet", "agent", "tower", "mcp", "docs", "fuzzing",
 ];
 
 /// Each folder's files, bottom up (`mod` is the folder's `mod.rs`).
@@ -39,6 +39,7 @@ const FILES: &[(&str, &[&str])] = &[
             "manual",
             "reconfigure",
             "permit",
+            "pooled",
             "call",
             "builder",
             "hint",
@@ -113,16 +114,38 @@ const FILES: &[(&str, &[&str])] = &[
     (
         "registry",
         &[
-            "config", "bounds", "hook", "map", "eviction", "lookup", "reload", "builder", "toml",
-            "export", "mod",
+            "pool_spec",
+            "config",
+            "bounds",
+            "hook",
+            "map",
+            "eviction",
+            "lookup",
+            "pools",
+            "reload",
+            "builder",
+            "toml",
+            "export",
+            "mod",
         ],
     ),
     (
         "agent",
         &[
-            "fields", "message", "result", "retry", "run", "spans", "guard", "pipeline", "mod",
+            "fields",
+            "message",
+            "result",
+            "retry",
+            "run",
+            "spans",
+            "guard",
+            "target",
+            "pipeline",
+            "pool_call",
+            "mod",
         ],
     ),
+    ("pool", &["members", "permit", "choose", "call", "mod"]),
     ("tower", &["future", "service", "mod", "layer"]),
     ("mcp", &["classify", "result", "client", "gateway", "mod"]),
 ];

@@ -7,7 +7,7 @@ use std::alloc::System;
 use std::sync::Arc;
 
 use stats_alloc::{INSTRUMENTED_SYSTEM, Region, StatsAlloc};
-use toolbreaker::{CircuitBreaker, Config, Registry};
+use toolbreaker::{CircuitBreaker, Config, Outcome, Pool, Registry};
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
@@ -86,4 +86,27 @@ fn bytes_per_breaker_and_per_registry_entry() {
         "{window} B for {stripes} stripes"
     );
     drop(rated);
+
+    // A pool's healthy path allocates nothing: the choice (a thread-local draw, a member's
+    // load), the permit and its record, and a whole `call`. (Checked here, in the one test of
+    // this binary, so no other test's allocations fall in the region.)
+    let registry = Registry::new(Config::default());
+    let members: Vec<String> = (0..8).map(|i| format!("upstream-{i}")).collect();
+    let pool = Pool::builder("search")
+        .group(members)
+        .build(&registry)
+        .expect("valid");
+    pool.try_acquire().expect("closed").record(Outcome::Success);
+    let region = Region::new(GLOBAL);
+    for _ in 0..1000 {
+        pool.try_acquire().expect("closed").record(Outcome::Success);
+        let answer = pool.call(|member| Ok::<_, ()>(member.len()), |_| Outcome::Success);
+        assert_eq!(answer, Ok(10));
+    }
+    let change = region.change();
+    assert_eq!(
+        (change.allocations, change.reallocations),
+        (0, 0),
+        "a pool's healthy path allocated"
+    );
 }

@@ -44,7 +44,9 @@ mod sealed {
 /// `blocked` or `failed` result, the spans' `gen_ai.tool.name` and `dependency`) is
 /// [`CircuitBreaker::name`](crate::CircuitBreaker::name). Use named breakers: a
 /// [`Registry`](crate::Registry)'s are, and [`Builder::name`](crate::breaker::Builder::name)
-/// names one made alone.
+/// names one made alone. A tool served by several equivalent upstreams goes through
+/// [`call_pool`](Self::call_pool) with a [`Pool`](crate::pool::Pool): each attempt to the member
+/// the pool chooses, a retry to another; the model reads the pool's name.
 ///
 /// # What the model is told
 ///

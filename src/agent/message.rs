@@ -13,6 +13,7 @@ use crate::types::BlockedReason;
 /// `retry_after_ms`.
 pub(super) fn blocked(dependency: &str, reason: BlockedReason, retry_after_ms: u64) -> String {
     let what = match reason {
+        BlockedReason::PoolExhausted => return pool_exhausted(dependency, retry_after_ms),
         BlockedReason::DependencyOpen => "is temporarily unavailable",
         BlockedReason::ProbeInFlight => "is being checked for recovery",
         BlockedReason::Isolated => "is switched off by its operators",
@@ -21,6 +22,17 @@ pub(super) fn blocked(dependency: &str, reason: BlockedReason, retry_after_ms: u
         "{} {what}; do not call it again now. Answer with what you know, \
          use another tool, or try after {} s.",
         subject(dependency),
+        seconds(retry_after_ms)
+    )
+}
+
+/// The message of a call no upstream of the pool `pool` admitted, one callable again in
+/// `retry_after_ms` (the earliest of its members').
+fn pool_exhausted(pool: &str, retry_after_ms: u64) -> String {
+    format!(
+        "Every upstream of {} is unavailable; do not call it again now. Answer with what you \
+         know, use another tool, or try after {} s.",
+        if pool.is_empty() { "this tool" } else { pool },
         seconds(retry_after_ms)
     )
 }

@@ -9,7 +9,8 @@
 //!    or token budget spent, starts no call; the result is `stopped`, and so is every later call
 //!    on the run.
 //! 2. **Breaker**: if the dependency's breaker does not admit the call, the result is `blocked`
-//!    at once; the operation never starts.
+//!    at once; the operation never starts. With a pool (`ToolGuard::call_pool`), the pool's
+//!    choice of a member that admits (see [`pool`](crate::pool)), blocked only when none does.
 //! 3. **Per-call timeout**: the attempt runs under [`ToolGuard::per_call_timeout`], cut to the
 //!    time left before the run's deadline; running out of the per-call time is
 //!    [`FailureKind::Timeout`](crate::FailureKind::Timeout). Running into the run's deadline
@@ -23,7 +24,8 @@
 //!    (timeout, connect, unavailable, rate-limited), never for `Ignored`: capped exponential
 //!    backoff with jitter (`backon`), at least the `Retry-After` hint, never past the deadline.
 //!    Before every retry the breaker is asked again: once it has opened, retrying stops and the
-//!    result is `blocked`, at once rather than after the wait. Every attempt draws on the run's
+//!    result is `blocked`, at once rather than after the wait. A pool's retry goes to another
+//!    member than the one that just failed, while another admits. Every attempt draws on the run's
 //!    tool-call budget; a spent budget also ends the call before the wait. A call blocked or
 //!    stopped after failed attempts tells the model how many failed and how the last did
 //!    ([`FailedAttempts`]).
@@ -47,6 +49,8 @@ mod guard;
 mod message;
 #[cfg(feature = "tokio")]
 mod pipeline;
+#[cfg(feature = "tokio")]
+mod pool_call;
 mod result;
 #[cfg(feature = "tokio")]
 mod retry;
@@ -54,6 +58,8 @@ mod retry;
 mod run;
 #[cfg(feature = "tokio")]
 mod spans;
+#[cfg(feature = "tokio")]
+mod target;
 
 pub use self::fields::{CallStats, FailedAttempts, FailedKind, StopReason};
 pub use self::result::ToolResult;

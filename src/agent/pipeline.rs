@@ -13,6 +13,7 @@ use super::result::ToolResult;
 use super::retry::retryable;
 use super::run::AgentRun;
 use super::spans::CallSpan;
+use super::target::Target;
 use crate::breaker::CircuitBreaker;
 use crate::classify::{Classified, FailureKind, Outcome};
 use crate::time::{millis_floor, tokio_now};
@@ -154,9 +155,31 @@ impl<X> ToolGuard<X> {
         O: Into<Classified>,
         X: ErrorText<E>,
     {
-        let span = CallSpan::new(breaker.name(), run);
+        let mut attempt = attempt;
+        let target = Target::Breaker(breaker);
+        self.guard(run, target, classify, move |_, last| attempt(last), observe)
+            .await
+    }
+
+    /// The call through every guard, inside its span, for a breaker or a pool: `attempt` is
+    /// given the member the attempt goes to (the breaker's own name for a breaker) and whether
+    /// it is the last.
+    pub(super) async fn guard<'a, T, E, O, Fut>(
+        &self,
+        run: &AgentRun,
+        target: Target<'a>,
+        classify: impl Fn(&Result<T, E>) -> O,
+        attempt: impl FnMut(&'a str, bool) -> Fut,
+        observe: impl FnMut(&Attempt),
+    ) -> ToolResult<T>
+    where
+        Fut: Future<Output = Result<T, E>>,
+        O: Into<Classified>,
+        X: ErrorText<E>,
+    {
+        let span = CallSpan::new(target.name(), run);
         let result = span
-            .instrument(self.guarded(run, breaker, classify, attempt, observe, &span))
+            .instrument(self.guarded(run, target, classify, attempt, observe, &span))
             .await;
         span.finish(&result);
         result
@@ -167,12 +190,12 @@ impl<X> ToolGuard<X> {
     /// Tokio's clock is read once per step: at the start (the run's check, the time left and the
     /// attempt's start share it), when the attempt ends (its time, the call's, and the checks
     /// before a retry), and after a retry's wait. The backoff is built at the first retry.
-    async fn guarded<T, E, O, Fut>(
+    async fn guarded<'a, T, E, O, Fut>(
         &self,
         run: &AgentRun,
-        breaker: &CircuitBreaker,
+        target: Target<'a>,
         classify: impl Fn(&Result<T, E>) -> O,
-        mut attempt: impl FnMut(bool) -> Fut,
+        mut attempt: impl FnMut(&'a str, bool) -> Fut,
         mut observe: impl FnMut(&Attempt),
         span: &CallSpan,
     ) -> ToolResult<T>
@@ -181,7 +204,9 @@ impl<X> ToolGuard<X> {
         O: Into<Classified>,
         X: ErrorText<E>,
     {
-        let dependency = breaker.name();
+        let dependency = target.name();
+        // A pool's member whose attempt failed last: a retry asks the others first.
+        let mut avoid = None;
         let started = tokio_now();
         let mut now = started;
         let mut attempts = 0;
@@ -203,8 +228,8 @@ impl<X> ToolGuard<X> {
             if let Err(reason) = run.check(now) {
                 return stop(ToolResult::stopped(run.id(), reason), tried, attempts, now);
             }
-            // 2. The breaker, asked again before every retry.
-            let permit = match breaker.try_acquire() {
+            // 2. The breaker (or the pool), asked again before every retry.
+            let permit = match target.acquire(avoid) {
                 Ok(permit) => permit,
                 Err(blocked) => {
                     return stop(
@@ -227,11 +252,13 @@ impl<X> ToolGuard<X> {
             let deadline_binds = left <= self.per_call_timeout;
             let limit = self.per_call_timeout.min(left);
             let probe = permit.is_probe();
-            let attempt_span = span.attempt(dependency, attempts, probe);
+            let member = permit.member();
+            let attempt_span = span.attempt(member, attempts, probe);
             let attempt_started = now;
             let last = self.retry.is_last(attempts);
-            let pending = attempt_span
-                .in_scope(|| tokio::time::timeout_at(attempt_started + limit, attempt(last)));
+            let pending = attempt_span.in_scope(|| {
+                tokio::time::timeout_at(attempt_started + limit, attempt(member, last))
+            });
             let answered = attempt_span.instrument(pending).await;
             now = tokio_now();
             let elapsed = now.saturating_duration_since(attempt_started);
@@ -254,6 +281,7 @@ impl<X> ToolGuard<X> {
             };
             // Recorded inside the attempt's span, so the breaker's events (a counted failure, a
             // transition) belong to it.
+            avoid = Some(permit.index());
             attempt_span.in_scope(|| {
                 let transition = permit.record_timed(outcome, elapsed);
                 observe(&Attempt {
@@ -288,7 +316,7 @@ impl<X> ToolGuard<X> {
             // Only a counted failure is retried, so this attempt is one more failed one: either
             // end says so.
             tried = Some(FailedAttempts::after(tried, &outcome, status));
-            if let Err(blocked) = breaker.check_open() {
+            if let Err(blocked) = target.check_open() {
                 return stop(
                     ToolResult::blocked(dependency, blocked),
                     tried,

@@ -61,9 +61,10 @@ pub enum ToolResult<T> {
     },
     /// The dependency's breaker did not admit the call; nothing was sent.
     Blocked {
-        /// The dependency whose breaker blocked the call.
+        /// The dependency whose breaker blocked the call (a pool's name, for a pool none of
+        /// whose members admitted it).
         dependency: String,
-        /// `dependency_open`, `probe_in_flight` or `isolated`.
+        /// `dependency_open`, `probe_in_flight`, `isolated` or `pool_exhausted`.
         reason: BlockedReason,
         /// Milliseconds until the dependency may be called again; never zero.
         retry_after_ms: u64,

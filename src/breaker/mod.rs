@@ -8,7 +8,8 @@
 //! transitions told); then one file per operation: `sharing` (the hook's door on the breaker), `probes`
 //! (the several probes' slots), `admit` (admission beyond the closed fast path), `report`
 //! (outcomes and the window's judgement), `manual` (changes by hand) and `reconfigure`; then
-//! `permit` (the permits, and the methods that issue them), `call` (guarded calls) and `builder`.
+//! `permit` (the permits, and the methods that issue them), `pooled` (what a pool asks of a
+//! member: a permit, or its refusal uncounted), `call` (guarded calls) and `builder`.
 //! The model checks of all of it (`loom_tests`, under `--cfg loom`) sit beside them.
 
 mod admit;
@@ -19,6 +20,7 @@ mod hook;
 mod machine;
 mod manual;
 mod permit;
+mod pooled;
 mod probes;
 mod reconfigure;
 mod report;

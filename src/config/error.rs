@@ -14,15 +14,17 @@ pub enum Problem {
     /// The duration is longer than [`MAX_DURATION`](super::MAX_DURATION).
     TooLong,
     /// The text is empty, or holds a character it may not (fleet `prefix` and `instance`:
-    /// whitespace or a control character; an MCP `server` name: also a `.`).
+    /// whitespace or a control character; an MCP `server` name: also a `.`); a pool's `groups`
+    /// hold no group, or a group no member.
     Empty,
-    /// The name is given twice (an MCP gateway's `upstream`).
+    /// The name is given twice (an MCP gateway's `upstream`, a pool's member in `groups`).
     Duplicate,
     /// The duration is no longer than one it must exceed (an MCP gateway's `call_time_limit`,
     /// which must be longer than every upstream's per-call timeout).
     TooShort,
     /// The number is outside its range: a ratio (`failure_rate`, `slow_call_rate`) must be in
-    /// (0, 1], a `cooldown_multiplier` at least 1, a `cooldown_jitter` in [0, 1).
+    /// (0, 1], a `cooldown_multiplier` at least 1, a `cooldown_jitter` in [0, 1), a pool's
+    /// `max_ejected` in [0, 1].
     OutOfRange,
     /// The number is larger than one it may not exceed: `minimum_calls` above a count window,
     /// `probes` above [`MAX_PROBES`].
@@ -60,7 +62,8 @@ impl ConfigError {
     /// `cooldown_multiplier`, `max_cooldown`, `cooldown_jitter` or `probes`; for a fleet
     /// (feature `redis`), `prefix`, `instance`, `fleet_failure_threshold`, `min_instances`, `window`,
     /// `sync_interval`, `command_timeout` or `probe_window`; for MCP (feature `mcp`), `server`,
-    /// `upstream`, `per_call_timeout` or `call_time_limit`.
+    /// `upstream`, `per_call_timeout` or `call_time_limit`; for a pool, `groups` or
+    /// `max_ejected`.
     pub fn field(&self) -> &'static str {
         self.field
     }
@@ -87,6 +90,15 @@ impl ConfigError {
                 Problem::Zero,
                 "failure_threshold" | "fleet_failure_threshold" | "min_instances" | "probes",
             ) => format!("{subject} must be at least 1"),
+            (Problem::Empty, "groups") => {
+                format!(
+                    "{subject} must hold at least one group, and each group at least one member"
+                )
+            }
+            (Problem::Duplicate, "groups") => format!("{subject} must name each member once"),
+            (Problem::OutOfRange, "max_ejected") => {
+                format!("{subject} must be a fraction of at least 0 and at most 1")
+            }
             (Problem::Empty, "server") => format!(
                 "{subject} must be non-empty text with no `.`, whitespace or control characters"
             ),

@@ -103,6 +103,13 @@
 //! max_hinted_open_ms = 300000   # a 429's Retry-After keeps it open up to 5 min (0: ignore hints)
 //! hint_jitter = 0.2             # a hinted deadline spread by 0 to +20 % of its hint
 //! open_on_long_hint = true      # a 429 asking for longer than the cooldown trips at once
+//!
+//! # A pool of equivalent upstreams (`Registry::pool("search-any")`): its members are
+//! # dependencies above, each with its own breaker, in priority groups tried in order.
+//! [pools.search-any]
+//! groups = [["search-eu", "search-us"], ["search"]]  # required: groups of dependency names
+//! max_ejected = 0.5             # optional: past half of a group open, panic (default: never)
+//! fail_closed = false           # optional: true never panics, whatever max_ejected says
 //! ```
 //!
 //! `RegistryConfig::from_file` reads it (feature `toml`); `Registry::reload_file` puts a new version
@@ -119,5 +126,11 @@
 //! `RegistryConfig::unknown_dependencies(known)` and `registry::closest_name` for the "did you
 //! mean" (the gateway example does, at start and on reload). A file cut short can still be valid TOML (a missing section means "use the default"),
 //! and no parser can tell: replace the file by writing the new one beside it and renaming it into
-//! place, so a reload never reads it half-written. `force_open`,
+//! place, so a reload never reads it half-written. A `[pools.NAME]` table takes only `groups`,
+//! `max_ejected` (a fraction from 0 to 1) and `fail_closed`; an empty group, a member named
+//! twice or an unknown key is refused with a `ConfigFileError` naming the pool (`pool()`) and
+//! the key. A reload that changes a pool's groups builds a new pool over the same breakers, so
+//! no member's state is lost; `Registry::pool` gives it from then on (a handle from before keeps
+//! the old groups). The choice of a member, the panic rule and failover are in
+//! [`pool`](crate::pool). `force_open`,
 //! `force_closed` and `reset` on a dependency's breaker isolate it, close it, or clear it.

@@ -26,7 +26,8 @@
 //! **Tracing** (feature `tracing`, target `toolbreaker`): each transition at `info` (`warn` when
 //! opening) with the dependency and every field above; blocked calls and counted failures at `debug`
 //! with the dependency, the blocked reason or failure kind, and (through the pipeline) the call's
-//! duration. A `ToolGuard` call is an `execute_tool` span (OpenTelemetry's GenAI tool-execution span:
+//! duration; a pool's blocked call under the pool's name, and each call its panic rule admits
+//! (`pool panic`, with the pool and the member) at `debug`. A `ToolGuard` call is an `execute_tool` span (OpenTelemetry's GenAI tool-execution span:
 //! `otel.name`, `gen_ai.tool.name`, `otel.status_code`, `error.type`) with the run id, attempts,
 //! outcome and duration, and a `client` span per attempt, so adding `tracing-opentelemetry` yields
 //! traces with no further code. Nothing from a request or response, and no error message, is ever

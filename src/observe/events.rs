@@ -1,5 +1,5 @@
-//! The `tracing` events of blocked calls and counted failures (feature `tracing`; without it
-//! these functions are empty).
+//! The `tracing` events of blocked calls, counted failures and a pool's panic admissions
+//! (feature `tracing`; without it these functions are empty).
 
 use core::time::Duration;
 
@@ -27,6 +27,16 @@ fn blocked_event(dependency: &str, blocked: &Blocked) {
         retry_after_ms = crate::time::millis_floor(blocked.retry_after()),
         "call blocked"
     );
+}
+
+/// Pool `pool` admitted a call to its open member `member` by its panic rule (no member of the
+/// pool admitted it). Out of line: a pool in panic is already off its healthy path.
+#[inline(never)]
+pub(crate) fn pool_panic(pool: &str, member: &str) {
+    #[cfg(feature = "tracing")]
+    tracing::debug!(target: "toolbreaker", pool, member, "pool panic");
+    #[cfg(not(feature = "tracing"))]
+    let _ = (pool, member);
 }
 
 /// A counted failure was recorded; `elapsed` is the call's duration when the caller timed it (the

@@ -16,7 +16,7 @@ mod listener;
 
 pub(crate) use self::counters::{Counter, Counters, stripe_count, thread_index};
 pub use self::counters::{FailureCounts, Metrics, TransitionCounts};
-pub(crate) use self::events::{blocked, failure};
+pub(crate) use self::events::{blocked, failure, pool_panic};
 pub(crate) use self::herald::{Herald, tell_each};
 pub(crate) use self::listener::Listener;
 pub use self::listener::TransitionEvent;

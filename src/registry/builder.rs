@@ -9,7 +9,7 @@ use super::hook::Install;
 use super::map::Registry;
 use crate::config::Config;
 use crate::observe::{Listener, TransitionEvent};
-use crate::sync::{AtomicUsize, RelaxedU64, RwLock};
+use crate::sync::{AtomicUsize, Mutex, RelaxedU64, RwLock};
 use crate::time::Origin;
 
 impl Default for Registry {
@@ -179,7 +179,7 @@ impl RegistryBuilder {
         // A hook's owner holds the breakers too: evicting one would part them.
         let evicts = self.install.is_none();
         let clock = self.clock.unwrap_or_default();
-        Registry {
+        let registry = Registry {
             breakers: papaya::HashMap::builder()
                 .hasher(foldhash::fast::RandomState::default())
                 .resize_mode(papaya::ResizeMode::Blocking)
@@ -195,6 +195,10 @@ impl RegistryBuilder {
             next_sweep_ms: RelaxedU64::new(0),
             overflow: OnceLock::new(),
             creation: self.install.map(|install| install.start()),
-        }
+            pools: OnceLock::new(),
+            pools_installing: Mutex::new(()),
+        };
+        registry.install_pools();
+        registry
     }
 }

@@ -7,11 +7,13 @@ use core::fmt;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use super::pool_spec::PoolSpec;
 use crate::config::Config;
 use crate::time::millis_floor;
 use crate::types::Transition;
 
-/// A registry's configuration: a default, and each dependency's own.
+/// A registry's configuration: a default, each dependency's own, and the pools of equivalent
+/// upstreams built over the dependencies' breakers ([`pool`](Self::pool)).
 ///
 /// Built in code ([`dependency`](Self::dependency)) or read from TOML
 /// (`from_toml` and `from_file`, feature `toml`); put in force with
@@ -34,6 +36,8 @@ use crate::types::Transition;
 pub struct RegistryConfig {
     default: Config,
     dependencies: BTreeMap<Box<str>, Config>,
+    /// The pools, by name (their methods are in `pools.rs`).
+    pub(super) pools: BTreeMap<Box<str>, PoolSpec>,
 }
 
 impl RegistryConfig {
@@ -42,6 +46,7 @@ impl RegistryConfig {
         RegistryConfig {
             default,
             dependencies: BTreeMap::new(),
+            pools: BTreeMap::new(),
         }
     }
 
@@ -177,8 +182,9 @@ fn edit_distance(a: &str, b: &str) -> usize {
     previous[b.len()]
 }
 
-/// What [`Registry::reload`](crate::Registry::reload) did: the configurations it changed, and
-/// the dependency sections of the new configuration that no breaker uses yet.
+/// What [`Registry::reload`](crate::Registry::reload) did: the configurations it changed, the
+/// dependency sections of the new configuration that no breaker uses yet, and the pools it
+/// changed.
 ///
 /// # Examples
 ///
@@ -201,11 +207,41 @@ fn edit_distance(a: &str, b: &str) -> usize {
 pub struct Reload {
     changes: Vec<ConfigChange>,
     unmatched: Vec<String>,
+    pools: Vec<String>,
 }
 
 impl Reload {
-    pub(crate) fn new(changes: Vec<ConfigChange>, unmatched: Vec<String>) -> Self {
-        Reload { changes, unmatched }
+    pub(crate) fn new(
+        changes: Vec<ConfigChange>,
+        unmatched: Vec<String>,
+        pools: Vec<String>,
+    ) -> Self {
+        Reload {
+            changes,
+            unmatched,
+            pools,
+        }
+    }
+
+    /// The pools the reload added, changed (their groups, `max_ejected` or `fail_closed`) or
+    /// took out, in name order: [`Registry::pool`](crate::Registry::pool) gives the new ones
+    /// from now on, over the same breakers. Empty when no pool changed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolbreaker::{Pool, Registry, RegistryConfig};
+    ///
+    /// let registry = Registry::default();
+    /// let config = RegistryConfig::default().pool(Pool::builder("search").group(["eu", "us"]))?;
+    /// assert_eq!(registry.reload(config.clone()).pools_changed(), ["search"]);
+    /// assert!(registry.reload(config).pools_changed().is_empty(), "the same pool again");
+    /// assert_eq!(registry.reload(RegistryConfig::default()).pools_changed(), ["search"]);
+    /// assert!(registry.pool("search").is_none(), "taken out");
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn pools_changed(&self) -> &[String] {
+        &self.pools
     }
 
     /// One entry per dependency whose configuration changed, plus one for the default if it

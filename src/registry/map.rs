@@ -8,9 +8,10 @@ use std::sync::{Arc, OnceLock};
 use super::bounds::{Entry, Idle};
 use super::config::RegistryConfig;
 use super::hook::Creation;
+use super::pool_spec::PoolShape;
 use crate::breaker::CircuitBreaker;
 use crate::observe::{Listener, Metrics};
-use crate::sync::{AtomicUsize, RelaxedU64, RwLock};
+use crate::sync::{AtomicUsize, Mutex, RelaxedU64, RwLock};
 use crate::time::Origin;
 
 /// One breaker per dependency name, created on first use from the dependency's configuration or
@@ -86,6 +87,12 @@ pub struct Registry {
     pub(super) overflow: OnceLock<Arc<CircuitBreaker>>,
     /// The creation hook, if one was installed (fleet mode); dropped with the registry.
     pub(super) creation: Option<Box<dyn Creation>>,
+    /// The pools of the configuration in force, built over the breakers (`pools.rs`); read
+    /// lock-free, replaced whole by a build or reload that changes them; made by the first pool.
+    pub(super) pools:
+        OnceLock<papaya::HashMap<Arc<str>, Arc<PoolShape>, foldhash::fast::RandomState>>,
+    /// Held while the pools are rebuilt, so the last rebuild installs the newest configuration's.
+    pub(super) pools_installing: Mutex<()>,
 }
 
 impl Registry {

@@ -35,6 +35,9 @@ impl Registry {
     ///   entry says which transition the change caused, if any (a lowered threshold that a
     ///   closed breaker's failures already reach trips it); listeners hear it after the
     ///   registry's lock is released.
+    /// - [`pools_changed`](Reload::pools_changed): the pools added, changed or taken out; each
+    ///   is rebuilt over the same breakers (no member loses its state), and
+    ///   [`pool`](Self::pool) gives the new one from then on.
     /// - [`unmatched`](Reload::unmatched): the dependencies with a section of their own in
     ///   `config` that have no breaker, in name order. Nothing has asked for them yet: most
     ///   often a misspelt name, whose real dependency keeps running on the default. The section
@@ -114,14 +117,20 @@ impl Registry {
         }
         // Listeners hear the trips after the lock is released, so they may use the registry.
         // Every trip is told even if a listener panics; the first panic is resumed afterwards.
+        let pools = configs.pools_changed_from(&before);
         drop(configs);
+        // The pools are rebuilt outside the lock: building one looks its members up, and a
+        // first use reads the configuration.
+        if !pools.is_empty() {
+            self.install_pools();
+        }
         observe::tell_each(
             tripped,
             |(breaker, transition): (Arc<CircuitBreaker>, _)| {
                 breaker.announce(transition);
             },
         );
-        Reload::new(changes, unmatched)
+        Reload::new(changes, unmatched, pools)
     }
 }
 

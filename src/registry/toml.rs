@@ -5,10 +5,12 @@ use std::path::Path;
 use toml::de::{DeTable, DeValue};
 
 mod error;
+mod pools;
 mod section;
 
 pub use self::error::ConfigFileError;
 
+use self::pools::pool;
 use self::section::section;
 use super::config::{RegistryConfig, Reload};
 use super::map::Registry;
@@ -32,6 +34,13 @@ impl RegistryConfig {
     ///
     /// [dependencies."api.example.com"]  # quote names with dots
     /// cooldown_ms = 10000
+    ///
+    /// # A pool of equivalent upstreams (`Registry::pool`): its members are dependencies,
+    /// # in priority groups tried in order.
+    /// [pools.search]
+    /// groups = [["search-eu", "search-us"], ["search-backup"]]
+    /// max_ejected = 0.5          # optional: panic past half of a group open (default: never)
+    /// fail_closed = false        # optional: true never panics
     /// ```
     ///
     /// # Errors
@@ -82,6 +91,7 @@ impl RegistryConfig {
             };
             ConfigFileError {
                 dependency,
+                pool: None,
                 field,
                 line,
                 problem: e.message().to_owned(),
@@ -90,6 +100,7 @@ impl RegistryConfig {
         })?;
         let mut default = None;
         let mut dependencies = None;
+        let mut pools = None;
         for (key, value) in document.get_ref() {
             match key.get_ref().as_ref() {
                 "default" => {
@@ -105,13 +116,23 @@ impl RegistryConfig {
                     };
                     dependencies = Some(deps);
                 }
+                "pools" => {
+                    let DeValue::Table(table) = value.get_ref() else {
+                        return Err(ConfigFileError::at(
+                            None,
+                            Some("pools"),
+                            "`pools` must be a table of tables, one per pool",
+                        ));
+                    };
+                    pools = Some(table);
+                }
                 other => {
                     return Err(ConfigFileError::at(
                         None,
                         None,
                         format!(
                             "unknown key or table `{other}` at the top level; expected the \
-                             tables `default` and `dependencies`"
+                             tables `default`, `dependencies` and `pools`"
                         ),
                     ));
                 }
@@ -120,11 +141,11 @@ impl RegistryConfig {
         // An empty file (or one of comments only) is refused rather than read as "every
         // default": a file emptied by a redirect, or caught before its first line was
         // written, must not reset every breaker.
-        if default.is_none() && dependencies.is_none() {
+        if default.is_none() && dependencies.is_none() && pools.is_none() {
             return Err(ConfigFileError::at(
                 None,
                 None,
-                "the file sets nothing: expected a [default] or a [dependencies.NAME] table \
+                "the file sets nothing: expected a [default], [dependencies.NAME] or [pools.NAME] table \
                  (an empty [default] table asks for the crate's defaults)",
             ));
         }
@@ -134,6 +155,9 @@ impl RegistryConfig {
             let name: &str = name.get_ref();
             let (own, _) = section(Some(name), value.get_ref(), default)?;
             config = config.dependency(name, own);
+        }
+        for (name, value) in pools.into_iter().flatten() {
+            config = pool(config, name.get_ref(), value.get_ref())?;
         }
         Ok(config)
     }

@@ -115,7 +115,8 @@ fn a_scripted_sequence_gives_an_exact_snapshot() {
     );
 
     // A probe that times out, found by a blocked caller; its late success is stale, and counted.
-    mock.increment(COOLDOWN);
+    // (The failed probe's `Retry-After: 2` keeps the breaker open 2 s, spread by up to 10 %.)
+    mock.increment(Duration::from_millis(2_200));
     let probe = breaker.try_acquire().expect("probe");
     mock.increment(PROBE_TIMEOUT);
     assert!(breaker.try_acquire().is_err());
@@ -354,7 +355,7 @@ fn the_registry_snapshot_holds_every_dependency_by_name() {
                 "ignored": 0,
                 "dropped": 0,
                 "transitions": {
-                    "failure_threshold": 1, "failure_rate": 0, "slow_call_rate": 0,
+                    "failure_threshold": 1, "failure_rate": 0, "slow_call_rate": 0, "retry_after": 0,
                     "cooldown_elapsed": 0, "probe_succeeded": 0,
                     "probe_failed": 0, "probe_timed_out": 0, "manual": 0, "fleet": 0
                 }
@@ -368,7 +369,7 @@ fn the_registry_snapshot_holds_every_dependency_by_name() {
                 "ignored": 0,
                 "dropped": 0,
                 "transitions": {
-                    "failure_threshold": 1, "failure_rate": 0, "slow_call_rate": 0,
+                    "failure_threshold": 1, "failure_rate": 0, "slow_call_rate": 0, "retry_after": 0,
                     "cooldown_elapsed": 0, "probe_succeeded": 0,
                     "probe_failed": 0, "probe_timed_out": 0, "manual": 0, "fleet": 0
                 }
@@ -382,7 +383,7 @@ fn the_registry_snapshot_holds_every_dependency_by_name() {
                 "ignored": 0,
                 "dropped": 0,
                 "transitions": {
-                    "failure_threshold": 0, "failure_rate": 0, "slow_call_rate": 0,
+                    "failure_threshold": 0, "failure_rate": 0, "slow_call_rate": 0, "retry_after": 0,
                     "cooldown_elapsed": 0, "probe_succeeded": 0,
                     "probe_failed": 0, "probe_timed_out": 0, "manual": 0, "fleet": 0
                 }

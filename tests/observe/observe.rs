@@ -553,6 +553,75 @@ fn a_blocked_call_is_a_debug_event_with_state_reason_and_retry_after() {
     assert_eq!(events[0].fields["state"], "open".into());
 }
 
+/// A pool: a member passed over while another serves logs nothing; a call the panic rule admits
+/// is a `pool panic` event naming the pool and the member; a pool none of whose members admits
+/// is one `call blocked` event under the pool's name.
+#[test]
+fn a_pools_panic_and_blocked_calls_are_debug_events_under_its_name() {
+    let _turn = crate::turn();
+    let (capture, _guard) = capture();
+    let (clock, mock) = Clock::mock();
+    let registry = toolbreaker::Registry::builder()
+        .default_config(
+            toolbreaker::Config::new(1, Duration::from_secs(30), Duration::from_secs(5)).unwrap(),
+        )
+        .clock(clock)
+        .build();
+    let pool = toolbreaker::Pool::builder("search")
+        .group(["a", "b"])
+        .max_ejected(0.5)
+        .build(&registry)
+        .unwrap();
+    fail(&registry.get("a"), 1).unwrap();
+    capture.clear();
+    let served = pool.try_acquire().unwrap();
+    assert_eq!(served.member(), "b");
+    served.record(Outcome::Success);
+    assert!(
+        capture.named("call blocked").is_empty(),
+        "a, passed over, logged nothing"
+    );
+
+    mock.increment(Duration::from_secs(1));
+    fail(&registry.get("b"), 1).unwrap();
+    capture.clear();
+    let panic = pool.try_acquire().unwrap();
+    assert!(panic.is_panic());
+    let events = capture.named("pool panic");
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        (events[0].level, events[0].target.as_str()),
+        (Level::DEBUG, "toolbreaker")
+    );
+    assert_fields(
+        &events[0].fields,
+        &[("pool", "search".into()), ("member", "a".into())],
+    );
+    assert!(capture.named("call blocked").is_empty());
+
+    let closed = toolbreaker::Pool::builder("search-closed")
+        .group(["a", "b"])
+        .build(&registry)
+        .unwrap();
+    capture.clear();
+    assert!(closed.try_acquire().is_err());
+    let events = capture.named("call blocked");
+    assert_eq!(
+        events.len(),
+        1,
+        "one event for the pool, none for its members"
+    );
+    assert_fields(
+        &events[0].fields,
+        &[
+            ("dependency", "search-closed".into()),
+            ("state", "open".into()),
+            ("reason", "pool_exhausted".into()),
+            ("retry_after_ms", 29_000u64.into()),
+        ],
+    );
+}
+
 #[test]
 fn a_counted_failure_is_a_debug_event_with_its_kind_and_no_duration_from_a_bare_permit() {
     let _turn = crate::turn();

@@ -21,6 +21,7 @@ mod contention;
 mod open;
 mod outside;
 mod peers;
+mod pool;
 mod registry;
 mod sketch;
 
@@ -43,7 +44,9 @@ criterion_group! {
         contention::half_open,
         registry::lookup,
         asynchronous::run,
-        outside::public_api
+        outside::public_api,
+        pool::healthy,
+        pool::two_threads
 }
 
 /// Criterion's run; or, with `TOOLBREAKER_OUTSIDE_LOOP="CASE N"` set, `N` calls of one case of the

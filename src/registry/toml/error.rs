@@ -14,6 +14,8 @@ use core::fmt;
 #[derive(Debug)]
 pub struct ConfigFileError {
     pub(super) dependency: Option<String>,
+    /// The pool whose `[pools.NAME]` table is at fault.
+    pub(super) pool: Option<String>,
     pub(super) field: Option<String>,
     pub(super) line: Option<usize>,
     pub(super) problem: String,
@@ -28,6 +30,7 @@ impl ConfigFileError {
     ) -> Self {
         ConfigFileError {
             dependency: dependency.map(str::to_owned),
+            pool: None,
             field: field.map(str::to_owned),
             line: None,
             problem: problem.into(),
@@ -38,6 +41,17 @@ impl ConfigFileError {
     /// The dependency whose section is at fault; `None` for `[default]` or the whole file.
     pub fn dependency(&self) -> Option<&str> {
         self.dependency.as_deref()
+    }
+
+    /// The same error, in pool `pool`'s `[pools.NAME]` table.
+    pub(super) fn in_pool(mut self, pool: &str) -> Self {
+        self.pool = Some(pool.to_owned());
+        self
+    }
+
+    /// The pool whose `[pools.NAME]` table is at fault, when the fault is in one.
+    pub fn pool(&self) -> Option<&str> {
+        self.pool.as_deref()
     }
 
     /// The field at fault, by its key in the file (`failure_threshold`, `cooldown_ms`,
@@ -66,10 +80,11 @@ impl fmt::Display for ConfigFileError {
         if let Some(line) = self.line {
             write!(f, ", line {line}")?;
         }
-        match &self.dependency {
-            Some(d) => write!(f, ", [dependencies.{d:?}]")?,
-            None if self.field.is_some() => f.write_str(", [default]")?,
-            None => {}
+        match (&self.dependency, &self.pool) {
+            (Some(d), _) => write!(f, ", [dependencies.{d:?}]")?,
+            (None, Some(p)) => write!(f, ", [pools.{p:?}]")?,
+            (None, None) if self.field.is_some() => f.write_str(", [default]")?,
+            (None, None) => {}
         }
         if let Some(field) = &self.field {
             write!(f, " `{field}`")?;
