@@ -30,6 +30,7 @@ const FILES: &[(&str, &[&str])] = &[
         &[
             "hook",
             "window",
+            "prober",
             "machine",
             "sharing",
             "probes",
@@ -40,6 +41,8 @@ const FILES: &[(&str, &[&str])] = &[
             "permit",
             "call",
             "builder",
+            "health",
+            "checks",
             "mod",
             "loom_tests",
         ],

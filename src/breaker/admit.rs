@@ -73,12 +73,13 @@ impl CircuitBreaker {
     /// generation, whether it is the probe) before anyone hears of the write: a listener that
     /// panics then unwinds through the permit, whose drop gives the probe slot back. Out of
     /// line, so an open breaker's rejection keeps a small frame; `now` is the clock's reading if
-    /// it was already taken.
+    /// it was already taken; `by_prober` for the health check's own claim (see `probe_gate`).
     #[inline(never)]
     pub(super) fn acquire_decided<P>(
         &self,
         word: Word,
         mut now: Option<u64>,
+        by_prober: bool,
         permit: impl FnOnce(u32, bool) -> P,
     ) -> Result<P, Blocked> {
         let limits = self.limits();
@@ -87,9 +88,11 @@ impl CircuitBreaker {
             let (admission, next) = decide::acquire(word, &self.limits_at(word, &limits), || {
                 *now.get_or_insert_with(|| self.now_ms())
             });
-            // In fleet mode the fleet says which instance takes the probe slot.
-            if let Some(gated) =
-                self.probe_gate(admission, || *now.get_or_insert_with(|| self.now_ms()))
+            // A health check's prober takes the probe slot, and in fleet mode the fleet says
+            // which instance takes it.
+            if let Some(gated) = self.probe_gate(admission, by_prober, || {
+                *now.get_or_insert_with(|| self.now_ms())
+            })
             {
                 return (None, gated);
             }
@@ -117,7 +120,10 @@ impl CircuitBreaker {
                 reason,
                 retry_after_ms,
             } => {
-                self.count(Counter::Blocked);
+                // The prober's own claim is no call: it is not counted or logged as blocked.
+                if !by_prober {
+                    self.count(Counter::Blocked);
+                }
                 Err(self.blocked(state, reason, retry_after_ms))
             }
         };
@@ -129,7 +135,9 @@ impl CircuitBreaker {
             }
         }
         // After the transition that explains it (a timed-out probe found by this caller).
-        if let Err(blocked) = &answer {
+        if let Err(blocked) = &answer
+            && !by_prober
+        {
             observe::blocked(self.name(), blocked);
         }
         answer

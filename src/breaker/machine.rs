@@ -9,6 +9,7 @@ use once_cell::race::OnceBox;
 use smol_str::SmolStr;
 
 use super::hook::Hook;
+use super::prober::ProberSlot;
 use super::window::Windows;
 use crate::config::{Config, Limits, Rates, WindowLimit};
 use crate::observe::{Counter, Counters, Herald, Listener, Metrics};
@@ -119,6 +120,8 @@ pub(super) struct Cold {
     pub(super) cooldown: Cooldown,
     /// The probe slots of a breaker that admits several probes (`Builder::probes`).
     pub(super) slots: SlotsCell,
+    /// The health check's prober, once one is started (`Builder::probe_with`).
+    pub(super) prober: OnceBox<ProberSlot>,
 }
 
 /// What a [`CircuitBreaker`] is built with besides its configuration and clock.
@@ -176,6 +179,7 @@ impl CircuitBreaker {
                     reconfigure: Mutex::new(()),
                     cooldown: Cooldown::new(limits.shape, limits.cooldown_ms),
                     slots: SlotsCell::new(),
+                    prober: OnceBox::new(),
                 }),
             }),
         }

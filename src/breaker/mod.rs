@@ -8,16 +8,24 @@
 //! transitions told); then one file per operation: `sharing` (the hook's door on the breaker), `probes`
 //! (the several probes' slots), `admit` (admission beyond the closed fast path), `report`
 //! (outcomes and the window's judgement), `manual` (changes by hand) and `reconfigure`; then
-//! `permit` (the permits, and the methods that issue them), `call` (guarded calls) and `builder`.
+//! `permit` (the permits, and the methods that issue them), `call` (guarded calls) and `builder`;
+//! last `health` (feature `tokio`: the health check's builder methods and prober task, over
+//! `prober`, the breaker's side of it, which sits below `machine`) and `checks` (ready-made
+//! health checks).
 //! The model checks of all of it (`loom_tests`, under `--cfg loom`) sit beside them.
 
 mod admit;
 mod builder;
 mod call;
+#[cfg(feature = "tokio")]
+mod checks;
+#[cfg(feature = "tokio")]
+mod health;
 mod hook;
 mod machine;
 mod manual;
 mod permit;
+mod prober;
 mod probes;
 mod reconfigure;
 mod report;
@@ -26,9 +34,13 @@ mod window;
 
 pub use self::builder::Builder;
 pub use self::call::{CallError, RunFuture};
+#[cfg(feature = "tokio")]
+pub use self::health::{HEALTH_RECHECK, HealthProbe};
 pub use self::machine::CircuitBreaker;
 pub(crate) use self::machine::Extras;
 pub use self::permit::{OwnedPermit, Permit};
+#[cfg(feature = "tokio")]
+pub use self::prober::HealthCheck;
 // The hook a transition-sharing owner implements (fleet mode's tap).
 pub(crate) use self::hook::Hook;
 

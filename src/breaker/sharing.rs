@@ -11,8 +11,11 @@
 use core::time::Duration;
 
 use super::hook::Hook;
+use std::sync::Arc;
+
 use super::machine::{CircuitBreaker, split};
-use crate::state::decide::{self, Admission, Remote};
+use super::prober::{Prober, ProberSlot};
+use crate::state::decide::{self, Admission, Remote, View};
 use crate::state::word::{Kind, Word};
 use crate::types::{BlockedReason, State, Transition, TransitionReason};
 
@@ -116,14 +119,19 @@ impl CircuitBreaker {
         Duration::from_millis(self.limits_at(self.word(), &limits).cooldown_ms)
     }
 
-    /// The hook's gate on the probe slot: with a hook (fleet mode) the instances agree on which
-    /// one takes it, so an admission of the probe is turned into a rejection (`probe_in_flight`,
-    /// with the hook's retry-after) unless the hook opens the gate. `None` keeps the admission.
-    /// `now` is read only for a probe's admission with a hook.
+    /// The gates on the probe slot. A health check's prober (`Builder::probe_with`) takes the
+    /// slot itself: while its task runs, an admission of the probe for anyone else (`by_prober`
+    /// false) is turned into a rejection (`probe_in_flight`, for at most the probe timeout, the
+    /// longest the prober's check may take) and the prober is woken. Then the hook's: with a hook
+    /// (fleet mode) the instances agree on which one takes the slot, so an admission of the probe
+    /// is turned into a rejection (`probe_in_flight`, with the hook's retry-after) unless the hook
+    /// opens the gate. `None` keeps the admission. `now` is read only for a probe's admission
+    /// with a hook.
     #[inline]
     pub(super) fn probe_gate(
         &self,
         admission: Admission,
+        by_prober: bool,
         now: impl FnOnce() -> u64,
     ) -> Option<Admission> {
         let Admission::Admit {
@@ -133,6 +141,17 @@ impl CircuitBreaker {
         else {
             return None;
         };
+        if !by_prober
+            && let Some(prober) = self.prober()
+            && prober.is_alive()
+        {
+            prober.wake();
+            return Some(Admission::Reject {
+                state: State::HalfOpen,
+                reason: BlockedReason::ProbeInFlight,
+                retry_after_ms: self.limits().probe_timeout_ms.max(1),
+            });
+        }
         let hook = self.inner.cold.hook.as_deref().map(|hook| &**hook)?;
         hook.gate(generation, now())
             .map(|retry_after_ms| Admission::Reject {
@@ -142,8 +161,47 @@ impl CircuitBreaker {
             })
     }
 
+    /// The health check's prober, if one was started.
+    pub(crate) fn prober(&self) -> Option<&Prober> {
+        self.inner.cold.prober.get().map(|slot| &*slot.0)
+    }
+
+    /// Start `prober` as this breaker's; `false` if it already has one.
+    pub(crate) fn set_prober(&self, prober: Arc<Prober>) -> bool {
+        self.inner
+            .cold
+            .prober
+            .set(Box::new(ProberSlot(prober)))
+            .is_ok()
+    }
+
+    /// Wake the health check's prober, if any (the fleet granted this instance the probe).
+    pub(crate) fn wake_prober(&self) {
+        if let Some(prober) = self.prober() {
+            prober.wake();
+        }
+    }
+
+    /// How long until the breaker admits a probe, as its word and clock say now: `Some(ZERO)`
+    /// when half-open with the slot free, the time left on an open breaker's cooldown or on a
+    /// probe's lease; `None` when closed or isolated (no time ends those).
+    pub(crate) fn probe_due_in(&self) -> Option<Duration> {
+        let limits = self.limits();
+        let word = self.released(self.word(), &limits);
+        let view = decide::view(word, &self.limits_at(word, &limits), || self.now_ms());
+        match view {
+            View::Closed | View::Isolated => None,
+            View::HalfOpen => Some(Duration::ZERO),
+            View::Open { remaining_ms } | View::ProbeInFlight { remaining_ms } => {
+                Some(Duration::from_millis(remaining_ms))
+            }
+        }
+    }
+
     /// Tell the hook the transitions that landed here (not those adopted through it).
     pub(super) fn tell_transitions(&self, transitions: &[Option<Transition>]) {
+        // A health check's prober learns of every transition: a trip starts its wait.
+        self.wake_prober();
         if let Some(hook) = self.inner.cold.hook.as_deref().map(|hook| &**hook) {
             for transition in transitions.iter().flatten() {
                 if transition.reason() != TransitionReason::Fleet {

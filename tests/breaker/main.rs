@@ -15,6 +15,8 @@ mod breaker;
 mod call;
 #[cfg(feature = "toml")]
 mod cooldown;
+#[cfg(feature = "tokio")]
+mod health;
 mod listener_order;
 #[cfg(feature = "toml")]
 mod probes;
