@@ -125,7 +125,10 @@ const FILES: &[(&str, &[&str])] = &[
         ],
     ),
     ("tower", &["future", "service", "mod", "layer"]),
-    ("mcp", &["classify", "result", "client", "gateway", "mod"]),
+    (
+        "mcp",
+        &["classify", "result", "client", "gateway", "ping", "mod"],
+    ),
 ];
 
 /// One source file: its top-level module and its file within it.

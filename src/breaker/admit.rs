@@ -92,8 +92,7 @@ impl CircuitBreaker {
             // which instance takes it.
             if let Some(gated) = self.probe_gate(admission, by_prober, || {
                 *now.get_or_insert_with(|| self.now_ms())
-            })
-            {
+            }) {
                 return (None, gated);
             }
             (next, admission)
@@ -149,17 +148,20 @@ impl CircuitBreaker {
     }
 
     /// Whether [`try_acquire`](Self::try_acquire) would admit a call now (closed, or half-open
-    /// with the probe slot free), asked without taking a permit or the slot, without writing and
-    /// without counting: for a caller that must wait on something else before it can use a
-    /// permit, such as the tower service waiting on its inner service's readiness. The answer
-    /// may be stale by the time the caller asks for the permit, which decides.
+    /// with the probe slot free and no health check to take it), asked without taking a permit
+    /// or the slot, without writing and without counting: for a caller that must wait on
+    /// something else before it can use a permit, such as the tower service waiting on its inner
+    /// service's readiness. The answer may be stale by the time the caller asks for the permit,
+    /// which decides.
     #[cfg(feature = "tower")]
     pub(crate) fn would_admit(&self) -> bool {
         let word = self.released(self.word(), &self.limits());
         word.closed_generation().is_some()
-            || decide::view(word, &self.limits_at(word, &self.limits()), || {
+            || (decide::view(word, &self.limits_at(word, &self.limits()), || {
                 self.now_ms()
             }) == decide::View::HalfOpen
+                // A health check's prober takes the free slot, not a caller.
+                && self.prober().is_none_or(|prober| !prober.is_alive()))
     }
 
     /// `Blocked` if the breaker is open (or isolated) now, as [`try_acquire`](Self::try_acquire)

@@ -1,6 +1,7 @@
-//! Ready-made health checks ([`HealthCheck`]) for [`Builder::probe_with`](super::Builder::probe_with):
-//! an HTTP `GET` of a health URL (feature `reqwest`). The MCP `ping` check (feature `mcp`) is
-//! `mcp`'s, beside the MCP classification it uses.
+//! Ready-made health checks ([`HealthCheck`]) for
+//! [`Builder::probe_with`](super::Builder::probe_with): an HTTP `GET` of a health URL (features
+//! `tokio` and `reqwest`). The MCP `ping` check (feature `mcp`) is `mcp`'s, beside the MCP
+//! classification it uses.
 
 #![cfg_attr(not(feature = "reqwest"), allow(unused_imports))]
 

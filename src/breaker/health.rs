@@ -59,12 +59,13 @@ impl Builder {
     /// probe slot again, as without a check. In fleet mode the check runs on the instance the
     /// fleet gives its probe to, so once per fleet.
     ///
-    /// A closed breaker's calls pay nothing for it: the prober sleeps until a transition wakes it.
-    /// The prober runs on the Tokio runtime [`build_arc`](Self::build_arc) is called in (time
-    /// enabled), and holds the breaker weakly: it ends when the breaker is dropped. Validated
-    /// by `build_arc`: inside a Tokio runtime (`probe_with`, [`Problem::NoRuntime`]), with
-    /// [`probes`](Self::probes) 1 (`probe_with`, [`Problem::Conflict`]); `build` refuses it
-    /// (`probe_with`, [`Problem::NotShared`]).
+    /// The check's probe is counted in the [metrics](Self::metrics) as a call is (admitted, and
+    /// its outcome). A closed breaker's calls pay nothing for it: the prober sleeps until a
+    /// transition wakes it. The prober runs on the Tokio runtime [`build_arc`](Self::build_arc)
+    /// is called in (time enabled), and holds the breaker weakly: it ends when the breaker is
+    /// dropped. Validated by `build_arc`: inside a Tokio runtime (`probe_with`,
+    /// [`Problem::NoRuntime`]), with [`probes`](Self::probes) 1 (`probe_with`,
+    /// [`Problem::Conflict`]); `build` refuses it (`probe_with`, [`Problem::NotShared`]).
     ///
     /// # Examples
     ///
@@ -185,6 +186,30 @@ impl CircuitBreaker {
     ///
     /// If the check panics, the panic propagates and the probe slot is given back (its permit
     /// is dropped). A check run this way needs a Tokio runtime with time enabled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolbreaker::{CircuitBreaker, FailureKind, Outcome, TransitionReason};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), toolbreaker::ConfigError> {
+    /// let (clock, mock) = toolbreaker::quanta::Clock::mock();
+    /// let breaker = CircuitBreaker::builder()
+    ///     .failure_threshold(1)
+    ///     .clock(clock)
+    ///     .probe_with(|| async { Outcome::Failure(FailureKind::Unavailable) })
+    ///     .build_arc()?;
+    /// assert_eq!(breaker.run_health_check().await, None, "closed: no probe is due");
+    /// breaker.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Unavailable));
+    /// mock.increment(breaker.config().cooldown());
+    /// let probe = breaker.run_health_check().await.expect("the cooldown is over");
+    /// assert_eq!(probe.outcome, Outcome::Failure(FailureKind::Unavailable));
+    /// assert_eq!(probe.transition.unwrap().reason(), TransitionReason::ProbeFailed);
+    /// assert_eq!(breaker.run_health_check().await, None, "open again: the next is due later");
+    /// # Ok(()) }
+    /// ```
     pub async fn run_health_check(&self) -> Option<HealthProbe> {
         let check = self.prober()?.check.0.clone();
         if self.probe_due_in() != Some(Duration::ZERO) {
@@ -227,22 +252,23 @@ async fn watch(breaker: Weak<CircuitBreaker>, notify: Arc<Notify>, ended: Ended)
             };
             let probe_timeout = breaker.config().probe_timeout();
             match breaker.probe_due_in() {
-                Some(Duration::ZERO) => match CatchUnwind(Box::pin(breaker.run_health_check())).await
-                {
-                    // A verdict landed: the next wait is read from the new state.
-                    Ok(Some(HealthProbe {
-                        transition: Some(_),
-                        ..
-                    })) => continue,
-                    // Ignored (the slot given back) or stale: not again before the recheck
-                    // interval, whatever wakes the prober (callers do, while the slot is free).
-                    Ok(Some(_)) => Wait::Quiet(HEALTH_RECHECK),
-                    // Not claimed (a racing claim, the fleet's probe elsewhere): a wake (the
-                    // fleet's grant) or the recheck interval.
-                    Ok(None) => Wait::Until(HEALTH_RECHECK),
-                    // The check panicked (its slot is back): not again before the probe timeout.
-                    Err(()) => Wait::Quiet(probe_timeout),
-                },
+                Some(Duration::ZERO) => {
+                    match CatchUnwind(Box::pin(breaker.run_health_check())).await {
+                        // A verdict landed: the next wait is read from the new state.
+                        Ok(Some(HealthProbe {
+                            transition: Some(_),
+                            ..
+                        })) => continue,
+                        // Ignored (the slot given back) or stale: not again before the recheck
+                        // interval, whatever wakes the prober (callers do, while the slot is free).
+                        Ok(Some(_)) => Wait::Quiet(HEALTH_RECHECK),
+                        // Not claimed (a racing claim, the fleet's probe elsewhere): a wake (the
+                        // fleet's grant) or the recheck interval.
+                        Ok(None) => Wait::Until(HEALTH_RECHECK),
+                        // The check panicked (its slot is back): not again before the probe timeout.
+                        Err(()) => Wait::Quiet(probe_timeout),
+                    }
+                }
                 Some(due) => Wait::Until(due.min(HEALTH_RECHECK)),
                 None => Wait::Woken,
             }

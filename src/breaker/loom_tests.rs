@@ -1102,7 +1102,10 @@ fn prober_claim(breaker: &CircuitBreaker) -> Option<u32> {
     let claimed = breaker.acquire_decided(breaker.word(), None, true, |generation, probe| {
         (generation, probe)
     });
-    claimed.ok().filter(|(_, probe)| *probe).map(|(generation, _)| generation)
+    claimed
+        .ok()
+        .filter(|(_, probe)| *probe)
+        .map(|(generation, _)| generation)
 }
 
 /// Model: a health check's prober claiming the probe slot at the cooldown's end, racing two
@@ -1123,7 +1126,11 @@ fn the_probers_claim_racing_callers_is_always_the_probe() {
             })
             .collect();
         let claimed = prober_claim(breaker);
-        assert_eq!(claimed, Some(breaker.generation()), "the prober's claim always lands");
+        assert_eq!(
+            claimed,
+            Some(breaker.generation()),
+            "the prober's claim always lands"
+        );
         for caller in callers {
             let blocked = caller.join().unwrap().expect_err("no caller is the probe");
             assert_eq!(
@@ -1153,6 +1160,9 @@ fn racing_prober_steps_claim_the_slot_exactly_once() {
             1,
             "here {here:?}, there {there:?}"
         );
-        assert!(caller.join().unwrap().is_err(), "the caller is never the probe");
+        assert!(
+            caller.join().unwrap().is_err(),
+            "the caller is never the probe"
+        );
     });
 }

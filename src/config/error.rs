@@ -66,8 +66,8 @@ impl ConfigError {
 
     /// The offending field: `failure_threshold`, `cooldown`, `probe_timeout`, `failure_rate`,
     /// `slow_call_threshold`, `slow_call_rate`, `window`, `minimum_calls`,
-    /// `cooldown_multiplier`, `max_cooldown`, `cooldown_jitter`, `probes` or `probe_with`; for a fleet
-    /// (feature `redis`), `prefix`, `instance`, `fleet_failure_threshold`, `min_instances`, `window`,
+    /// `cooldown_multiplier`, `max_cooldown`, `cooldown_jitter`, `probes` or `probe_with` (a
+    /// health check, feature `tokio`); for a fleet (feature `redis`), `prefix`, `instance`, `fleet_failure_threshold`, `min_instances`, `window`,
     /// `sync_interval`, `command_timeout` or `probe_window`; for MCP (feature `mcp`), `server`,
     /// `upstream`, `per_call_timeout` or `call_time_limit`.
     pub fn field(&self) -> &'static str {
@@ -112,10 +112,9 @@ impl ConfigError {
             (Problem::NotShared, _) => format!(
                 "{subject} needs the breaker behind an `Arc`: build it with `build_arc`, which starts the check"
             ),
-            (Problem::Conflict, _) => format!(
-                "{subject} is the one probe: `{}` must be 1",
-                name("probes")
-            ),
+            (Problem::Conflict, _) => {
+                format!("{subject} is the one probe: `{}` must be 1", name("probes"))
+            }
             (Problem::TooShort, "call_time_limit") => {
                 format!("{subject} must be longer than every upstream's per-call timeout")
             }

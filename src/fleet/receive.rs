@@ -101,7 +101,8 @@ impl Worker {
         }
         // The fleet's probe is claimed when the cooldown ends, not when the first call after it
         // is blocked: that call then finds the probe granted here or known to be elsewhere.
-        let cooldown_ms = u64::try_from(breaker.cooldown_in_force().as_millis()).unwrap_or(u64::MAX);
+        let cooldown_ms =
+            u64::try_from(breaker.cooldown_in_force().as_millis()).unwrap_or(u64::MAX);
         if let Some((start, in_ms)) =
             reconcile::claim_at_cooldown_end(&record, connected, dep.claim_scheduled, cooldown_ms)
         {

@@ -12,8 +12,7 @@ use tokio::sync::{Semaphore, mpsc};
 use toolbreaker::config::Problem;
 use toolbreaker::quanta::{Clock, Mock};
 use toolbreaker::{
-    BlockedReason, CircuitBreaker, FailureKind, Outcome, State, Transition,
-    TransitionReason,
+    BlockedReason, CircuitBreaker, FailureKind, Outcome, State, Transition, TransitionReason,
 };
 
 const COOLDOWN: Duration = Duration::from_millis(100);
@@ -77,7 +76,11 @@ impl Check {
 fn breaker(
     check: &Check,
     tune: impl FnOnce(toolbreaker::breaker::Builder) -> toolbreaker::breaker::Builder,
-) -> (Arc<CircuitBreaker>, Arc<Mock>, mpsc::UnboundedReceiver<Transition>) {
+) -> (
+    Arc<CircuitBreaker>,
+    Arc<Mock>,
+    mpsc::UnboundedReceiver<Transition>,
+) {
     let (clock, mock) = Clock::mock();
     let (heard, transitions) = mpsc::unbounded_channel();
     let builder = CircuitBreaker::builder()
@@ -142,7 +145,11 @@ async fn the_check_runs_once_per_cooldown_however_many_callers_and_steps_race() 
         for caller in callers {
             for answer in caller.join().unwrap() {
                 let blocked = answer.expect_err("no caller is admitted while half-open");
-                assert_eq!(blocked.reason(), BlockedReason::ProbeInFlight, "round {round}");
+                assert_eq!(
+                    blocked.reason(),
+                    BlockedReason::ProbeInFlight,
+                    "round {round}"
+                );
                 assert!(blocked.retry_after() <= LEASE);
             }
         }
@@ -186,13 +193,28 @@ async fn callers_are_blocked_with_probe_in_flight_while_the_check_runs() {
     let blocked = breaker.try_acquire().unwrap_err();
     assert_eq!(
         (blocked.state(), blocked.reason(), blocked.retry_after()),
-        (State::HalfOpen, BlockedReason::ProbeInFlight, LEASE - Duration::from_secs(1)),
+        (
+            State::HalfOpen,
+            BlockedReason::ProbeInFlight,
+            LEASE - Duration::from_secs(1)
+        ),
         "the time left on the check's lease"
     );
-    assert_eq!(breaker.run_health_check().await, None, "a probe is in flight");
+    assert_eq!(
+        breaker.run_health_check().await,
+        None,
+        "a probe is in flight"
+    );
     gate.add_permits(1);
     heard(&mut transitions, TransitionReason::ProbeSucceeded).await;
-    assert!(breaker.try_acquire().unwrap().record(Outcome::Success).is_none(), "closed");
+    assert!(
+        breaker
+            .try_acquire()
+            .unwrap()
+            .record(Outcome::Success)
+            .is_none(),
+        "closed"
+    );
     assert_eq!(check.runs(), 1);
 }
 
@@ -205,7 +227,10 @@ async fn a_failed_check_reopens_with_the_backoff_and_a_later_success_closes() {
     // No await between the clock's move and the step: the prober (same thread) cannot run first.
     let probe = breaker.run_health_check().await.expect("due");
     assert_eq!(probe.outcome, FAILED);
-    assert_eq!(probe.transition.unwrap().reason(), TransitionReason::ProbeFailed);
+    assert_eq!(
+        probe.transition.unwrap().reason(),
+        TransitionReason::ProbeFailed
+    );
     let blocked = breaker.try_acquire().unwrap_err();
     assert_eq!(blocked.reason(), BlockedReason::DependencyOpen);
     assert_eq!(blocked.retry_after(), 2 * COOLDOWN, "backed off");
@@ -214,9 +239,16 @@ async fn a_failed_check_reopens_with_the_backoff_and_a_later_success_closes() {
     mock.increment(2 * COOLDOWN);
     check.healthy.store(true, Ordering::SeqCst);
     let probe = breaker.run_health_check().await.expect("due again");
-    assert_eq!(probe.transition.unwrap().reason(), TransitionReason::ProbeSucceeded);
+    assert_eq!(
+        probe.transition.unwrap().reason(),
+        TransitionReason::ProbeSucceeded
+    );
     assert_eq!(breaker.state(), State::Closed);
-    assert_eq!(breaker.run_health_check().await, None, "not due while closed");
+    assert_eq!(
+        breaker.run_health_check().await,
+        None,
+        "not due while closed"
+    );
     assert_eq!(check.runs(), 2, "once per cooldown");
 }
 
@@ -228,13 +260,16 @@ async fn a_check_that_outlives_the_probe_timeout_is_a_timeout_failure() {
         .cooldown(COOLDOWN)
         .probe_timeout(LEASE)
         .clock(clock)
-        .probe_with(|| std::future::pending::<Outcome>())
+        .probe_with(std::future::pending::<Outcome>)
         .build_arc()
         .unwrap();
     trip_and_wait_out(&breaker, &mock);
     let probe = breaker.run_health_check().await.expect("due");
     assert_eq!(probe.outcome, Outcome::Failure(FailureKind::Timeout));
-    assert_eq!(probe.transition.unwrap().reason(), TransitionReason::ProbeFailed);
+    assert_eq!(
+        probe.transition.unwrap().reason(),
+        TransitionReason::ProbeFailed
+    );
     assert_eq!(breaker.state(), State::Open);
 }
 
@@ -266,8 +301,14 @@ async fn a_panicking_check_gives_the_slot_back() {
     assert!(step.await.unwrap_err().is_panic());
     assert_eq!(breaker.state(), State::HalfOpen, "the slot is free again");
     panics.store(false, Ordering::SeqCst);
-    let probe = breaker.run_health_check().await.expect("the slot can be claimed again");
-    assert_eq!(probe.transition.unwrap().reason(), TransitionReason::ProbeSucceeded);
+    let probe = breaker
+        .run_health_check()
+        .await
+        .expect("the slot can be claimed again");
+    assert_eq!(
+        probe.transition.unwrap().reason(),
+        TransitionReason::ProbeSucceeded
+    );
 }
 
 /// The prober wakes at the cooldown's end by itself: no call, no step by hand. With a real
@@ -301,20 +342,40 @@ async fn the_prober_probes_when_the_cooldown_ends_without_a_call() {
 #[test]
 fn without_a_runtime_or_an_arc_or_with_several_probes_the_check_is_refused() {
     let check = || async { Outcome::Success };
-    let err = CircuitBreaker::builder().probe_with(check).build_arc().unwrap_err();
-    assert_eq!((err.field(), err.problem()), ("probe_with", Problem::NoRuntime));
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let err = CircuitBreaker::builder()
+        .probe_with(check)
+        .build_arc()
+        .unwrap_err();
+    assert_eq!(
+        (err.field(), err.problem()),
+        ("probe_with", Problem::NoRuntime)
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     let _entered = runtime.enter();
-    let err = CircuitBreaker::builder().probe_with(check).build().unwrap_err();
-    assert_eq!((err.field(), err.problem()), ("probe_with", Problem::NotShared));
+    let err = CircuitBreaker::builder()
+        .probe_with(check)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        (err.field(), err.problem()),
+        ("probe_with", Problem::NotShared)
+    );
     assert!(err.to_string().contains("build_arc"), "{err}");
     let err = CircuitBreaker::builder()
         .probes(2)
         .probe_with(check)
         .build_arc()
         .unwrap_err();
-    assert_eq!((err.field(), err.problem()), ("probe_with", Problem::Conflict));
-    assert!(CircuitBreaker::builder().build_arc().is_ok(), "no check, no runtime needed");
+    assert_eq!(
+        (err.field(), err.problem()),
+        ("probe_with", Problem::Conflict)
+    );
+    assert!(
+        CircuitBreaker::builder().build_arc().is_ok(),
+        "no check, no runtime needed"
+    );
 }
 
 /// The prober's runtime shut down: the prober is gone, so callers take the probe slot again
@@ -322,7 +383,9 @@ fn without_a_runtime_or_an_arc_or_with_several_probes_the_check_is_refused() {
 #[test]
 fn when_the_probers_runtime_is_gone_callers_take_the_probe_again() {
     let check = Check::new(true);
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     let (breaker, mock, _transitions) = runtime.block_on(async { breaker(&check, |b| b) });
     trip_and_wait_out(&breaker, &mock);
     assert_eq!(
@@ -366,12 +429,19 @@ async fn the_http_check_gets_the_health_url() {
         .failure_threshold(1)
         .cooldown(COOLDOWN)
         .clock(clock)
-        .probe_with(toolbreaker::HealthCheck::http_get(reqwest::Client::new(), url))
+        .probe_with(toolbreaker::HealthCheck::http_get(
+            reqwest::Client::new(),
+            url,
+        ))
         .build_arc()
         .unwrap();
     trip_and_wait_out(&breaker, &mock);
     let probe = breaker.run_health_check().await.expect("due");
-    assert_eq!(probe.outcome, Outcome::Failure(FailureKind::Unavailable), "503");
+    assert_eq!(
+        probe.outcome,
+        Outcome::Failure(FailureKind::Unavailable),
+        "503"
+    );
     assert_eq!(breaker.state(), State::Open);
 
     healthy.store(true, Ordering::SeqCst);
@@ -382,8 +452,13 @@ async fn the_http_check_gets_the_health_url() {
 
     // Nothing listens on the port any more: a refused connection.
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/health", closed.local_addr().unwrap()).parse().unwrap();
+    let url = format!("http://{}/health", closed.local_addr().unwrap())
+        .parse()
+        .unwrap();
     drop(closed);
     let check = toolbreaker::HealthCheck::http_get(reqwest::Client::new(), url);
-    assert_eq!(check.run().await.outcome(), Outcome::Failure(FailureKind::Connect));
+    assert_eq!(
+        check.run().await.outcome(),
+        Outcome::Failure(FailureKind::Connect)
+    );
 }

@@ -86,8 +86,14 @@ async fn the_first_call_after_the_cooldown_is_the_probe_with_no_other_instance_p
     let (registries, breakers) = fleet(&server, &["a"]).await;
     let (a, search) = (&registries[0], &breakers[0]);
     trip(search);
-    until("the lease is claimed at the cooldown's end, with no call", || claimed(a) == 1).await;
-    let probe = search.try_acquire().expect("the first call after the cooldown");
+    until(
+        "the lease is claimed at the cooldown's end, with no call",
+        || claimed(a) == 1,
+    )
+    .await;
+    let probe = search
+        .try_acquire()
+        .expect("the first call after the cooldown");
     assert!(probe.is_probe());
     probe.record(Outcome::Success);
     until("closed in the fleet", || {
@@ -125,7 +131,11 @@ async fn the_first_call_after_the_cooldown_is_the_probe_or_told_where_it_is() {
     for breaker in &breakers {
         until("closed everywhere", || breaker.state() == State::Closed).await;
     }
-    assert_eq!(registries.iter().map(claimed).sum::<u64>(), 1, "one claim won");
+    assert_eq!(
+        registries.iter().map(claimed).sum::<u64>(),
+        1,
+        "one claim won"
+    );
 }
 
 /// A health check on every instance runs once per cooldown in the whole fleet: on the instance
@@ -157,8 +167,19 @@ async fn a_health_check_runs_once_per_fleet_per_cooldown() {
     until("the first check ran", || runs.load(Ordering::SeqCst) == 1).await;
     healthy.store(true, Ordering::SeqCst);
     for breaker in &breakers {
-        until("closed everywhere by the second check", || breaker.state() == State::Closed).await;
+        until("closed everywhere by the second check", || {
+            breaker.state() == State::Closed
+        })
+        .await;
     }
-    assert_eq!(runs.load(Ordering::SeqCst), 2, "once per cooldown in the fleet");
-    assert_eq!(registries.iter().map(claimed).sum::<u64>(), 2, "one lease per cooldown");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "once per cooldown in the fleet"
+    );
+    assert_eq!(
+        registries.iter().map(claimed).sum::<u64>(),
+        2,
+        "one lease per cooldown"
+    );
 }

@@ -38,16 +38,30 @@ async fn the_mcp_ping_check_probes_a_real_server() {
 
     trip();
     let probe = breaker.run_health_check().await.expect("due");
-    assert_eq!(probe.outcome, Outcome::Success, "the server answered the ping");
-    assert_eq!(probe.transition.unwrap().reason(), TransitionReason::ProbeSucceeded);
+    assert_eq!(
+        probe.outcome,
+        Outcome::Success,
+        "the server answered the ping"
+    );
+    assert_eq!(
+        probe.transition.unwrap().reason(),
+        TransitionReason::ProbeSucceeded
+    );
     assert_eq!(breaker.state(), State::Closed);
     assert!(upstream.http_requests() > 0);
 
     upstream.fail_http(503, None);
     trip();
     let probe = breaker.run_health_check().await.expect("due");
-    assert_eq!(probe.outcome, Outcome::Failure(FailureKind::Unavailable), "a 503");
-    assert_eq!(probe.transition.unwrap().reason(), TransitionReason::ProbeFailed);
+    assert_eq!(
+        probe.outcome,
+        Outcome::Failure(FailureKind::Unavailable),
+        "a 503"
+    );
+    assert_eq!(
+        probe.transition.unwrap().reason(),
+        TransitionReason::ProbeFailed
+    );
 
     upstream.stop().await;
     mock.increment(cooldown);
