@@ -129,7 +129,11 @@ impl Builder {
 impl CircuitBreaker {
     /// Start `check` as this breaker's health check, as [`Builder::probe_with`] does: for a
     /// breaker made elsewhere, such as a [`Registry`](crate::Registry)'s (in fleet mode, the
-    /// check then runs once per fleet). Its prober runs on the current Tokio runtime.
+    /// check then runs once per fleet). Its prober runs on the current Tokio runtime. A registry
+    /// that evicts idle breakers ([`idle_eviction`](crate::registry::RegistryBuilder::idle_eviction))
+    /// may drop this one, and its prober with it: the breaker it makes next for the name has no
+    /// health check. The check assumes one probe: a [`reconfigure`](Self::reconfigure) to
+    /// several leaves the slots after the first to callers.
     ///
     /// # Errors
     ///

@@ -10,6 +10,11 @@
 
 use core::fmt;
 use core::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use once_cell::race::OnceBox;
+
+use super::hook::Hook;
 
 #[cfg(feature = "tokio")]
 use crate::classify::Classified;
@@ -39,7 +44,7 @@ use crate::sync::{AtomicU64, Ordering};
 #[cfg(feature = "tokio")]
 #[derive(Clone)]
 pub struct HealthCheck {
-    check: std::sync::Arc<dyn Fn() -> CheckFuture + Send + Sync>,
+    check: Arc<dyn Fn() -> CheckFuture + Send + Sync>,
 }
 
 /// The future of one run of a [`HealthCheck`].
@@ -56,7 +61,7 @@ impl HealthCheck {
         O: Into<Classified>,
     {
         HealthCheck {
-            check: std::sync::Arc::new(move || {
+            check: Arc::new(move || {
                 let run = check();
                 Box::pin(async move { run.await.into() }) as CheckFuture
             }),
@@ -163,10 +168,34 @@ impl Prober {
     }
 }
 
+/// What is attached to a breaker beyond its own state, behind the one pointer of `Cold::attached`
+/// (set when the first is attached, so a breaker with neither has no box): the hook (fleet
+/// mode's tap, given when the breaker is made) and a health check's prober (set once, when
+/// started).
+#[derive(Debug, Default)]
+pub(crate) struct Attached {
+    pub(crate) hook: Option<Arc<dyn Hook>>,
+    pub(crate) prober: OnceBox<ProberSlot>,
+}
+
+impl Attached {
+    /// What a breaker made with `hook` starts with: nothing attached without one.
+    pub(crate) fn with_hook(hook: Option<Arc<dyn Hook>>) -> OnceBox<Attached> {
+        let attached = OnceBox::new();
+        if let Some(hook) = hook {
+            let _ = attached.set(Box::new(Attached {
+                hook: Some(hook),
+                prober: OnceBox::new(),
+            }));
+        }
+        attached
+    }
+}
+
 /// The breaker's hold on its prober: dropped with the breaker, it wakes the task, which finds
 /// the breaker gone and ends.
 #[derive(Debug)]
-pub(crate) struct ProberSlot(pub(crate) std::sync::Arc<Prober>);
+pub(crate) struct ProberSlot(pub(crate) Arc<Prober>);
 
 impl Drop for ProberSlot {
     fn drop(&mut self) {

@@ -109,7 +109,7 @@ impl CircuitBreaker {
 
     /// The breaker's hook, if it has one.
     pub(crate) fn hook(&self) -> Option<&dyn Hook> {
-        self.inner.cold.hook.as_deref().map(|hook| &**hook)
+        self.inner.cold.attached.get()?.hook.as_deref()
     }
 
     /// The cooldown in force now: for an open breaker, its open period's; else the one the next
@@ -152,7 +152,7 @@ impl CircuitBreaker {
                 retry_after_ms: self.limits().probe_timeout_ms.max(1),
             });
         }
-        let hook = self.inner.cold.hook.as_deref().map(|hook| &**hook)?;
+        let hook = self.hook()?;
         hook.gate(generation, now())
             .map(|retry_after_ms| Admission::Reject {
                 state: State::HalfOpen,
@@ -163,16 +163,14 @@ impl CircuitBreaker {
 
     /// The health check's prober, if one was started.
     pub(crate) fn prober(&self) -> Option<&Prober> {
-        self.inner.cold.prober.get().map(|slot| &*slot.0)
+        let attached = self.inner.cold.attached.get()?;
+        attached.prober.get().map(|slot| &*slot.0)
     }
 
     /// Start `prober` as this breaker's; `false` if it already has one.
     pub(crate) fn set_prober(&self, prober: Arc<Prober>) -> bool {
-        self.inner
-            .cold
-            .prober
-            .set(Box::new(ProberSlot(prober)))
-            .is_ok()
+        let attached = self.inner.cold.attached.get_or_init(Box::default);
+        attached.prober.set(Box::new(ProberSlot(prober))).is_ok()
     }
 
     /// Wake the health check's prober, if any (the fleet granted this instance the probe).
@@ -202,7 +200,7 @@ impl CircuitBreaker {
     pub(super) fn tell_transitions(&self, transitions: &[Option<Transition>]) {
         // A health check's prober learns of every transition: a trip starts its wait.
         self.wake_prober();
-        if let Some(hook) = self.inner.cold.hook.as_deref().map(|hook| &**hook) {
+        if let Some(hook) = self.hook() {
             for transition in transitions.iter().flatten() {
                 if transition.reason() != TransitionReason::Fleet {
                     hook.transition(*transition);
@@ -213,14 +211,14 @@ impl CircuitBreaker {
 
     /// Tell the hook that a closed count changed (a failure counted, a count cleared).
     pub(super) fn tell_count(&self) {
-        if let Some(hook) = self.inner.cold.hook.as_deref().map(|hook| &**hook) {
+        if let Some(hook) = self.hook() {
             hook.count_changed();
         }
     }
 
     /// Tell the hook that a reset cleared a closed count (no transition says so).
     pub(super) fn tell_reset(&self) {
-        if let Some(hook) = self.inner.cold.hook.as_deref().map(|hook| &**hook) {
+        if let Some(hook) = self.hook() {
             hook.reset();
         }
     }

@@ -148,6 +148,9 @@
 //! when the record is applied. A test on a mock clock (`RegistryBuilder::clock`) should let
 //! the worker apply a change before moving the clock, or the jump counts as time that passed
 //! before it. Per shared trip
-//! cycle between instances: one report (the trip), one or two claims (the first answer may be
-//! *wait*), one verdict, and each instance's worker reacts to the messages without a command.
+//! cycle between instances: one report (the trip), one or two claims per instance at the
+//! cooldown's end (every worker claims then; one wins, the others are answered *held*, and a
+//! first answer may be *wait*), one verdict (or, when no call takes the winner's grant within the
+//! probe window, one release, and a claim again only when a call wants the probe), and each
+//! instance's worker reacts to the messages without a command.
 //! The benchmark `fleet` (package `toolbreaker-benches`) counts them with `INFO commandstats`.
