@@ -462,3 +462,67 @@ async fn the_http_check_gets_the_health_url() {
         Outcome::Failure(FailureKind::Connect)
     );
 }
+
+/// An `Ignored` outcome gives the slot back, and the prober tries again only after
+/// `HEALTH_RECHECK`, however many callers wake it meanwhile: no loop hammers a health URL that
+/// answers, say, 404. On Tokio's paused clock, which moves only when every task waits.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn an_ignored_check_is_tried_again_after_the_recheck_interval_not_at_every_wake() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (clock, mock) = Clock::mock();
+    let breaker = CircuitBreaker::builder()
+        .failure_threshold(1)
+        .cooldown(COOLDOWN)
+        .clock(clock)
+        .probe_with({
+            let runs = Arc::clone(&runs);
+            move || {
+                runs.fetch_add(1, Ordering::SeqCst);
+                async { Outcome::Ignored }
+            }
+        })
+        .build_arc()
+        .unwrap();
+    trip_and_wait_out(&breaker, &mock);
+    while runs.load(Ordering::SeqCst) == 0 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(breaker.state(), State::HalfOpen, "the slot is given back");
+    for _ in 0..100 {
+        let blocked = breaker.try_acquire().unwrap_err(); // each wakes the prober
+        assert_eq!(blocked.reason(), BlockedReason::ProbeInFlight);
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "the wakes did not run it again"
+    );
+    tokio::time::sleep(toolbreaker::breaker::HEALTH_RECHECK + Duration::from_millis(10)).await;
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "again after the recheck interval"
+    );
+}
+
+/// The prober holds its breaker weakly: dropping the breaker ends its task.
+#[tokio::test(flavor = "current_thread")]
+async fn the_prober_ends_with_its_breaker() {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let check = Check::new(true);
+    let (breaker, _mock, _transitions) = breaker(&check, |b| b);
+    tokio::task::yield_now().await;
+    assert_eq!(metrics.num_alive_tasks(), 1, "the prober");
+    drop(breaker);
+    tokio::time::timeout(WAIT, async {
+        while metrics.num_alive_tasks() != 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the prober ends");
+}
