@@ -15,7 +15,6 @@ use std::sync::Arc;
 use once_cell::race::OnceBox;
 
 use super::hook::Hook;
-
 #[cfg(feature = "tokio")]
 use crate::classify::Classified;
 use crate::config::ConfigError;

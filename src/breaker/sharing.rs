@@ -9,10 +9,9 @@
 #![cfg_attr(not(feature = "redis"), allow(dead_code))]
 
 use core::time::Duration;
-
-use super::hook::Hook;
 use std::sync::Arc;
 
+use super::hook::Hook;
 use super::machine::{CircuitBreaker, split};
 use super::prober::{Prober, ProberSlot};
 use crate::state::decide::{self, Admission, Remote, View};
@@ -196,9 +195,10 @@ impl CircuitBreaker {
         }
     }
 
-    /// Tell the hook the transitions that landed here (not those adopted through it).
+    /// Tell the hook the transitions that landed here (not those adopted through it), and wake a
+    /// health check's prober for any transition.
     pub(super) fn tell_transitions(&self, transitions: &[Option<Transition>]) {
-        // A health check's prober learns of every transition: a trip starts its wait.
+        // A trip (or an adoption of open) starts the prober's wait for the cooldown's end.
         self.wake_prober();
         if let Some(hook) = self.hook() {
             for transition in transitions.iter().flatten() {
