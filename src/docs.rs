@@ -5,7 +5,7 @@
 //! | page | what |
 //! |---|---|
 //! | [`contract`] | the behaviour contract: the numbered rules every breaker keeps, with fleet mode, MCP, the rate rules and bounds |
-//! | [`calls`] | calls and classification, the tower layer, the guard pipeline and what the model receives |
+//! | [`calls`] | calls and classification, the tower layer, health checks run as the probe, the guard pipeline and what the model receives |
 //! | [`configuration`] | the rules that trip a breaker, their defaults beside resilience4j's and Polly's, the TOML file, live reload, changes by hand |
 //! | [`fleet`] | fleet mode: using it, the record in Redis, its keys, scripts and commands |
 //! | [`mcp`] | MCP: the guarded client, the gateway, the classification of an MCP call, what the model sees |

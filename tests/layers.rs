@@ -31,6 +31,7 @@ const FILES: &[(&str, &[&str])] = &[
         &[
             "hook",
             "window",
+            "prober",
             "machine",
             "sharing",
             "probes",
@@ -43,6 +44,8 @@ const FILES: &[(&str, &[&str])] = &[
             "call",
             "builder",
             "hint",
+            "health",
+            "checks",
             "mod",
             "loom_tests",
         ],
@@ -147,7 +150,10 @@ const FILES: &[(&str, &[&str])] = &[
     ),
     ("pool", &["members", "permit", "choose", "call", "mod"]),
     ("tower", &["future", "service", "mod", "layer"]),
-    ("mcp", &["classify", "result", "client", "gateway", "mod"]),
+    (
+        "mcp",
+        &["classify", "result", "client", "gateway", "ping", "mod"],
+    ),
 ];
 
 /// One source file: its top-level module and its file within it.

@@ -73,12 +73,13 @@ impl CircuitBreaker {
     /// generation, whether it is the probe) before anyone hears of the write: a listener that
     /// panics then unwinds through the permit, whose drop gives the probe slot back. Out of
     /// line, so an open breaker's rejection keeps a small frame; `now` is the clock's reading if
-    /// it was already taken.
+    /// it was already taken; `by_prober` for the health check's own claim (see `probe_gate`).
     #[inline(never)]
     pub(super) fn acquire_decided<P>(
         &self,
         word: Word,
         mut now: Option<u64>,
+        by_prober: bool,
         permit: impl FnOnce(u32, bool) -> P,
     ) -> Result<P, Blocked> {
         let limits = self.limits();
@@ -87,10 +88,11 @@ impl CircuitBreaker {
             let (admission, next) = decide::acquire(word, &self.limits_at(word, &limits), || {
                 *now.get_or_insert_with(|| self.now_ms())
             });
-            // In fleet mode the fleet says which instance takes the probe slot.
-            if let Some(gated) =
-                self.probe_gate(admission, || *now.get_or_insert_with(|| self.now_ms()))
-            {
+            // A health check's prober takes the probe slot, and in fleet mode the fleet says
+            // which instance takes it.
+            if let Some(gated) = self.probe_gate(admission, by_prober, || {
+                *now.get_or_insert_with(|| self.now_ms())
+            }) {
                 return (None, gated);
             }
             (next, admission)
@@ -117,7 +119,10 @@ impl CircuitBreaker {
                 reason,
                 retry_after_ms,
             } => {
-                self.count(Counter::Blocked);
+                // The prober's own claim is no call: it is not counted or logged as blocked.
+                if !by_prober {
+                    self.count(Counter::Blocked);
+                }
                 Err(self.blocked(state, reason, retry_after_ms))
             }
         };
@@ -129,7 +134,9 @@ impl CircuitBreaker {
             }
         }
         // After the transition that explains it (a timed-out probe found by this caller).
-        if let Err(blocked) = &answer {
+        if let Err(blocked) = &answer
+            && !by_prober
+        {
             observe::blocked(self.name(), blocked);
         }
         answer
@@ -141,17 +148,20 @@ impl CircuitBreaker {
     }
 
     /// Whether [`try_acquire`](Self::try_acquire) would admit a call now (closed, or half-open
-    /// with the probe slot free), asked without taking a permit or the slot, without writing and
-    /// without counting: for a caller that must wait on something else before it can use a
-    /// permit, such as the tower service waiting on its inner service's readiness. The answer
-    /// may be stale by the time the caller asks for the permit, which decides.
+    /// with the probe slot free and no health check to take it), asked without taking a permit
+    /// or the slot, without writing and without counting: for a caller that must wait on
+    /// something else before it can use a permit, such as the tower service waiting on its inner
+    /// service's readiness. The answer may be stale by the time the caller asks for the permit,
+    /// which decides.
     #[cfg(feature = "tower")]
     pub(crate) fn would_admit(&self) -> bool {
         let word = self.released(self.word(), &self.limits());
         word.closed_generation().is_some()
-            || decide::view(word, &self.limits_at(word, &self.limits()), || {
+            || (decide::view(word, &self.limits_at(word, &self.limits()), || {
                 self.now_ms()
             }) == decide::View::HalfOpen
+                // A health check's prober takes the free slot, not a caller.
+                && self.prober().is_none_or(|prober| !prober.is_alive()))
     }
 
     /// `Blocked` if the breaker is open (or isolated) now, as [`try_acquire`](Self::try_acquire)

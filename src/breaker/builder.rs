@@ -38,6 +38,7 @@ pub struct Builder {
     name: SmolStr,
     listener: Option<Listener>,
     metrics: bool,
+    pub(super) health: super::prober::PendingCheck,
 }
 
 impl Default for Builder {
@@ -53,6 +54,7 @@ impl Default for Builder {
             name: SmolStr::default(),
             listener: None,
             metrics: false,
+            health: Default::default(),
         }
     }
 }
@@ -390,7 +392,7 @@ impl Builder {
     ///
     /// # Errors
     ///
-    /// As [`Config::new`]: a [`ConfigError`] naming the first invalid field.
+    /// As [`Config::new`]: a [`ConfigError`] naming the first invalid field (or `probe_with`).
     ///
     /// # Examples
     ///
@@ -402,9 +404,9 @@ impl Builder {
     /// assert_eq!(err.field(), "cooldown");
     /// ```
     pub fn build(self) -> Result<CircuitBreaker, ConfigError> {
-        let config = self.build_config()?;
+        self.health.refuse()?;
         Ok(CircuitBreaker::with_extras(
-            config,
+            self.build_config()?,
             self.clock.unwrap_or_default(),
             Extras {
                 name: self.name,

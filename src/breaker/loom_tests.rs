@@ -1085,3 +1085,84 @@ fn a_local_probe_racing_the_fleet_s_opening_is_never_joined_by_a_second() {
     });
     assert_all_seen(&SEEN, &["the claim first", "the adoption first"]);
 }
+
+/// A breaker half-open with its slot free, whose health check's prober runs (the check itself,
+/// and its task, are tokio's: here the claim alone is modelled).
+fn probed_breaker() -> &'static CircuitBreaker {
+    let (breaker, mock) = breaker(1);
+    let prober = Arc::new(super::prober::Prober::without_check(|| {}));
+    assert!(breaker.set_prober(prober));
+    half_open(breaker, &mock, 1);
+    breaker
+}
+
+/// The prober's claim of the probe slot, as `run_health_check` makes it: the generation claimed,
+/// or `None`. The slot, once claimed, is held (no permit gives it back).
+fn prober_claim(breaker: &CircuitBreaker) -> Option<u32> {
+    let claimed = breaker.acquire_decided(breaker.word(), None, true, |generation, probe| {
+        (generation, probe)
+    });
+    claimed
+        .ok()
+        .filter(|(_, probe)| *probe)
+        .map(|(generation, _)| generation)
+}
+
+/// Model: a health check's prober claiming the probe slot at the cooldown's end, racing two
+/// callers: the prober claims it in every interleaving, and each caller is blocked with
+/// `probe_in_flight` (whether it came before the claim, when the gate turned its admission
+/// away, or after, when the word said a probe is out).
+#[test]
+fn the_probers_claim_racing_callers_is_always_the_probe() {
+    loom::model(|| {
+        let breaker = probed_breaker();
+        let callers: Vec<_> = (0..2)
+            .map(|_| {
+                thread::spawn(move || {
+                    breaker
+                        .try_acquire()
+                        .map(|p| std::mem::ManuallyDrop::new(p).is_probe())
+                })
+            })
+            .collect();
+        let claimed = prober_claim(breaker);
+        assert_eq!(
+            claimed,
+            Some(breaker.generation()),
+            "the prober's claim always lands"
+        );
+        for caller in callers {
+            let blocked = caller.join().unwrap().expect_err("no caller is the probe");
+            assert_eq!(
+                (blocked.state(), blocked.reason()),
+                (State::HalfOpen, BlockedReason::ProbeInFlight)
+            );
+        }
+    });
+}
+
+/// Model: two steps of the prober (its task's and one run by hand) racing a caller: exactly one
+/// step claims the slot, so the check runs once per cooldown.
+#[test]
+fn racing_prober_steps_claim_the_slot_exactly_once() {
+    loom::model(|| {
+        let breaker = probed_breaker();
+        let step = thread::spawn(move || prober_claim(breaker));
+        let caller = thread::spawn(move || {
+            breaker
+                .try_acquire()
+                .map(|p| std::mem::ManuallyDrop::new(p).is_probe())
+        });
+        let here = prober_claim(breaker);
+        let there = step.join().unwrap();
+        assert_eq!(
+            usize::from(here.is_some()) + usize::from(there.is_some()),
+            1,
+            "here {here:?}, there {there:?}"
+        );
+        assert!(
+            caller.join().unwrap().is_err(),
+            "the caller is never the probe"
+        );
+    });
+}

@@ -9,6 +9,7 @@ use once_cell::race::OnceBox;
 use smol_str::SmolStr;
 
 use super::hook::Hook;
+use super::prober::Attached;
 use super::window::Windows;
 use crate::config::{Config, Limits, Rates, WindowLimit};
 use crate::observe::{Counter, Counters, Herald, Listener, Metrics};
@@ -103,14 +104,13 @@ pub(super) struct Inner {
 
 /// What only the slow paths read, boxed so the hot block stays one cache line's pair: the herald,
 /// which tells transitions to the trace and the listener in order (only transitions reach it),
-/// and the hook (fleet mode's tap).
+/// and what is attached (fleet mode's tap, a health check's prober).
 #[derive(Debug)]
 pub(super) struct Cold {
     pub(super) herald: Herald,
-    /// Boxed once more so the field is one thin pointer (the trait object's two words live in
-    /// the box): the cold box stays as small as it was with the fleet's tap alone.
-    #[allow(clippy::redundant_allocation)]
-    pub(super) hook: Option<Box<std::sync::Arc<dyn Hook>>>,
+    /// The hook and the prober, behind one thin pointer set when the first is attached (see
+    /// `Attached`): the cold box stays as small as it was with the fleet's tap alone.
+    pub(super) attached: OnceBox<Attached>,
     /// Serialises reconfigurations, so two never interleave their fields.
     pub(super) reconfigure: Mutex<()>,
     /// How the cooldown backs off and spreads (`Builder::cooldown_backoff`,
@@ -172,7 +172,7 @@ impl CircuitBreaker {
                 name: extras.name,
                 cold: Box::new(Cold {
                     herald: Herald::new(extras.listener),
-                    hook: extras.hook.map(Box::new),
+                    attached: Attached::with_hook(extras.hook),
                     reconfigure: Mutex::new(()),
                     cooldown: Cooldown::new(limits.shape, limits.cooldown_ms),
                     slots: SlotsCell::new(),

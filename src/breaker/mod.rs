@@ -9,18 +9,27 @@
 //! (the several probes' slots), `admit` (admission beyond the closed fast path), `report`
 //! (outcomes and the window's judgement), `manual` (changes by hand) and `reconfigure`; then
 //! `permit` (the permits, and the methods that issue them), `pooled` (what a pool asks of a
-//! member: a permit, or its refusal uncounted), `call` (guarded calls) and `builder`.
+//! member: a permit, or its refusal uncounted), `call` (guarded calls) and `builder`; then `hint`
+//! (a dependency's hint of how long to stay open: the builder's settings and the report's side),
+//! and last `health` (feature `tokio`: the health check's builder methods and prober task, over
+//! `prober`, the breaker's side of it, which sits below `machine`) and `checks` (ready-made
+//! health checks).
 //! The model checks of all of it (`loom_tests`, under `--cfg loom`) sit beside them.
 
 mod admit;
 mod builder;
 mod call;
+#[cfg(feature = "tokio")]
+mod checks;
+#[cfg(feature = "tokio")]
+mod health;
 mod hint;
 mod hook;
 mod machine;
 mod manual;
 mod permit;
 mod pooled;
+mod prober;
 mod probes;
 mod reconfigure;
 mod report;
@@ -29,9 +38,13 @@ mod window;
 
 pub use self::builder::Builder;
 pub use self::call::{CallError, RunFuture};
+#[cfg(feature = "tokio")]
+pub use self::health::{HEALTH_RECHECK, HealthProbe};
 pub use self::machine::CircuitBreaker;
 pub(crate) use self::machine::Extras;
 pub use self::permit::{OwnedPermit, Permit};
+#[cfg(feature = "tokio")]
+pub use self::prober::HealthCheck;
 // The hook a transition-sharing owner implements (fleet mode's tap).
 pub(crate) use self::hook::Hook;
 

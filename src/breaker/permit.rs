@@ -57,7 +57,7 @@ impl CircuitBreaker {
         word: Word,
         now: Option<u64>,
     ) -> Result<Permit<'_>, Blocked> {
-        self.acquire_decided(word, now, |generation, probe| {
+        self.acquire_decided(word, now, false, |generation, probe| {
             Permit::new(self, generation, probe, self.counting())
         })
     }

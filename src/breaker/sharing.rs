@@ -9,10 +9,12 @@
 #![cfg_attr(not(feature = "redis"), allow(dead_code))]
 
 use core::time::Duration;
+use std::sync::Arc;
 
 use super::hook::Hook;
 use super::machine::{CircuitBreaker, split};
-use crate::state::decide::{self, Admission, Remote};
+use super::prober::{Prober, ProberSlot};
+use crate::state::decide::{self, Admission, Remote, View};
 use crate::state::word::{Kind, Word};
 use crate::types::{BlockedReason, State, Transition, TransitionReason};
 
@@ -106,7 +108,7 @@ impl CircuitBreaker {
 
     /// The breaker's hook, if it has one.
     pub(crate) fn hook(&self) -> Option<&dyn Hook> {
-        self.inner.cold.hook.as_deref().map(|hook| &**hook)
+        self.inner.cold.attached.get()?.hook.as_deref()
     }
 
     /// The cooldown in force now: for an open breaker, its open period's; else the one the next
@@ -144,14 +146,19 @@ impl CircuitBreaker {
         self.inner.settings.hear();
     }
 
-    /// The hook's gate on the probe slot: with a hook (fleet mode) the instances agree on which
-    /// one takes it, so an admission of the probe is turned into a rejection (`probe_in_flight`,
-    /// with the hook's retry-after) unless the hook opens the gate. `None` keeps the admission.
-    /// `now` is read only for a probe's admission with a hook.
+    /// The gates on the probe slot. A health check's prober (`Builder::probe_with`) takes the
+    /// slot itself: while its task runs, an admission of the probe for anyone else (`by_prober`
+    /// false) is turned into a rejection (`probe_in_flight`, for at most the probe timeout, the
+    /// longest the prober's check may take) and the prober is woken. Then the hook's: with a hook
+    /// (fleet mode) the instances agree on which one takes the slot, so an admission of the probe
+    /// is turned into a rejection (`probe_in_flight`, with the hook's retry-after) unless the hook
+    /// opens the gate. `None` keeps the admission. `now` is read only for a probe's admission
+    /// with a hook.
     #[inline]
     pub(super) fn probe_gate(
         &self,
         admission: Admission,
+        by_prober: bool,
         now: impl FnOnce() -> u64,
     ) -> Option<Admission> {
         let Admission::Admit {
@@ -161,7 +168,18 @@ impl CircuitBreaker {
         else {
             return None;
         };
-        let hook = self.inner.cold.hook.as_deref().map(|hook| &**hook)?;
+        if !by_prober
+            && let Some(prober) = self.prober()
+            && prober.is_alive()
+        {
+            prober.wake();
+            return Some(Admission::Reject {
+                state: State::HalfOpen,
+                reason: BlockedReason::ProbeInFlight,
+                retry_after_ms: self.limits().probe_timeout_ms.max(1),
+            });
+        }
+        let hook = self.hook()?;
         hook.gate(generation, now())
             .map(|retry_after_ms| Admission::Reject {
                 state: State::HalfOpen,
@@ -170,9 +188,47 @@ impl CircuitBreaker {
             })
     }
 
-    /// Tell the hook the transitions that landed here (not those adopted through it).
+    /// The health check's prober, if one was started.
+    pub(crate) fn prober(&self) -> Option<&Prober> {
+        let attached = self.inner.cold.attached.get()?;
+        attached.prober.get().map(|slot| &*slot.0)
+    }
+
+    /// Start `prober` as this breaker's; `false` if it already has one.
+    pub(crate) fn set_prober(&self, prober: Arc<Prober>) -> bool {
+        let attached = self.inner.cold.attached.get_or_init(Box::default);
+        attached.prober.set(Box::new(ProberSlot(prober))).is_ok()
+    }
+
+    /// Wake the health check's prober, if any (the fleet granted this instance the probe).
+    pub(crate) fn wake_prober(&self) {
+        if let Some(prober) = self.prober() {
+            prober.wake();
+        }
+    }
+
+    /// How long until the breaker admits a probe, as its word and clock say now: `Some(ZERO)`
+    /// when half-open with the slot free, the time left on an open breaker's cooldown or on a
+    /// probe's lease; `None` when closed or isolated (no time ends those).
+    pub(crate) fn probe_due_in(&self) -> Option<Duration> {
+        let limits = self.limits();
+        let word = self.released(self.word(), &limits);
+        let view = decide::view(word, &self.limits_at(word, &limits), || self.now_ms());
+        match view {
+            View::Closed | View::Isolated => None,
+            View::HalfOpen => Some(Duration::ZERO),
+            View::Open { remaining_ms } | View::ProbeInFlight { remaining_ms } => {
+                Some(Duration::from_millis(remaining_ms))
+            }
+        }
+    }
+
+    /// Tell the hook the transitions that landed here (not those adopted through it), and wake a
+    /// health check's prober for any transition.
     pub(super) fn tell_transitions(&self, transitions: &[Option<Transition>]) {
-        if let Some(hook) = self.inner.cold.hook.as_deref().map(|hook| &**hook) {
+        // A trip (or an adoption of open) starts the prober's wait for the cooldown's end.
+        self.wake_prober();
+        if let Some(hook) = self.hook() {
             for transition in transitions.iter().flatten() {
                 if transition.reason() != TransitionReason::Fleet {
                     hook.transition(*transition);
@@ -183,14 +239,14 @@ impl CircuitBreaker {
 
     /// Tell the hook that a closed count changed (a failure counted, a count cleared).
     pub(super) fn tell_count(&self) {
-        if let Some(hook) = self.inner.cold.hook.as_deref().map(|hook| &**hook) {
+        if let Some(hook) = self.hook() {
             hook.count_changed();
         }
     }
 
     /// Tell the hook that a reset cleared a closed count (no transition says so).
     pub(super) fn tell_reset(&self) {
-        if let Some(hook) = self.inner.cold.hook.as_deref().map(|hook| &**hook) {
+        if let Some(hook) = self.hook() {
             hook.reset();
         }
     }

@@ -32,6 +32,15 @@ pub enum Problem {
     /// The field belongs to a rule that is not set: a `window` or `minimum_calls` with neither
     /// a failure-rate nor a slow-call rule.
     NoRule,
+    /// The field needs a Tokio runtime and none is current: a health check (`probe_with`) is
+    /// started on the runtime its breaker is built in.
+    NoRuntime,
+    /// The field needs the breaker behind an `Arc`: a health check (`probe_with`) is started
+    /// by `Builder::build_arc`, not `build`.
+    NotShared,
+    /// The field cannot be combined with another setting: a health check (`probe_with`) is the
+    /// one probe, so `probes` must be 1.
+    Conflict,
 }
 
 /// An invalid configuration, naming the field.
@@ -59,8 +68,8 @@ impl ConfigError {
 
     /// The offending field: `failure_threshold`, `cooldown`, `probe_timeout`, `failure_rate`,
     /// `slow_call_threshold`, `slow_call_rate`, `window`, `minimum_calls`,
-    /// `cooldown_multiplier`, `max_cooldown`, `cooldown_jitter` or `probes`; for a fleet
-    /// (feature `redis`), `prefix`, `instance`, `fleet_failure_threshold`, `min_instances`, `window`,
+    /// `cooldown_multiplier`, `max_cooldown`, `cooldown_jitter`, `probes` or `probe_with` (a
+    /// health check, feature `tokio`); for a fleet (feature `redis`), `prefix`, `instance`, `fleet_failure_threshold`, `min_instances`, `window`,
     /// `sync_interval`, `command_timeout` or `probe_window`; for MCP (feature `mcp`), `server`,
     /// `upstream`, `per_call_timeout` or `call_time_limit`; for a pool, `groups` or
     /// `max_ejected`.
@@ -105,7 +114,19 @@ impl ConfigError {
             (Problem::Empty, _) => {
                 format!("{subject} must be non-empty text with no whitespace or control characters")
             }
+            (Problem::Duplicate, "probe_with") => {
+                format!("{subject}: the breaker has a health check already")
+            }
             (Problem::Duplicate, _) => format!("{subject} names must be unique"),
+            (Problem::NoRuntime, _) => format!(
+                "{subject} needs a Tokio runtime: build the breaker inside one (its prober runs there)"
+            ),
+            (Problem::NotShared, _) => format!(
+                "{subject} needs the breaker behind an `Arc`: build it with `build_arc`, which starts the check"
+            ),
+            (Problem::Conflict, _) => {
+                format!("{subject} is the one probe: `{}` must be 1", name("probes"))
+            }
             (Problem::TooShort, "call_time_limit") => {
                 format!("{subject} must be longer than every upstream's per-call timeout")
             }

@@ -28,6 +28,8 @@
 //! | `fleet::tap::Tap` (feature `redis`; the breaker's hook) | `flags` | what the breaker has to tell the fleet's worker | `fetch_or` and `swap` `AcqRel` (a signal set after the worker's swap queues the breaker again); a `Relaxed` load skips a signal already set. |
 //! | `fleet::tap::Tap` | `governed`, `grant` | whether the fleet chooses the probe, and the slot it gave this instance | store `Release`, load `Acquire`: a caller that sees a grant sees the word the worker freed before granting it (the word's own swap still makes the claim exclusive). |
 //! | `fleet::tap::Tap` | `elsewhere_until_ms` | when another instance's probe lease ends | `Relaxed`: it only shapes a retry-after. |
+//! | `machine::Cold` | `prober` (a `once_cell::race::OnceBox`) | a health check's prober, once started (`Builder::probe_with`) | set once by a compare-and-swap of its pointer, read with `Acquire` (once_cell's): a caller that finds it reads the prober as it was made. Read only where the probe slot is about to be claimed and where a transition is told. |
+//! | `prober::Prober` | `alive` (loom) | whether the prober's task still runs | store `Release` when the task ends (however it ends), load `Acquire` by the gate on the probe slot: it orders nothing else, and a stale `true` only blocks a caller for one more try, with `probe_in_flight`. |
 //!
 //! # Counters
 //!

@@ -1,5 +1,5 @@
-//! Calling through a breaker: sync and async calls, classification, the tower layer, and the
-//! guard pipeline an agent runtime puts around every tool call, with what the model receives.
+//! Calling through a breaker: sync and async calls, classification, the tower layer, health
+//! checks run as the probe, and the guard pipeline an agent runtime puts around every tool call, with what the model receives.
 //!
 //! The crate's front page has the first example (a registry, a breaker tripping, the blocked result,
 //! the probe); this page goes on from there.
@@ -30,6 +30,78 @@
 //! (feature `reqwest`): connect `Connect`, timeout `Timeout`. The `Retry-After` hint is carried in the outcome
 //! for the caller's retry policy; a breaker's cooldown is its own configuration and does not stretch
 //! to the hint.
+//!
+//! # Health checks: a probe that is not a user's call
+//!
+//! By default the probe after a cooldown is the next call: a breaker that no call reaches stays
+//! open (in state, not in the dependency's health) until one does, and that call is a user's, sent
+//! to a dependency that may still be down. `Builder::probe_with` (feature `tokio`) sets a health
+//! check that is the probe instead: a background prober (one Tokio task per breaker, on the runtime
+//! `build_arc` is called in) wakes when the cooldown ends per the breaker's clock, claims the probe
+//! slot through the word's compare-and-swap like any probe (so the check runs once per cooldown
+//! however many callers race), runs the check under the probe timeout (a timeout is a `Timeout`
+//! failure) and records its outcome through the permit: a success closes the breaker, a counted
+//! failure reopens it (with the cooldown's backoff, if set). Meanwhile callers are blocked with
+//! `probe_in_flight`: a breaker with a health check never gives the probe slot to a user call. So
+//! a pool sees its preferred member close as soon as it is healthy, with no traffic sent to find
+//! out.
+//!
+//! - **Waking.** The prober sleeps until the deadline it reads from the breaker's state, and reads
+//!   it again at every wake, so a cooldown lengthened meanwhile is waited out; it sleeps at most
+//!   `HEALTH_RECHECK` (1 s) at a time, so a clock that does not follow Tokio's (a mock moved by
+//!   hand) is seen within that. While the breaker is closed or isolated it sleeps until a
+//!   transition wakes it: the healthy path does not know it exists (no load is added to
+//!   `try_acquire`'s closed path). A caller blocked for the check's probe wakes it too.
+//! - **Driving it by hand.** `CircuitBreaker::run_health_check` is the prober's one step: on a
+//!   mock clock, move the clock and call it; it runs the check if a probe is due and the slot is
+//!   free, and answers what it did (`HealthProbe`: the outcome and the transition).
+//! - **Failures of the check itself.** A check that panics gives the probe slot back (its permit
+//!   is dropped) and is tried again after the probe timeout; an `Ignored` outcome gives the slot
+//!   back and is tried again after `HEALTH_RECHECK`. If the prober's runtime shuts down, the
+//!   prober ends and callers take the probe slot again, as without a health check.
+//! - **Ready-made checks.** `HealthCheck::http_get(client, url)` (feature `reqwest`): a 2xx is a
+//!   success, anything else is classified as a call's would be. `HealthCheck::mcp_ping(peer)`
+//!   (feature `mcp`): an MCP `ping`, its errors classified by `McpClassifier`.
+//! - **Registries and fleet mode.** A registry's breaker takes one with
+//!   `CircuitBreaker::start_health_check`. In fleet mode the check runs only on the instance that
+//!   holds the fleet's probe lease, which the workers claim when the cooldown ends: once per
+//!   fleet per cooldown ([`fleet`](super::fleet)).
+//!
+#![cfg_attr(feature = "tokio", doc = "```rust")]
+#![cfg_attr(not(feature = "tokio"), doc = "```ignore")]
+//! use std::time::Duration;
+//! use toolbreaker::{CircuitBreaker, FailureKind, Outcome, State, TransitionReason};
+//!
+//! #[tokio::main(flavor = "current_thread")]
+//! async fn main() -> Result<(), toolbreaker::ConfigError> {
+//!     let (clock, mock) = toolbreaker::quanta::Clock::mock();
+//!     let healthy = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+//!     let answer = std::sync::Arc::clone(&healthy);
+//!     let search = CircuitBreaker::builder()
+//!         .name("search")
+//!         .failure_threshold(1)
+//!         .cooldown(Duration::from_secs(10))
+//!         .cooldown_backoff(2.0, Duration::from_secs(60))
+//!         .clock(clock)
+//!         .probe_with(move || {
+//!             let up = answer.load(std::sync::atomic::Ordering::SeqCst);
+//!             async move { if up { Outcome::Success } else { Outcome::Failure(FailureKind::Unavailable) } }
+//!         })
+//!         .build_arc()?;
+//!     search.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Unavailable));
+//!
+//!     mock.increment(Duration::from_secs(10)); // the cooldown ends: the check is the probe
+//!     let probe = search.run_health_check().await.expect("a probe was due");
+//!     assert_eq!(probe.transition.unwrap().reason(), TransitionReason::ProbeFailed);
+//!     assert_eq!(search.try_acquire().unwrap_err().retry_after(), Duration::from_secs(20));
+//!
+//!     healthy.store(true, std::sync::atomic::Ordering::SeqCst);
+//!     mock.increment(Duration::from_secs(20));
+//!     search.run_health_check().await.expect("due again");
+//!     assert_eq!(search.state(), State::Closed, "closed without a user's call");
+//!     Ok(())
+//! }
+//! ```
 //!
 //! # The guard pipeline: how an agent runtime calls a tool
 //!

@@ -22,7 +22,11 @@
 //!   change nothing), the fleet's probe granted while callers ask (exactly one probe, in the granted
 //!   generation), and the fleet's probe lost while a caller claims it; and for the new rules, a window
 //!   trip racing a probe's verdict (never reopens the new generation) and a reset by hand (always ends
-//!   closed, with an empty window), and two probes claimed by three racers (exactly two).
+//!   closed, with an empty window), and two probes claimed by three racers (exactly two); and for
+//!   health checks, the prober's claim racing callers (the prober's in every interleaving, every
+//!   caller blocked with `probe_in_flight`) and two of its steps racing a caller (exactly one
+//!   claims: the check runs once per cooldown). Dropping the gate that keeps the slot from
+//!   callers makes both fail.
 //!   (Loom does not preempt a new thread before its first atomic load; the models yield
 //!   where that matters. Turning a compare-and-swap into a load and a store, dropping the generation
 //!   check, relaxing every ordering, dropping a report's second look at the threshold, or making the

@@ -74,11 +74,13 @@
 //!     instance that trips on its own opens its own breaker at once and votes; the fleet opens
 //!     only when `k` instances have failures or trips in the window. While the fleet's record
 //!     is closed, such an instance probes for itself after its own cooldown.
-//! 16. **One probe for the whole fleet.** Once the fleet is open and its cooldown has ended, a
-//!     local call that would take the probe slot asks the fleet first: it is blocked
-//!     (`probe_in_flight`, retry-after the command timeout) while the instance's worker claims
-//!     the one lease in Redis (`SET NX PX`, carrying the generation; it lasts the probe window
-//!     plus the probe timeout). The instance that wins frees its local slot for one caller within
+//! 16. **One probe for the whole fleet.** When the fleet's cooldown ends, every instance's
+//!     worker claims the one lease in Redis (`SET NX PX`, carrying the generation; it lasts the
+//!     probe window plus the probe timeout), with no call needed, so the first call after the
+//!     cooldown finds the probe granted here or known to be elsewhere. A local call that would
+//!     take the probe slot asks the fleet first: it is blocked (`probe_in_flight`, retry-after
+//!     the command timeout) only while the claim's answer is on its way, and the worker claims
+//!     again for it if the lease was given back. The instance that wins frees its local slot for one caller within
 //!     the probe window (unused, the lease is given back); every other instance stays blocked
 //!     with `probe_in_flight` and a retry-after of the lease's remaining time (an upper bound: a
 //!     lease not used within the probe window is given back then, and another instance that
@@ -86,7 +88,9 @@
 //!     verdict reaches every instance: a success closes everywhere, a counted failure reopens
 //!     everywhere with a fresh cooldown. A lease that runs out with no verdict (its holder
 //!     killed) counts as a failed probe: open from the lease's end, and after a cooldown
-//!     another instance probes.
+//!     another instance probes. A breaker with a health check
+//!     ([`Builder::probe_with`](crate::breaker::Builder::probe_with)) runs it only on the
+//!     instance holding the lease, so once per fleet per cooldown.
 //! 17. **Fenced.** Each shared transition is one script that checks the fleet generation: two
 //!     instances tripping at once make one generation, and a verdict of an older generation
 //!     changes nothing. A local permit issued before an adopted change is stale (rule 7).

@@ -2,7 +2,7 @@
 //!
 //! | feature | adds | brings in |
 //! |---|---|---|
-//! | `tokio` | `CircuitBreaker::run_with_timeout`: an async call under a per-call timeout; the guard pipeline (`ToolGuard`, `AgentRun`, `RetryPolicy`): run deadline and budgets, breaker, per-call timeout, classification, bounded retry | `tokio` (time), `backon` (the retry's backoff) |
+//! | `tokio` | `CircuitBreaker::run_with_timeout`: an async call under a per-call timeout; the guard pipeline (`ToolGuard`, `AgentRun`, `RetryPolicy`): run deadline and budgets, breaker, per-call timeout, classification, bounded retry; health checks run as the probe in the background (`Builder::probe_with`, `HealthCheck`; with `reqwest`, `HealthCheck::http_get`; with `mcp`, `HealthCheck::mcp_ping`) | `tokio` (time, rt, sync), `backon` (the retry's backoff) |
 //! | `serde` | `ToolResult::to_json`, the JSON the model receives; `Serialize` for `State` and `BlockedReason` | `serde`, `serde_json` |
 //! | `http` | `toolbreaker::classify::http`: status-code and `Retry-After` classification | `http`, `httpdate` |
 //! | `reqwest` | classification of `reqwest` results and transport errors (implies `http`) | `reqwest` (no default features) |

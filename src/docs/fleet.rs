@@ -37,8 +37,12 @@
 //!   report however many failures came since the last); the fleet trips when the runs within the
 //!   window sum to the fleet threshold (default: the dependency's own threshold) from at least
 //!   `min_instances` instances;
-//! - after the cooldown exactly one instance probes (a lease in Redis, `SET NX PX`); the others are
-//!   blocked with `probe_in_flight`; the verdict closes or reopens every instance;
+//! - after the cooldown exactly one instance probes (a lease in Redis, `SET NX PX`, claimed by
+//!   the workers when the cooldown ends, so the first call after it is the probe on the instance
+//!   that won it); the others are blocked with `probe_in_flight` for the lease's remaining time;
+//!   the verdict closes or reopens every instance; a health check
+//!   (`Builder::probe_with`, `CircuitBreaker::start_health_check`) runs on the lease's holder
+//!   only, once per fleet;
 //! - each shared transition is one Lua script that checks the generation; times are the Redis
 //!   server's, so instances with skewed clocks agree on when a cooldown ends;
 //! - `force_open`, `force_closed` and `reset` apply to the fleet; `Registry::reload` is per instance;
@@ -118,7 +122,7 @@
 //! |---|---|---|
 //! | sync | a dependency's first use, each reconnect, a changed or missing epoch | reads; creates the record from the instance's state if missing |
 //! | report | a closed count changed, a trip on its own | writes the instance's run; trips if the rule holds (contract 14) |
-//! | claim | a call wants the probe after the cooldown | takes the lease if the record is open, the cooldown (from `at` or the last lease's end) is over, so is the hinted end (`hu`), and no lease is held |
+//! | claim | the cooldown ends (once per open period: from `at`, or from the last lease's end if it ran out), or a call wants the probe after it | takes the lease if the record is open, the cooldown (from `at` or the last lease's end) is over, so is the hinted end (`hu`), and no lease is held |
 //! | verdict | the fleet's probe reported | closes or reopens, if the generation and the lease are the caller's |
 //! | release | a granted probe slot was not used within the probe window | gives the lease back |
 //! | manual | `force_open`, `force_closed`, `reset` | isolates, or closes if the generation is the one known |
@@ -153,6 +157,9 @@
 //! when the record is applied. A test on a mock clock (`RegistryBuilder::clock`) should let
 //! the worker apply a change before moving the clock, or the jump counts as time that passed
 //! before it. Per shared trip
-//! cycle between instances: one report (the trip), one or two claims (the first answer may be
-//! *wait*), one verdict, and each instance's worker reacts to the messages without a command.
+//! cycle between instances: one report (the trip), one or two claims per instance at the
+//! cooldown's end (every worker claims then; one wins, the others are answered *held*, and a
+//! first answer may be *wait*), one verdict (or, when no call takes the winner's grant within the
+//! probe window, one release, and a claim again only when a call wants the probe), and each
+//! instance's worker reacts to the messages without a command.
 //! The benchmark `fleet` (package `toolbreaker-benches`) counts them with `INFO commandstats`.

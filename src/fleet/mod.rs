@@ -10,7 +10,8 @@
 //! - counted failures, batched: the worker reports an instance's consecutive count when it changes,
 //!   one report however many failures came since the last, at most one per 5 ms (never a round
 //!   trip per failure);
-//! - the claim of the fleet's one probe lease when a call is blocked after the cooldown.
+//! - the claim of the fleet's one probe lease when the cooldown ends (and again when a call is
+//!   blocked waiting for it after a lease was given back).
 //!
 //! Other instances learn of a change by pub/sub, with a periodic read of one epoch counter (every
 //! [`sync_interval`](FleetBuilder::sync_interval)) as the backstop for a lost message. The rules

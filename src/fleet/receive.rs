@@ -103,6 +103,17 @@ impl Worker {
         if adopted {
             self.status.adopted.fetch_add(1, Ordering::Relaxed);
         }
+        // The fleet's probe is claimed when the cooldown ends, not when the first call after it
+        // is blocked: that call then finds the probe granted here or known to be elsewhere.
+        let cooldown_ms =
+            u64::try_from(breaker.cooldown_in_force().as_millis()).unwrap_or(u64::MAX);
+        if let Some((start, in_ms)) =
+            reconcile::claim_at_cooldown_end(&record, connected, dep.claim_scheduled, cooldown_ms)
+        {
+            dep.claim_scheduled = Some(start);
+            dep.want = true;
+            dep.claim_at = Some(tokio_now() + Duration::from_millis(in_ms));
+        }
         dep.known = Some(record);
     }
 

@@ -1,9 +1,10 @@
 //! The fleet worker's decisions, pure: given the fleet's record (a script's reply or a message),
 //! what the worker knows of the dependency, and whether Redis is reachable, what to do with the
-//! local breaker (`reconcile`); whether to claim the fleet's probe (`claim`) and what the claim's
-//! answer does (`claimed`); what to do with a changed count (`report`); and what the timers do
-//! with a lease, this instance's (`lease_timer`) or another's that ran out (`elsewhere_ran_out`). No I/O, no clock, no
-//! atomics: the worker reads the breaker's time and its timers and performs the plan.
+//! local breaker (`reconcile`); whether to claim the fleet's probe (`claim`, and of its own
+//! accord at a cooldown's end: `claim_at_cooldown_end`) and what the claim's answer does
+//! (`claimed`); what to do with a changed count (`report`); and what the timers do with a lease,
+//! this instance's (`lease_timer`) or another's that ran out (`elsewhere_ran_out`). No I/O, no
+//! clock, no atomics: the worker reads the breaker's time and its timers and performs the plan.
 
 use super::millis::{LocalMs, ServerMs};
 use super::script::{Record, Shared};
@@ -172,6 +173,31 @@ pub(crate) fn reconcile(news: News<'_>, known: Known) -> Plan {
         }
     }
     plan
+}
+
+/// When to claim the fleet's probe of its own accord, at the end of an open period's cooldown,
+/// so a call that arrives then finds the probe granted here or known to be another instance's
+/// (not blocked while no probe is out anywhere). `record` is the record applied; `scheduled` the
+/// start of the last period a claim was scheduled for; `cooldown_ms` the cooldown in force.
+/// A period starts at the record's `at`, or at the end of its last lease (a lease that ran out
+/// with no verdict), as the claim script counts it. Each period is claimed for once: a lease given
+/// back (the record's lease end cleared) starts none, so idle instances do not pass the lease
+/// around. `Some((start, ms))`: claim in `ms` (0: now), and remember `start`.
+pub(crate) fn claim_at_cooldown_end(
+    record: &Record,
+    connected: bool,
+    scheduled: Option<ServerMs>,
+    cooldown_ms: u64,
+) -> Option<(ServerMs, u64)> {
+    if !connected || record.state != Shared::Open || record.holder.is_some() {
+        return None;
+    }
+    let start = record.at.max(record.lease_until);
+    if scheduled.is_some_and(|scheduled| start <= scheduled) {
+        return None;
+    }
+    let ready = ServerMs(start.0.saturating_add(cooldown_ms));
+    Some((start, record.now.until(ready)))
 }
 
 /// What the worker knows when it may claim the fleet's probe for a dependency.

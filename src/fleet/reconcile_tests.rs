@@ -627,3 +627,76 @@ fn server_spans_and_local_offsets_saturate() {
     assert_eq!(LocalMs(5).after(10), LocalMs(15));
     assert_eq!(LocalMs(u64::MAX - 1).after(10), LocalMs(u64::MAX));
 }
+
+/// A row of the claim-at-cooldown's-end table: what, the record, connected, the period already
+/// scheduled, and the claim expected (the period's start, in how many ms).
+type Row = (&'static str, Record, bool, Option<u64>, Option<(u64, u64)>);
+
+#[test]
+fn the_probe_is_claimed_once_per_open_period_at_its_cooldowns_end() {
+    const COOLDOWN: u64 = 300;
+    let open = |at, lease| record(Shared::Open, 5, None, at, lease);
+    let rows: [Row; 9] = [
+        (
+            "an open period not yet claimed for",
+            open(9_900, 0),
+            true,
+            None,
+            Some((9_900, 200)),
+        ),
+        (
+            "its cooldown already over: now",
+            open(9_000, 0),
+            true,
+            None,
+            Some((9_000, 0)),
+        ),
+        ("already scheduled", open(9_900, 0), true, Some(9_900), None),
+        (
+            "a lease that ran out with no verdict starts a period",
+            open(9_000, 9_800),
+            true,
+            Some(9_000),
+            Some((9_800, 100)),
+        ),
+        (
+            "a lease given back (its end cleared) starts none",
+            open(9_000, 0),
+            true,
+            Some(9_800),
+            None,
+        ),
+        (
+            "a reopen (a new `at`) starts one",
+            open(9_950, 0),
+            true,
+            Some(9_800),
+            Some((9_950, 250)),
+        ),
+        ("Redis unreachable", open(9_900, 0), false, None, None),
+        (
+            "a lease held",
+            record(Shared::Open, 5, Some("gw-2#1"), 9_000, 10_500),
+            true,
+            None,
+            None,
+        ),
+        (
+            "closed",
+            record(Shared::Closed, 5, None, 9_000, 0),
+            true,
+            None,
+            None,
+        ),
+    ];
+    for (what, record, connected, scheduled, expected) in rows {
+        let decided = claim_at_cooldown_end(&record, connected, scheduled.map(ServerMs), COOLDOWN);
+        assert_eq!(
+            decided,
+            expected.map(|(start, ms)| (ServerMs(start), ms)),
+            "{what}"
+        );
+    }
+    let isolated = record(Shared::Isolated, 5, None, 9_000, 0);
+    assert_eq!(claim_at_cooldown_end(&isolated, true, None, COOLDOWN), None);
+}

@@ -25,6 +25,7 @@ impl Worker {
             elsewhere: None,
             want: false,
             claim_at: None,
+            claim_scheduled: None,
             last_report: None,
             report_at: None,
             pending: Pending::default(),

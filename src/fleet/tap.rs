@@ -225,6 +225,8 @@ pub(crate) fn take_fleet_probe(breaker: &CircuitBreaker, window_ms: u64) -> Opti
     let tap = tap_of(breaker)?;
     let generation = breaker.free_probe_slot()?;
     tap.grant(generation, LocalMs::now(breaker).after(window_ms));
+    // A health check's prober takes the granted slot (it waits for the fleet's grant).
+    breaker.wake_prober();
     Some(generation)
 }
 

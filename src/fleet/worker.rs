@@ -32,7 +32,7 @@ use crate::time::tokio_now;
 use super::backstop::Backstop;
 use super::flush::{self, FlushFacts, Step};
 use super::keys::{self, Keys};
-use super::millis::LocalMs;
+use super::millis::{LocalMs, ServerMs};
 use super::reconcile::{
     self, Adoption, Again, ClaimAnswer, ClaimFacts, Elsewhere, Known, Lease, LeaseFacts,
     LeaseTimer, News, Report, ReportFacts, Source,
@@ -117,6 +117,9 @@ struct Dep {
     want: bool,
     /// Not before: the next claim.
     claim_at: Option<Instant>,
+    /// The start (server time) of the last open period whose cooldown's end a claim was
+    /// scheduled for (see `reconcile::claim_at_cooldown_end`).
+    claim_scheduled: Option<ServerMs>,
     /// When the last report of a count was sent, and when a held-back one is due.
     last_report: Option<Instant>,
     report_at: Option<Instant>,

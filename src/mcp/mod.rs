@@ -32,6 +32,7 @@
 mod classify;
 mod client;
 mod gateway;
+mod ping;
 mod result;
 
 pub use self::classify::McpClassifier;

@@ -15,6 +15,8 @@ mod breaker;
 mod call;
 #[cfg(feature = "toml")]
 mod cooldown;
+#[cfg(feature = "tokio")]
+mod health;
 #[cfg(feature = "toml")]
 mod hints;
 mod listener_order;

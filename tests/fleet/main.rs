@@ -9,6 +9,7 @@
 mod fleet;
 mod fleet_adversarial;
 mod fleet_config;
+mod fleet_health;
 mod fleet_hints;
 mod fleet_keys;
 mod fleet_partition;

@@ -8,6 +8,7 @@ mod common;
 mod mcp;
 #[cfg(feature = "redis")]
 mod mcp_fleet;
+mod mcp_health;
 #[cfg(feature = "redis")]
 #[path = "../common/redis.rs"]
 mod redis_server;
