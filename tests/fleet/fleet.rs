@@ -235,7 +235,14 @@ async fn a_trip_on_one_instance_blocks_the_next_call_on_another() {
         let tripped = Instant::now();
         fail(&sa);
         fail(&sa);
-        assert_eq!(sa.state(), State::Open);
+        assert_eq!(
+            sa.state(),
+            State::Open,
+            "round {round}: a heard {:?}, a's events {:?}, b heard {:?}",
+            a.heard.lock().unwrap(),
+            a.events(),
+            b.heard.lock().unwrap()
+        );
         until("b blocks", LIMIT, || sb.try_acquire().is_err()).await;
         let heard_at = b.heard.lock().unwrap().last().unwrap().4;
         delays.push(heard_at.saturating_duration_since(tripped));

@@ -35,6 +35,33 @@ fn call_closed() -> Case {
     })
 }
 
+/// `call`, closed and healthy, of a breaker with a health check (`probe_with`): its prober's
+/// task waits on a runtime of its own, kept as long as the case.
+fn call_closed_health_check() -> Case {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let breaker = {
+        let _entered = runtime.enter();
+        CircuitBreaker::builder()
+            .name("search")
+            .probe_with(|| async { Outcome::Success })
+            .build_arc()
+            .unwrap()
+    };
+    Box::new(move |i| {
+        let _ = &runtime;
+        let _ = black_box(breaker.call(
+            || Ok::<u64, u64>(black_box(i)),
+            |r| match r {
+                Ok(_) => Outcome::Success,
+                Err(_) => Outcome::Failure(FailureKind::Unavailable),
+            },
+        ));
+    })
+}
+
 /// `try_acquire`, then `record` of a success.
 fn acquire_record() -> Case {
     let breaker = CircuitBreaker::builder().name("search").build().unwrap();
@@ -107,9 +134,10 @@ fn sketch() -> Case {
 }
 
 /// The cases by name, in the group's order.
-pub fn cases() -> [(&'static str, Case); 5] {
+pub fn cases() -> [(&'static str, Case); 6] {
     [
         ("call_closed_healthy", call_closed()),
+        ("call_closed_healthy_health_check", call_closed_health_check()),
         ("try_acquire_record", acquire_record()),
         ("open_rejection", open_rejection()),
         ("open_rejection_try_acquire", open_rejection_try_acquire()),
