@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use super::fields::{CallStats, FailedAttempts, StopReason};
 use super::guard::{ErrorText, ToolGuard};
 use super::result::ToolResult;
-use super::retry::retryable;
+use super::retry::{capped_hint, retryable};
 use super::run::AgentRun;
 use super::spans::CallSpan;
 use super::target::Target;
@@ -282,6 +282,12 @@ impl<X> ToolGuard<X> {
             // Recorded inside the attempt's span, so the breaker's events (a counted failure, a
             // transition) belong to it.
             avoid = Some(permit.index());
+            // The breaker keeps the raw hint (it caps it itself); the retry and the model get it
+            // cut to that cap.
+            let shown = match outcome.retry_after() {
+                Some(_) => capped_hint(outcome, &permit.breaker().config()),
+                None => outcome,
+            };
             attempt_span.in_scope(|| {
                 let transition = permit.record_timed(outcome, elapsed);
                 observe(&Attempt {
@@ -304,10 +310,7 @@ impl<X> ToolGuard<X> {
             };
             let Some(delay) = retry else {
                 return span
-                    .answered(
-                        self.last(dependency, outcome, status, limit, result),
-                        &outcome,
-                    )
+                    .answered(self.last(dependency, shown, status, limit, result), &shown)
                     .with_stats(stats(attempts, now));
             };
             // Before waiting, the checks a retry would make anyway: an opened breaker ends the
@@ -315,7 +318,7 @@ impl<X> ToolGuard<X> {
             // Asked without taking the probe slot (a half-open breaker's retry waits, then asks).
             // Only a counted failure is retried, so this attempt is one more failed one: either
             // end says so.
-            tried = Some(FailedAttempts::after(tried, &outcome, status));
+            tried = Some(FailedAttempts::after(tried, &shown, status));
             if let Err(blocked) = target.check_open() {
                 return stop(
                     ToolResult::blocked(dependency, blocked),
@@ -327,8 +330,15 @@ impl<X> ToolGuard<X> {
             if let Err(reason) = run.check(now) {
                 return stop(ToolResult::stopped(run.id(), reason), tried, attempts, now);
             }
-            // Honour the dependency's hint as a minimum, and never wait past the deadline.
-            let wait = delay.max(outcome.retry_after().unwrap_or(Duration::ZERO));
+            // Honour the dependency's hint as a minimum (unless the retry goes to another of a
+            // pool's members), and never wait past the deadline.
+            let hint = shown.retry_after().unwrap_or(Duration::ZERO);
+            let failed = avoid.unwrap_or_default();
+            let wait = if hint > delay && target.retry_waits_for_hint(failed) {
+                hint
+            } else {
+                delay
+            };
             // A hint too long to add to now (a server's `Retry-After` of 20 digits) ends past
             // any deadline, like every other wait that does.
             if now
@@ -336,10 +346,7 @@ impl<X> ToolGuard<X> {
                 .is_none_or(|end| end >= run.deadline())
             {
                 return span
-                    .answered(
-                        self.last(dependency, outcome, status, limit, result),
-                        &outcome,
-                    )
+                    .answered(self.last(dependency, shown, status, limit, result), &shown)
                     .with_stats(stats(attempts, now));
             }
             tokio::time::sleep(wait).await;

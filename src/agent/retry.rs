@@ -4,10 +4,15 @@ use core::time::Duration;
 
 use backon::BackoffBuilder;
 
-use crate::classify::FailureKind;
+use crate::classify::{FailureKind, Outcome};
 
 /// The bounded retry of the pipeline: capped exponential backoff with jitter (`backon`), only
 /// for counted failures of a retryable kind.
+///
+/// A retry waits at least the dependency's hint (a 429's `Retry-After` and the rate-limit
+/// headers, cut to the breaker's [`max_hinted_open`](crate::breaker::Builder::max_hinted_open)),
+/// except a pool's retry that goes to another member (`ToolGuard::call_pool`); a wait that would
+/// end past the run's deadline is not waited: the call ends `failed`.
 ///
 /// Defaults: 2 retries, first delay 100 ms, doubling, capped at 2 s, with jitter (each delay
 /// grows by a random share of up to itself).
@@ -91,4 +96,19 @@ pub(super) fn retryable(kind: &FailureKind) -> bool {
             | FailureKind::Unavailable
             | FailureKind::RateLimited { .. }
     )
+}
+
+/// `outcome` with its hint cut to the breaker's cap on hinted open times (`max_hinted_open`; a
+/// cap of zero, hints off, leaves it): what the retry waits and the model is told, so neither
+/// outlasts what the breaker itself keeps open for.
+pub(super) fn capped_hint(outcome: Outcome, config: &crate::Config) -> Outcome {
+    let cap = config.max_hinted_open();
+    match outcome {
+        Outcome::Failure(FailureKind::RateLimited {
+            retry_after: Some(hint),
+        }) if !cap.is_zero() && hint > cap => Outcome::Failure(FailureKind::RateLimited {
+            retry_after: Some(cap),
+        }),
+        other => other,
+    }
 }

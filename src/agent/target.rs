@@ -35,6 +35,16 @@ impl<'a> Target<'a> {
         }
     }
 
+    /// Whether a retry after the attempt of the member at `failed` waits out that attempt's hint
+    /// (`Retry-After`): always for one breaker; for a pool only when no other member would admit
+    /// now (a retry that goes to another member owes the failed one's hint nothing).
+    pub(super) fn retry_waits_for_hint(&self, failed: usize) -> bool {
+        match self {
+            Target::Breaker(_) => true,
+            Target::Pool(pool) => !pool.admits_other(failed),
+        }
+    }
+
     /// `Blocked` if a retry could not be admitted now, asked without taking anything (see
     /// `CircuitBreaker::check_open` and `Pool::check_open`).
     pub(super) fn check_open(&self) -> Result<(), Blocked> {

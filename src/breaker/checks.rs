@@ -13,12 +13,13 @@ impl HealthCheck {
     /// A `GET` of `url` with `client`: a 2xx answer is a success; any other answer, and a
     /// transport error, is classified as a call's would be
     /// ([`classify_reqwest`](crate::classify::reqwest::classify_reqwest): a 5xx, a timeout or
-    /// a refused connection is a failure), except that an answer the classification would call
-    /// a success (a 1xx or 3xx left over) is a failure here (`Other`): a health URL answers 2xx.
-    /// A 4xx the classification ignores (the request's fault, such as a wrong path) is ignored:
-    /// the breaker stays half-open and the check runs again after
-    /// [`HEALTH_RECHECK`](super::HEALTH_RECHECK). The body is not read. Set the client's
-    /// timeout, or rely on the breaker's probe timeout.
+    /// a refused connection is a failure, a 429 a rate-limited one with its hint), except that
+    /// an answer the classification would call a success or ignore (a 1xx or 3xx left over, a
+    /// 404 of a wrong path, a 401) is a failure here (`Other`): a health URL answers 2xx, and a
+    /// check that could only ever be ignored would keep the breaker half-open, its callers
+    /// blocked, for good. So a wrong URL reopens the breaker at each cooldown, and the
+    /// reopening says so in the transitions. The body is not read. Set the client's timeout, or
+    /// rely on the breaker's probe timeout.
     ///
     /// # Examples
     ///
@@ -43,7 +44,7 @@ impl HealthCheck {
                 match &answer {
                     Ok(response) if response.status().is_success() => Outcome::Success,
                     _ => match crate::classify::reqwest::classify_reqwest(&answer) {
-                        Outcome::Success => Outcome::Failure(FailureKind::Other),
+                        Outcome::Success | Outcome::Ignored => Outcome::Failure(FailureKind::Other),
                         outcome => outcome,
                     },
                 }

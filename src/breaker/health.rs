@@ -62,8 +62,8 @@ impl Builder {
     /// The check's probe is counted in the [metrics](Self::metrics) as a call is (admitted, and
     /// its outcome). A closed breaker's calls pay nothing for it: the prober sleeps until a
     /// transition wakes it. The prober runs on the Tokio runtime [`build_arc`](Self::build_arc)
-    /// is called in (time enabled), and holds the breaker weakly: it ends when the breaker is
-    /// dropped. Validated by `build_arc`: inside a Tokio runtime (`probe_with`,
+    /// is called in (time enabled), and holds the breaker weakly between checks (a check in
+    /// progress, at most the probe timeout long, holds it): it ends when the breaker is dropped. Validated by `build_arc`: inside a Tokio runtime (`probe_with`,
     /// [`Problem::NoRuntime`]), with [`probes`](Self::probes) 1 (`probe_with`,
     /// [`Problem::Conflict`]); `build` refuses it (`probe_with`, [`Problem::NotShared`]).
     ///
@@ -137,7 +137,9 @@ impl CircuitBreaker {
     ///
     /// # Errors
     ///
-    /// `probe_with`: outside a Tokio runtime ([`Problem::NoRuntime`]), with more than one probe
+    /// `probe_with`: outside a Tokio runtime, or in one without its time driver
+    /// ([`Problem::NoRuntime`]; Tokio's panic message for the missing driver is printed as it is
+    /// caught), with more than one probe
     /// configured ([`Problem::Conflict`]), or when the breaker has a health check already
     /// ([`Problem::Duplicate`]).
     ///
@@ -163,6 +165,13 @@ impl CircuitBreaker {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return refused(Problem::NoRuntime);
         };
+        // A runtime without its time driver would stop the prober at its first wait (Tokio
+        // panics when a timer is made there): refused now, not found out at the first cooldown.
+        let timers =
+            std::panic::catch_unwind(|| drop(tokio::time::sleep(core::time::Duration::ZERO)));
+        if timers.is_err() {
+            return refused(Problem::NoRuntime);
+        }
         if self.limits().probes != 1 {
             return refused(Problem::Conflict);
         }

@@ -20,6 +20,8 @@ pub(crate) struct Refusal {
     /// How long ago it tripped, in ms on its clock, when it is open by its own counts (not
     /// isolated by hand, not half-open with a probe in flight): a member a panic may admit.
     pub(crate) open_for_ms: Option<u64>,
+    /// Isolated by hand (`force_open`): its retry-after is no end (only a change by hand ends it).
+    pub(crate) isolated: bool,
 }
 
 impl CircuitBreaker {
@@ -47,6 +49,7 @@ impl CircuitBreaker {
                     retry_after_ms: millis_floor(blocked.retry_after()).max(1),
                     ejected: blocked.state() == State::Open,
                     open_for_ms: None,
+                    isolated: blocked.reason() == BlockedReason::Isolated,
                 }),
             Some(refusal) => Err(refusal),
         }
@@ -78,6 +81,7 @@ impl CircuitBreaker {
             && matches!(word.kind(), Kind::Open | Kind::Probing);
         Some(Refusal {
             retry_after_ms,
+            isolated: reason == BlockedReason::Isolated,
             ejected: state == State::Open,
             open_for_ms: tripped.then(|| {
                 let now = now.unwrap_or_else(|| self.now_ms());
@@ -127,6 +131,7 @@ mod tests {
                 retry_after_ms: 7_000,
                 ejected: true,
                 open_for_ms: Some(3_000),
+                isolated: false,
             }
         );
         assert_eq!(breaker.try_acquire_pooled().unwrap_err(), open);

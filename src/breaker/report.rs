@@ -182,6 +182,11 @@ impl CircuitBreaker {
             && matches!(report, Report::Failure | Report::Success)
         {
             self.tell_count();
+            // A success that cleared a consecutive count forgets the hint heard with it.
+            if report == Report::Success && !updated.before.has(Word::RATED) {
+                let next = crate::state::word::next_generation(updated.before.generation());
+                self.inner.cold.cooldown.forget_hint(next);
+            }
         }
         if let Some(transition) = updated.answer {
             let transition = self.shaped(transition, &limits);

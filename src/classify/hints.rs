@@ -7,7 +7,7 @@
 //! | `retry-after-ms` | milliseconds, a fraction rounded up | OpenAI's and Azure OpenAI's APIs |
 //! | `x-ratelimit-reset-requests`, `x-ratelimit-reset-tokens` | a duration such as `1s`, `6m0s`, `20ms`, `1h2m3.5s` (units `h`, `m`, `s`, `ms`, `us`, `µs`, `ns`) | OpenAI's API |
 //! | `RateLimit-Reset` | delta-seconds | the IETF draft `draft-ietf-httpapi-ratelimit-headers`, up to its revision 06 |
-//! | `RateLimit` | its `t` parameter (`"default";r=0;t=30`), or a `reset` member (`limit=10, remaining=0, reset=30`) in seconds | the same draft, revisions 07 and later, and up to 06 |
+//! | `RateLimit` | the `t` parameter of each used-up quota (`"default";r=0;t=30`; one with `r` above 0 asks for no wait), or the `reset` member (`limit=10, remaining=0, reset=30`) unless `remaining` is above 0, in seconds | the same draft, revisions 07 and later, and up to 06 |
 //!
 //! The hint is the longest wait any of them gives: a server that sends several means the
 //! latest of their resets. A value that cannot be read is left out and counted
@@ -30,16 +30,31 @@ pub(super) fn ignored() -> u64 {
     IGNORED.load(Ordering::Relaxed)
 }
 
-/// A header's reader: its value (trimmed) as a wait from `now`, or `None` if it cannot be read.
-type Reader = fn(&str, SystemTime) -> Option<Duration>;
+/// What a header's value says: the wait it asks for, if any, and whether some of it could not be
+/// read (a `RateLimit` field may hold a readable item beside one that is not).
+type Read = (Option<Duration>, bool);
+
+/// A header's reader: its value (trimmed) read as a wait from `now`.
+type Reader = fn(&str, SystemTime) -> Read;
+
+/// A reader's answer for a value that is one wait or unreadable.
+fn one(wait: Option<Duration>) -> Read {
+    (wait, wait.is_none())
+}
 
 /// Every header that can carry a wait, with its reader.
 const READERS: [(&str, Reader); 6] = [
-    ("retry-after", parse_retry_after),
-    ("retry-after-ms", |value, _| milliseconds(value)),
-    ("x-ratelimit-reset-requests", |value, _| go_duration(value)),
-    ("x-ratelimit-reset-tokens", |value, _| go_duration(value)),
-    ("ratelimit-reset", |value, _| seconds(value)),
+    ("retry-after", |value, now| {
+        one(parse_retry_after(value, now))
+    }),
+    ("retry-after-ms", |value, _| one(milliseconds(value))),
+    ("x-ratelimit-reset-requests", |value, _| {
+        one(go_duration(value))
+    }),
+    ("x-ratelimit-reset-tokens", |value, _| {
+        one(go_duration(value))
+    }),
+    ("ratelimit-reset", |value, _| one(seconds(value))),
     ("ratelimit", |value, _| ratelimit_field(value)),
 ];
 
@@ -60,11 +75,13 @@ fn longest_counting(headers: &HeaderMap, now: SystemTime, ignored: &mut u64) -> 
     for (name, read) in READERS {
         for value in headers.get_all(name) {
             // As UTF-8, not `to_str`'s visible ASCII: Go writes microseconds as `µs`.
-            let text = core::str::from_utf8(value.as_bytes()).ok();
-            match text.and_then(|v| read(v.trim(), now)) {
-                Some(wait) => longest = longest.max(Some(wait)),
-                None => *ignored += 1,
-            }
+            let Ok(text) = core::str::from_utf8(value.as_bytes()) else {
+                *ignored += 1;
+                continue;
+            };
+            let (wait, unreadable) = read(text.trim(), now);
+            longest = longest.max(wait);
+            *ignored += u64::from(unreadable);
         }
     }
     longest
@@ -165,21 +182,56 @@ fn go_duration(value: &str) -> Option<Duration> {
     Some(Duration::new(secs, (nanos % 1_000_000_000) as u32))
 }
 
-/// The wait of a `RateLimit` field: the largest `t` parameter of its items (revisions 07 and
-/// later: `"default";r=0;t=30`), or its `reset` member (up to 06: `limit=10, reset=30`).
-fn ratelimit_field(value: &str) -> Option<Duration> {
+/// A `RateLimit` field's wait. Two forms:
+/// - revisions 07 and later: a list of quota items, each with its remaining quota `r` and its
+///   reset `t` in seconds (`"default";r=0;t=30, "burst";r=5;t=2`): the wait is the longest reset
+///   of an item that is used up (`r=0`, or no `r`); an item with quota left asks for none;
+/// - up to revision 06: one dictionary (`limit=10, remaining=0, reset=30`): the reset, unless
+///   `remaining` says quota is left.
+///
+/// A field with no reset at all asks for no wait and is not unreadable; an item whose reset (or
+/// remaining) cannot be read is left out, and the field counted as partly unreadable.
+fn ratelimit_field(value: &str) -> Read {
     let mut longest = None;
+    let mut unreadable = false;
+    // The dictionary form's members, if it is that form.
+    let mut remaining = None;
+    let mut reset = None;
     for item in value.split(',') {
-        for part in item.split(';') {
-            let Some((key, number)) = part.trim().split_once('=') else {
-                continue;
-            };
-            if key.trim() == "t" || key.trim() == "reset" {
-                longest = longest.max(Some(seconds(number.trim())?));
+        let mut parts = item.split(';');
+        let head = parts.next().unwrap_or_default().trim();
+        if let Some((key, number)) = head.split_once('=') {
+            // The dictionary form: a member per item.
+            let number = number.trim();
+            match key.trim() {
+                "remaining" => remaining = Some(number.parse::<u64>().map_err(|_| ())),
+                "reset" => reset = Some(seconds(number).ok_or(())),
+                _ => {}
+            }
+            continue;
+        }
+        let (mut r, mut t) = (None, None);
+        for part in parts {
+            match part.trim().split_once('=') {
+                Some(("r", n)) => r = Some(n.trim().parse::<u64>().map_err(|_| ())),
+                Some(("t", n)) => t = Some(seconds(n.trim()).ok_or(())),
+                _ => {}
             }
         }
+        match (r, t) {
+            (_, None) => {}
+            (Some(Err(())), _) | (_, Some(Err(()))) => unreadable = true,
+            (Some(Ok(left)), Some(Ok(_))) if left > 0 => {}
+            (_, Some(Ok(wait))) => longest = longest.max(Some(wait)),
+        }
     }
-    longest
+    match (remaining, reset) {
+        (_, None) => {}
+        (Some(Err(())), _) | (_, Some(Err(()))) => unreadable = true,
+        (Some(Ok(left)), Some(Ok(_))) if left > 0 => {}
+        (_, Some(Ok(wait))) => longest = longest.max(Some(wait)),
+    }
+    (longest, unreadable)
 }
 
 #[cfg(test)]
@@ -281,7 +333,7 @@ mod tests {
             ("x-ratelimit-reset-requests", "s"),
             ("x-ratelimit-reset-tokens", ""),
             ("ratelimit-reset", "1.5"),
-            ("ratelimit", "\"default\";r=0"),
+            ("ratelimit", "\"default\";r=x;t=5"),
             ("ratelimit", "\"default\";r=0;t=soon"),
         ];
         for pair in bad {
@@ -293,6 +345,24 @@ mod tests {
             (ms(700), 1)
         );
         assert_eq!(hint(&bad), (None, 12));
+    }
+
+    #[test]
+    fn a_ratelimit_field_waits_for_its_used_up_quotas_only() {
+        let rows: [(&str, Option<Duration>, u64); 6] = [
+            // One item unreadable: left out, the other read.
+            ("\"a\";r=0;t=abc, \"b\";r=0;t=30", ms(30_000), 1),
+            // A quota with requests left asks for no wait.
+            ("\"a\";r=5;t=100, \"b\";r=0;t=2", ms(2_000), 0),
+            ("\"a\";r=5;t=100", None, 0),
+            // No reset at all: no wait, and nothing unreadable.
+            ("\"default\";r=0", None, 0),
+            ("limit=100, remaining=50", None, 0),
+            ("limit=100, remaining=50, reset=30", None, 0),
+        ];
+        for (value, wait, ignored) in rows {
+            assert_eq!(hint(&[("ratelimit", value)]), (wait, ignored), "{value}");
+        }
     }
 
     #[test]

@@ -23,6 +23,7 @@ use std::time::SystemTime;
 
 use http::{HeaderMap, Response, StatusCode};
 
+#[cfg(feature = "mcp")]
 pub(crate) use super::hints::parse_retry_after;
 
 use crate::classify::{Classify, FailureKind, Outcome};

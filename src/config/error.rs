@@ -99,12 +99,18 @@ impl ConfigError {
                 Problem::Zero,
                 "failure_threshold" | "fleet_failure_threshold" | "min_instances" | "probes",
             ) => format!("{subject} must be at least 1"),
-            (Problem::Empty, "groups") => {
-                format!(
-                    "{subject} must hold at least one group, and each group at least one member"
-                )
+            (Problem::Empty, "groups") => format!(
+                "{subject} must hold at least one group, each group at least one member, and \
+                 each member a name (non-empty, no control characters)"
+            ),
+            (Problem::Empty, "name") => {
+                format!("{subject} must be non-empty text with no control characters")
             }
             (Problem::Duplicate, "groups") => format!("{subject} must name each member once"),
+            (Problem::TooLarge, "groups") => format!(
+                "{subject} names a member the registry has no room for (`max_dependencies`): it \
+                 would share the overflow breaker"
+            ),
             (Problem::OutOfRange, "max_ejected") => {
                 format!("{subject} must be a fraction of at least 0 and at most 1")
             }
@@ -119,7 +125,8 @@ impl ConfigError {
             }
             (Problem::Duplicate, _) => format!("{subject} names must be unique"),
             (Problem::NoRuntime, _) => format!(
-                "{subject} needs a Tokio runtime: build the breaker inside one (its prober runs there)"
+                "{subject} needs a Tokio runtime with its time driver (`enable_time`): build the \
+                 breaker inside one (its prober runs there)"
             ),
             (Problem::NotShared, _) => format!(
                 "{subject} needs the breaker behind an `Arc`: build it with `build_arc`, which starts the check"
@@ -140,6 +147,9 @@ impl ConfigError {
             }
             (Problem::OutOfRange, "cooldown_jitter") => {
                 format!("{subject} must be a fraction of at least 0 and below 1")
+            }
+            (Problem::OutOfRange, "hint_jitter") => {
+                format!("{subject} must be a fraction from 0 to 1")
             }
             (Problem::OutOfRange, _) => format!("{subject} must be a ratio above 0 and at most 1"),
             (Problem::TooLarge, "minimum_calls") => format!(

@@ -205,6 +205,10 @@
 //!     plus the hint, capped by
 //!     [`max_hinted_open`](crate::breaker::Builder::max_hinted_open) and spread upward only,
 //!     by up to [`hint_jitter`](crate::breaker::Builder::hint_jitter) of the hint, one draw per
-//!     period so every caller reads the same end. Nothing shortens an open period: not a
-//!     shorter hint, not a re-trip, not a reconfiguration. In fleet mode the record keeps the
-//!     hinted end of the trip or reopen, and no lease is granted before it (rule 16).
+//!     period so every caller reads the same end. A hint reported while the breaker is open
+//!     lengthens its period whoever reports it (a stale permit, a probe past its lease); a
+//!     success that clears a consecutive count forgets the hints counted with it. Nothing ends
+//!     an open period before its hinted end: not a shorter hint, not a re-trip, not a
+//!     reconfiguration (a reconfigured cooldown applies to the period as to any, rule 10). In
+//!     fleet mode the record keeps the hinted end of the trip or reopen, and no lease is granted
+//!     before it (rule 16).

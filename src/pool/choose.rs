@@ -200,6 +200,13 @@ impl Pool {
         }
     }
 
+    /// Whether a member other than the one at `index` would admit a call now, asked without
+    /// taking anything (a retry that goes there need not wait out `index`'s hint).
+    pub(crate) fn admits_other(&self, index: usize) -> bool {
+        let members = &self.shape.members;
+        (0..members.len()).any(|other| other != index && members[other].refusal_now().is_none())
+    }
+
     /// The pool's rejection, logged under its name.
     fn blocked(&self, retry_after_ms: u64) -> Blocked {
         let blocked = Blocked::new(
@@ -217,7 +224,9 @@ impl Pool {
     /// the member that tripped longest ago, admitted only if no later group admits.
     fn survey(&self, take: bool) -> Survey<'_> {
         let shape = &*self.shape;
-        let mut earliest = u64::MAX;
+        // The earliest retry-after of the members that end by themselves, and of those isolated
+        // by hand (whose retry-after is no end): the latter only if every member is isolated.
+        let (mut earliest, mut earliest_isolated) = (u64::MAX, u64::MAX);
         let mut panic: Option<usize> = None;
         let mut begin = 0;
         for &end in &*shape.ends {
@@ -239,7 +248,11 @@ impl Pool {
                         Some(refusal) => refusal,
                     }
                 };
-                earliest = earliest.min(refusal.retry_after_ms);
+                if refusal.isolated {
+                    earliest_isolated = earliest_isolated.min(refusal.retry_after_ms);
+                } else {
+                    earliest = earliest.min(refusal.retry_after_ms);
+                }
                 ejected += u64::from(refusal.ejected);
                 if let Some(open_for) = refusal.open_for_ms
                     && oldest.is_none_or(|(longest, _)| open_for > longest)
@@ -263,6 +276,7 @@ impl Pool {
                 observe::pool_panic(self.name(), member.name());
                 Survey::Admitted(PoolPermit::new(member, index, None))
             }
+            None if earliest == u64::MAX => Survey::Exhausted(earliest_isolated),
             None => Survey::Exhausted(earliest),
         }
     }

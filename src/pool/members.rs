@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::breaker::CircuitBreaker;
-use crate::config::ConfigError;
+use crate::config::{ConfigError, Problem};
 use crate::registry::{PoolBuilder, PoolShape, Registry};
 
 /// A pool of equivalent upstreams, each a [`Registry`]'s breaker, in priority groups: a call is
@@ -94,7 +94,12 @@ impl PoolBuilder {
     ///
     /// # Errors
     ///
-    /// As [`check`](Self::check): a [`ConfigError`] naming `groups` or `max_ejected`.
+    /// As [`check`](Self::check): a [`ConfigError`] naming `name`, `groups` or `max_ejected`;
+    /// and `groups` with [`Problem::TooLarge`] when a bounded registry
+    /// ([`max_dependencies`](crate::registry::RegistryBuilder::max_dependencies)) has no room
+    /// for a member's breaker (it would share the overflow breaker). A pool kept in the
+    /// registry's configuration has its members counted as configured names, admitted past the
+    /// bound.
     ///
     /// # Examples
     ///
@@ -107,8 +112,17 @@ impl PoolBuilder {
     /// ```
     pub fn build(&self, registry: &Registry) -> Result<Pool, ConfigError> {
         let spec = self.spec()?;
+        // Each member its own breaker: past a bounded registry's bound a member would share the
+        // overflow breaker with every other name, so the pool is refused instead.
+        let mut breakers = std::collections::HashMap::new();
+        for member in spec.groups.iter().flatten() {
+            let breaker = registry
+                .try_get(member)
+                .map_err(|_| ConfigError::new("groups", Problem::TooLarge))?;
+            breakers.insert(member.clone(), breaker);
+        }
         Ok(Pool {
-            shape: Arc::new(PoolShape::new(spec, |member| registry.get(member))),
+            shape: Arc::new(PoolShape::new(spec, |member| Arc::clone(&breakers[member]))),
         })
     }
 }

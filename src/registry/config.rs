@@ -117,6 +117,9 @@ impl RegistryConfig {
     /// Whether `dependency` has a configuration of its own.
     pub(crate) fn has_own(&self, dependency: &str) -> bool {
         self.dependencies.contains_key(dependency)
+            || self
+                .pool_specs()
+                .any(|spec| spec.groups.iter().flatten().any(|m| **m == *dependency))
     }
 }
 

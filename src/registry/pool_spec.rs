@@ -85,16 +85,24 @@ impl PoolBuilder {
     ///
     /// # Errors
     ///
-    /// A [`ConfigError`] naming the field: `groups` ([`Problem::Empty`] for a pool with no group
-    /// or a group with no member, [`Problem::Duplicate`] for a member named twice, in one group
-    /// or two) or `max_ejected` ([`Problem::OutOfRange`] outside [0, 1]).
+    /// A [`ConfigError`] naming the field: `name` ([`Problem::Empty`] for an empty name or one
+    /// with a control character), `groups` ([`Problem::Empty`] for a pool with no group, a group
+    /// with no member or a member so named, [`Problem::Duplicate`] for a member named twice, in
+    /// one group or two) or `max_ejected` ([`Problem::OutOfRange`] outside [0, 1]).
     pub fn check(&self) -> Result<(), ConfigError> {
         self.spec().map(|_| ())
     }
 
     /// The checked spec.
     pub(crate) fn spec(&self) -> Result<PoolSpec, ConfigError> {
-        if self.groups.is_empty() || self.groups.iter().any(Vec::is_empty) {
+        if self.name.is_empty() || self.name.chars().any(char::is_control) {
+            return Err(ConfigError::new("name", Problem::Empty));
+        }
+        let unnamed = |member: &String| member.is_empty() || member.chars().any(char::is_control);
+        if self.groups.is_empty()
+            || self.groups.iter().any(Vec::is_empty)
+            || self.groups.iter().flatten().any(unnamed)
+        {
             return Err(ConfigError::new("groups", Problem::Empty));
         }
         let mut seen = BTreeSet::new();

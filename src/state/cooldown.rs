@@ -133,8 +133,13 @@ impl Cooldown {
 
     /// The base cooldown of the open period that entered `generation`: the one recorded for it,
     /// or the configured one if none was (the first period after construction or a change of
-    /// shape).
+    /// shape). Without a backoff every period's base is the configured cooldown in force, as a
+    /// plain breaker's is: a reconfigured cooldown counts from the period's opened-at whatever
+    /// else shapes it (a jitter, a hint).
     pub(crate) fn base_of(&self, generation: u32, limits: &Limits) -> u64 {
+        if limits.shape.multiplier_ppm == Shape::FIXED.multiplier_ppm {
+            return limits.cooldown_ms;
+        }
         let record = Record(self.in_force.load(Ordering::Relaxed));
         if record.generation() == generation {
             record.base_ms()
@@ -153,6 +158,11 @@ impl Cooldown {
     /// governs it.
     pub(crate) fn hinted_until(&self, generation: u32) -> Option<u64> {
         self.hinted.until_of(generation)
+    }
+
+    /// Forget the hinted end of the period of `generation` (see `hint`).
+    pub(crate) fn forget_hint(&self, generation: u32) {
+        self.hinted.forget(generation);
     }
 
     /// Keep `until_ms` as the hinted end of the open period of `generation`, as it is (a
@@ -177,9 +187,16 @@ impl Cooldown {
                     _ => cooldown,
                 }
             }
+            // The reopen at the lease's end, lengthened by a hint that governs it (the probe's,
+            // or a late report's).
             Kind::Probing => {
+                let next = next_generation(generation);
                 let base = backoff::backed_off(self.base_of(generation, limits), &limits.shape);
-                backoff::spread(self.seed, next_generation(generation), base, &limits.shape)
+                let cooldown = backoff::spread(self.seed, next, base, &limits.shape);
+                let lease_end = word.payload().saturating_add(limits.probe_timeout_ms);
+                self.hinted.until_of(next).map_or(cooldown, |until| {
+                    cooldown.max(until.saturating_sub(lease_end))
+                })
             }
             Kind::Closed | Kind::HalfOpen => limits.cooldown_ms,
         }

@@ -10,7 +10,9 @@
 //!   such transition enters the next generation).
 //!
 //! The cell keeps one period's end: a hint for the same period keeps the later end, a hint for
-//! a newer period replaces it, and a hint for an older one is dropped. An open period then lasts
+//! a newer period replaces it, and a hint for an older one is dropped. A success that clears a
+//! closed count forgets the hint heard with it (a consecutive-only breaker's: a rate rule's window
+//! still holds the failure), so a later trip on other failures is not lengthened by it. An open period then lasts
 //! until the later of its cooldown's end and its hinted end, so a hint, a later one, or a re-trip
 //! never shortens it. The cell is written before the compare-and-swap of a trip that it governs
 //! (the report that carries the hint writes it first), so every caller that reads the open word
@@ -120,7 +122,17 @@ impl HintCell {
         (hinted.0 != 0 && hinted.generation() == generation).then_some(hinted.until_ms())
     }
 
-    /// Keep `heard` (see [`Hinted::merged`]): the cell's only read-modify-write.
+    /// Forget the hinted end of the period of `generation`, if the cell holds it (a success
+    /// cleared the count whose failures it came with). One of the cell's two read-modify-writes.
+    pub(crate) fn forget(&self, generation: u32) {
+        let _ = self
+            .hinted
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |cell| {
+                (cell != 0 && Hinted(cell).generation() == generation).then_some(0)
+            });
+    }
+
+    /// Keep `heard` (see [`Hinted::merged`]): the other read-modify-write.
     pub(crate) fn hear(&self, heard: Hinted) {
         let _ = self
             .hinted
@@ -181,6 +193,10 @@ mod tests {
         assert_eq!(cell.until_of(0), Some(8));
         cell.hear(Hinted::new(Word::MAX_GENERATION, 9));
         assert_eq!(cell.until_of(0), Some(8));
+        cell.forget(1);
+        assert_eq!(cell.until_of(0), Some(8), "another period's: kept");
+        cell.forget(0);
+        assert_eq!(cell.until_of(0), None, "forgotten");
     }
 
     #[test]

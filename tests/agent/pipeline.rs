@@ -1044,3 +1044,33 @@ async fn a_classification_that_calls_a_method_compiles_with_its_argument_type_wr
     );
     assert_eq!(heard, [Outcome::Failure(FailureKind::Unavailable)]);
 }
+
+/// A 429's `Retry-After` of 30 years: the model is told the breaker's cap (10 minutes by
+/// default), the time the breaker itself keeps the dependency open, not the raw hint.
+#[tokio::test(start_paused = true)]
+async fn a_huge_hint_reaches_the_model_cut_to_the_breaker_s_cap() {
+    let breaker = toolbreaker::CircuitBreaker::builder()
+        .failure_threshold(5)
+        .build()
+        .unwrap();
+    let guard =
+        toolbreaker::ToolGuard::new(Duration::from_secs(1), toolbreaker::RetryPolicy::none());
+    let run = toolbreaker::AgentRun::new("r", Duration::from_secs(60), 10);
+    let huge = Duration::from_secs(999_999_999);
+    let result = guard
+        .call(
+            &run,
+            &breaker,
+            |_: &Result<(), ()>| {
+                toolbreaker::Outcome::Failure(toolbreaker::FailureKind::RateLimited {
+                    retry_after: Some(huge),
+                })
+            },
+            || async { Err::<(), ()>(()) },
+        )
+        .await;
+    let toolbreaker::ToolResult::Failed { retry_after_ms, .. } = &result else {
+        panic!("{result:?}")
+    };
+    assert_eq!(*retry_after_ms, Some(600_000), "{result:?}");
+}

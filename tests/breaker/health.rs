@@ -351,6 +351,7 @@ fn without_a_runtime_or_an_arc_or_with_several_probes_the_check_is_refused() {
         ("probe_with", Problem::NoRuntime)
     );
     let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
         .build()
         .unwrap();
     let _entered = runtime.enter();
@@ -384,6 +385,7 @@ fn without_a_runtime_or_an_arc_or_with_several_probes_the_check_is_refused() {
 fn when_the_probers_runtime_is_gone_callers_take_the_probe_again() {
     let check = Check::new(true);
     let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
         .build()
         .unwrap();
     let (breaker, mock, _transitions) = runtime.block_on(async { breaker(&check, |b| b) });
@@ -449,6 +451,15 @@ async fn the_http_check_gets_the_health_url() {
     let probe = breaker.run_health_check().await.expect("due");
     assert_eq!(probe.outcome, Outcome::Success, "200");
     assert_eq!(breaker.state(), State::Closed);
+
+    // A wrong path (404): a failure, which reopens, never an ignored check that would keep the
+    // breaker half-open and its callers blocked for good.
+    let wrong = format!("http://{addr}/healthz").parse().unwrap();
+    let check = toolbreaker::HealthCheck::http_get(reqwest::Client::new(), wrong);
+    assert_eq!(
+        (check.run().await.outcome(), check.run().await.http_status()),
+        (Outcome::Failure(FailureKind::Other), None)
+    );
 
     // Nothing listens on the port any more: a refused connection.
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -525,4 +536,23 @@ async fn the_prober_ends_with_its_breaker() {
     })
     .await
     .expect("the prober ends");
+}
+
+#[test]
+fn a_runtime_without_its_time_driver_is_refused_at_build() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let err = runtime
+        .block_on(async {
+            CircuitBreaker::builder()
+                .probe_with(|| async { Outcome::Success })
+                .build_arc()
+        })
+        .unwrap_err();
+    assert_eq!(
+        (err.field(), err.problem()),
+        ("probe_with", toolbreaker::config::Problem::NoRuntime)
+    );
+    assert!(err.to_string().contains("time driver"), "{err}");
 }

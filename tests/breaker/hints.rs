@@ -341,10 +341,11 @@ fn the_hint_settings_go_through_the_toml_file() {
 }
 
 /// The class of "never shortens", over seeded random runs: hinted and plain failures from fresh
-/// and stale permits, successes, ignored outcomes, dropped permits, clock steps, changes of the
-/// cooldown and changes by hand. While one open period lasts (no transition heard since it
-/// began), its deadline never moves earlier, and it is never before the end of a hint heard in it
-/// or counted in the period that tripped into it.
+/// and stale permits, successes, ignored outcomes, dropped permits, clock steps and changes of
+/// the cooldown. While one open period lasts (no transition heard since it began), its deadline
+/// never moves earlier but by a reconfigured cooldown, and it is never before the end of a hint
+/// heard in it or counted in the closed period that tripped into it (and not cleared by a
+/// success since).
 #[test]
 fn no_sequence_of_reports_shortens_an_open_period_or_ends_it_before_a_hint_heard_in_it() {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -392,6 +393,10 @@ fn no_sequence_of_reports_shortens_an_open_period_or_ends_it_before_a_hint_heard
                         _ => limited(hint),
                     };
                     permit.record(outcome);
+                    // A success clears the consecutive count, and the hints heard with it.
+                    if outcome == Outcome::Success && current && state_before == State::Closed {
+                        pending_end = 0;
+                    }
                     if outcome.retry_after().is_some() {
                         let end = now_ms + (hint.as_millis() as u64).min(CAP_MS);
                         match (state_before, &mut period) {
@@ -423,6 +428,11 @@ fn no_sequence_of_reports_shortens_an_open_period_or_ends_it_before_a_hint_heard
                         .build_config()
                         .unwrap();
                     breaker.reconfigure(config);
+                    // A new cooldown applies to the period in force, from its opened-at, as
+                    // to any breaker's: only the hint's end stays a floor.
+                    if let Some(entry) = &mut period {
+                        entry.1 = 0;
+                    }
                 }
             }
             let seen = transitions.load(Ordering::SeqCst);
@@ -457,4 +467,58 @@ fn no_sequence_of_reports_shortens_an_open_period_or_ends_it_before_a_hint_heard
             }
         }
     }
+}
+
+#[test]
+fn a_success_that_clears_the_count_forgets_the_hint_heard_with_it() {
+    let (breaker, mock) = breaker(3);
+    breaker.try_acquire().unwrap().record(limited(secs(600)));
+    breaker.try_acquire().unwrap().record(Outcome::Success);
+    mock.increment(secs(60));
+    for _ in 0..3 {
+        breaker.try_acquire().unwrap().record(FAILED);
+    }
+    assert_eq!(
+        waiting(&breaker),
+        secs(5),
+        "plain 503s trip for the cooldown"
+    );
+}
+
+#[test]
+fn a_longer_cooldown_set_while_open_applies_to_a_hinted_period_too() {
+    let (breaker, mock) = breaker(1);
+    breaker.try_acquire().unwrap().record(limited(secs(8)));
+    assert_eq!(waiting(&breaker), secs(8));
+    let longer = Config::new(1, secs(60), secs(1)).unwrap();
+    let longer = CircuitBreaker::builder()
+        .config(longer)
+        .hint_jitter(0.0)
+        .build_config()
+        .unwrap();
+    breaker.reconfigure(longer);
+    assert_eq!(
+        waiting(&breaker),
+        secs(60),
+        "the longer of the two, as unhinted"
+    );
+    mock.increment(secs(10));
+    assert_eq!(breaker.state(), State::Open);
+}
+
+#[test]
+fn a_hint_reported_while_open_lengthens_the_period_whoever_reports_it() {
+    // A probe that outlives its lease: its late 429 lengthens the reopen at the lease's end, as
+    // a stale permit's 429 lengthens an open period (a plain late failure changes nothing).
+    let (breaker, mock) = breaker(1);
+    breaker.try_acquire().unwrap().record(FAILED);
+    mock.increment(secs(5));
+    let probe = breaker.try_acquire().expect("the probe");
+    mock.increment(secs(1)); // the lease (1 s) ends: open again, for 5 s from its end
+    assert_eq!(breaker.state(), State::Open);
+    assert_eq!(waiting(&breaker), secs(5));
+    assert_eq!(probe.record(limited(secs(30))), None, "stale");
+    assert_eq!(waiting(&breaker), secs(30));
+    mock.increment(secs(29));
+    assert_eq!(breaker.state(), State::Open);
 }

@@ -362,3 +362,80 @@ fn members_are_the_registrys_breakers() {
         "a member passed over while another served blocked nothing"
     );
 }
+
+#[test]
+fn empty_names_and_a_full_registry_are_refused_naming_the_field() {
+    let registry = Registry::default();
+    let cases = [
+        (Pool::builder("").group(["a"]), "name", Problem::Empty),
+        (
+            Pool::builder("p").group(["a", ""]),
+            "groups",
+            Problem::Empty,
+        ),
+        (
+            Pool::builder("p").group(["a\u{7}"]),
+            "groups",
+            Problem::Empty,
+        ),
+    ];
+    for (builder, field, problem) in cases {
+        let err = builder.build(&registry).unwrap_err();
+        assert_eq!((err.field(), err.problem()), (field, problem), "{err}");
+    }
+    // A bounded registry with no room: the members would share its overflow breaker.
+    let full = Registry::builder().max_dependencies(1).build();
+    drop(full.get("x"));
+    let err = Pool::builder("p")
+        .group(["a", "b"])
+        .build(&full)
+        .unwrap_err();
+    assert_eq!((err.field(), err.problem()), ("groups", Problem::TooLarge));
+    assert!(err.to_string().contains("max_dependencies"), "{err}");
+    // Kept in the registry's configuration, the members are configured names: admitted.
+    let config = toolbreaker::RegistryConfig::default()
+        .pool(Pool::builder("p").group(["a", "b"]))
+        .unwrap();
+    let bounded = Registry::builder()
+        .config(config)
+        .max_dependencies(1)
+        .build();
+    drop(bounded.get("x"));
+    let pool = bounded.pool("p").expect("configured");
+    let names: Vec<&str> = pool.members().map(|m| m.name()).collect();
+    assert_eq!(names, ["a", "b"]);
+}
+
+#[test]
+fn a_member_isolated_by_hand_does_not_set_the_pool_s_retry_after() {
+    let (clock, _mock) = toolbreaker::quanta::Clock::mock();
+    let registry = Registry::builder()
+        .default_config(Config::new(1, Duration::from_secs(30), Duration::from_secs(5)).unwrap())
+        .clock(clock)
+        .build();
+    let pool = Pool::builder("llm")
+        .group(["a", "b"])
+        .build(&registry)
+        .unwrap();
+    registry.get("a").force_open();
+    registry
+        .get("b")
+        .try_acquire()
+        .unwrap()
+        .record(Outcome::Failure(FailureKind::RateLimited {
+            retry_after: Some(Duration::from_secs(300)),
+        }));
+    let blocked = pool.try_acquire().unwrap_err();
+    assert_eq!(blocked.reason(), BlockedReason::PoolExhausted);
+    assert!(
+        blocked.retry_after() >= Duration::from_secs(300),
+        "b's end, not a's cooldown: {:?}",
+        blocked.retry_after()
+    );
+    // Every member isolated: the earliest of theirs, for want of an end.
+    registry.get("b").force_open();
+    assert_eq!(
+        pool.try_acquire().unwrap_err().retry_after(),
+        Duration::from_secs(30)
+    );
+}

@@ -187,3 +187,58 @@ async fn a_pool_whose_members_trip_on_the_attempts_ends_blocked_with_its_own_wor
         r#"{"status":"blocked","dependency":"search","reason":"pool_exhausted","retry_after_ms":30000,"message":"Every upstream of search is unavailable; do not call it again now. Answer with what you know, use another tool, or try after 30.0 s.","attempts":0,"elapsed_ms":0}"#
     );
 }
+
+/// A member's 429 with a long `Retry-After` does not hold back the retry that goes to another
+/// member: the failover waits the policy's delay only. (The hint still governs a retry of the
+/// same member, when no other admits: the single-breaker rule.)
+#[tokio::test(start_paused = true)]
+async fn a_failover_after_a_hinted_429_does_not_wait_out_the_hint() {
+    let (registry, _mock) = registry(5);
+    let pool = Pool::builder("llm")
+        .group(["a", "b"])
+        .build(&registry)
+        .unwrap();
+    let run = AgentRun::new("r", Duration::from_secs(60), 100);
+    let limited = |result: &Result<String, u16>| match result {
+        Ok(_) => Outcome::Success,
+        Err(_) => Outcome::Failure(FailureKind::RateLimited {
+            retry_after: Some(Duration::from_secs(120)),
+        }),
+    };
+    for _ in 0..20 {
+        let asked = RefCell::new(Vec::new());
+        let started = tokio::time::Instant::now();
+        let result = guard(2)
+            .call_pool(&run, &pool, limited, |member| {
+                asked.borrow_mut().push(member.to_owned());
+                let answer = if member == "a" {
+                    Err(429)
+                } else {
+                    Ok(format!("hits from {member}"))
+                };
+                async move { answer }
+            })
+            .await;
+        assert!(matches!(result, ToolResult::Ok { .. }), "{result:?}");
+        let waited = started.elapsed();
+        assert!(
+            waited < Duration::from_secs(1),
+            "{:?} took {waited:?}",
+            asked.borrow()
+        );
+        registry.get("a").reset();
+    }
+    // Alone, the member's hint is waited out (up to the run's deadline).
+    let alone = Pool::builder("one").group(["a"]).build(&registry).unwrap();
+    let started = tokio::time::Instant::now();
+    let asked = RefCell::new(0);
+    let result = guard(1)
+        .call_pool(&run, &alone, limited, |_| {
+            *asked.borrow_mut() += 1;
+            async { Err::<String, u16>(429) }
+        })
+        .await;
+    assert!(matches!(result, ToolResult::Failed { .. }), "{result:?}");
+    assert_eq!(*asked.borrow(), 1, "a 120 s wait does not fit the 60 s run");
+    assert!(started.elapsed() < Duration::from_secs(1));
+}

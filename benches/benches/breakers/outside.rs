@@ -137,7 +137,10 @@ fn sketch() -> Case {
 pub fn cases() -> [(&'static str, Case); 6] {
     [
         ("call_closed_healthy", call_closed()),
-        ("call_closed_healthy_health_check", call_closed_health_check()),
+        (
+            "call_closed_healthy_health_check",
+            call_closed_health_check(),
+        ),
         ("try_acquire_record", acquire_record()),
         ("open_rejection", open_rejection()),
         ("open_rejection_try_acquire", open_rejection_try_acquire()),
