@@ -141,6 +141,8 @@ mod flags;
 mod fleet;
 mod listen;
 mod logging;
+mod pool;
+mod providers;
 mod report;
 mod settings;
 mod tools;
@@ -148,13 +150,17 @@ mod tools;
 use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
-use toolbreaker::{AgentRun, CircuitBreaker, Registry, RegistryConfig, RetryPolicy, ToolResult};
+use toolbreaker::{
+    AgentRun, CircuitBreaker, HealthCheck, Registry, RegistryConfig, RetryPolicy, ToolResult,
+};
 
+use pool::{Chat, PoolReport, PoolStats};
+use providers::{POOL, PROVIDERS, ProviderServer};
 use report::{DependencyStats, RunStats, Window};
 use tools::{Mode, Tool, ToolServer, call_tool};
 
@@ -383,6 +389,8 @@ struct Shared {
     client: reqwest::Client,
     guard: tools::Guard,
     dependencies: Vec<Dependency>,
+    /// The `chat` tool's pool (`None` in fleet mode: the fleet's instances call the four tools).
+    chat: Option<Chat>,
     runs: RunStats,
     start: Instant,
     deadline: Instant,
@@ -437,10 +445,19 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
     let log = Log::new(args.json);
     // A bad file is refused before anything starts: the error names the dependency and field.
     let config = settings::initial(args.config.as_deref())?;
+    // The pool's members' transitions, the health checks' included, are heard by the listener
+    // (the stats are set once the demo's start is known, before any call).
+    let pool_stats: Arc<OnceLock<Arc<PoolStats>>> = Arc::default();
+    let heard = Arc::clone(&pool_stats);
     let registry = Arc::new(
         Registry::builder()
             .config(config.clone())
             .metrics(true)
+            .on_transition(move |event| {
+                if let Some(stats) = heard.get() {
+                    stats.heard(event);
+                }
+            })
             .build(),
     );
     // Installed before the demo starts, so that from now on a SIGHUP reloads the file rather than
@@ -456,6 +473,22 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
         servers.push(ToolServer::spawn(tool).await?);
     }
     let start = Instant::now();
+    let mut providers = Vec::with_capacity(PROVIDERS.len());
+    for name in PROVIDERS {
+        providers.push(ProviderServer::spawn(name, start).await?);
+    }
+    // Each member's breaker probes with a GET of its provider's /health, in the background.
+    let health_client = tools::client()?;
+    for provider in &providers {
+        registry
+            .get(provider.name)
+            .start_health_check(HealthCheck::http_get(
+                health_client.clone(),
+                provider.health_url.parse()?,
+            ))?;
+    }
+    let stats = Arc::new(PoolStats::new(start, args.duration));
+    let _ = pool_stats.set(Arc::clone(&stats));
     let shared = Arc::new(Shared {
         client: tools::client()?,
         guard: tools::guard(PER_CALL_TIMEOUT, retry_policy()),
@@ -469,6 +502,12 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
                 stats: DependencyStats::new(server.tool),
             })
             .collect(),
+        chat: Some(Chat {
+            registry: Arc::clone(&registry),
+            urls: providers.iter().map(|p| p.chat_url.clone()).collect(),
+            controls: providers.iter().map(|p| Arc::clone(&p.control)).collect(),
+            stats,
+        }),
         runs: RunStats::default(),
         start,
         deadline: start + args.duration,
@@ -476,6 +515,11 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
     let listening: Vec<String> = servers
         .iter()
         .map(|server| format!("{} at {}", server.tool.name(), server.addr))
+        .chain(
+            providers
+                .iter()
+                .map(|provider| format!("{} at {}", provider.name, provider.addr)),
+        )
         .collect();
     log.line(&format!(
         "gateway: {} agent tasks for {:.1} s; tools: {}",
@@ -517,6 +561,20 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
             eprintln!("gateway: warning: {error}");
         }
     }
+    for provider in providers {
+        if let Err(error) = provider.shutdown(Duration::from_secs(2)).await {
+            eprintln!("gateway: warning: {error}");
+        }
+    }
+    let pool_report = shared.chat.as_ref().and_then(|chat| {
+        let pool = registry.pool(POOL)?;
+        Some(PoolReport::new(
+            chat,
+            &pool,
+            args.duration,
+            &registry.metrics(),
+        ))
+    });
 
     let snapshots = snapshots(&shared, &registry, args.duration, Some(&hits));
     let calls = shared.runs.calls();
@@ -545,6 +603,7 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
             "runs": shared.runs.json(),
             "settings": settings_json(&config, args.config.as_deref()),
             "dependencies": dependencies,
+            "pools": { POOL: pool_report.as_ref().map(PoolReport::json) },
             "blocked_example": blocked_example.and_then(|(_, text)| as_value(text)),
             "stopped_example": stopped_example.and_then(as_value),
         });
@@ -560,6 +619,10 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
         for snapshot in &snapshots {
             println!();
             print!("{}", snapshot.table());
+        }
+        if let Some(pool_report) = &pool_report {
+            println!();
+            print!("{}", pool_report.table());
         }
         println!();
         match blocked_example {
@@ -597,6 +660,20 @@ fn print_settings(log: Log, config: &RegistryConfig, path: Option<&Path>) {
     for (name, own) in config.dependencies() {
         log.line(&format!("  {name}: {}", settings::describe(own)));
     }
+    let registry = Registry::builder().config(config.clone()).build();
+    if let Some(pool) = registry.pool(POOL) {
+        let groups: Vec<String> = pool
+            .groups()
+            .map(|group| {
+                let names: Vec<&str> = group.iter().map(|member| member.name()).collect();
+                format!("[{}]", names.join(", "))
+            })
+            .collect();
+        log.line(&format!(
+            "pool {POOL} (tool chat): {}; each member's breaker probes with GET /health",
+            groups.join(" then ")
+        ));
+    }
     log.line(&format!(
         "agent runs: deadline {} ms, tool-call budget {RUN_TOOL_CALL_BUDGET} attempts; \
          think time {} ms",
@@ -613,6 +690,7 @@ fn settings_json(config: &RegistryConfig, path: Option<&Path>) -> serde_json::Va
         "probe_timeout_ms": config.default_config().probe_timeout().as_millis() as u64,
         "config_file": path.map(|path| path.display().to_string()),
         "breakers": breakers_json(config),
+        "pools": pools_json(config),
         "per_call_timeout_ms": PER_CALL_TIMEOUT.as_millis() as u64,
         "retry": {
             "max_retries": MAX_RETRIES,
@@ -649,6 +727,15 @@ async fn drive(
         finish.subscribe(),
         log,
     ));
+    let providers = shared.chat.as_ref().map(|chat| {
+        tokio::spawn(pool::schedule(
+            shared.start,
+            chat.controls.clone(),
+            duration,
+            finish.subscribe(),
+            log,
+        ))
+    });
     let progress = (!log.quiet).then(|| {
         tokio::spawn(progress(
             Arc::clone(shared),
@@ -669,6 +756,9 @@ async fn drive(
     let elapsed = shared.start.elapsed();
     finish.send_replace(true);
     scheduler.await?;
+    if let Some(providers) = providers {
+        providers.await?;
+    }
     if let Some(progress) = progress {
         progress.await?;
     }
@@ -707,15 +797,26 @@ fn retry_policy() -> RetryPolicy {
         .jitter(true)
 }
 
-/// Each tool's breaker settings at the start, as JSON keyed by tool name.
+/// Each tool's and provider's breaker settings at the start, as JSON keyed by name.
 fn breakers_json(config: &RegistryConfig) -> serde_json::Value {
-    Tool::ALL
-        .iter()
-        .map(|tool| {
-            (
-                tool.name().to_owned(),
-                settings::json(config.config_for(tool.name())),
-            )
+    settings::dependencies()
+        .map(|name| (name.to_owned(), settings::json(config.config_for(name))))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+/// Each pool's groups at the start, as JSON keyed by pool name.
+fn pools_json(config: &RegistryConfig) -> serde_json::Value {
+    let registry = Registry::builder().config(config.clone()).build();
+    config
+        .pools()
+        .filter_map(|name| {
+            let pool = registry.pool(name)?;
+            let groups: Vec<Vec<&str>> = pool
+                .groups()
+                .map(|group| group.iter().map(|member| member.name()).collect())
+                .collect();
+            Some((name.to_owned(), serde_json::json!({ "groups": groups })))
         })
         .collect::<serde_json::Map<_, _>>()
         .into()
@@ -811,6 +912,12 @@ async fn progress(
                 breaker.state().as_str()
             ));
         }
+        if let Some(chat) = &shared.chat {
+            for name in PROVIDERS {
+                let state = chat.registry.get(name).state();
+                line.push_str(&format!("  {name} {:<9}", state.as_str()));
+            }
+        }
         log.line(line.trim_end());
     }
 }
@@ -833,7 +940,27 @@ async fn agent(task: usize, shared: Arc<Shared>, breakers: Vec<Arc<CircuitBreake
         );
         shared.runs.run_started();
         loop {
-            let index = rng.usize(..shared.dependencies.len());
+            // The tools, and `chat` after them when the pool is in this process.
+            let tools = shared.dependencies.len() + usize::from(shared.chat.is_some());
+            let index = rng.usize(..tools);
+            if let Some(chat) = shared
+                .chat
+                .as_ref()
+                .filter(|_| index == shared.dependencies.len())
+            {
+                // The pool in force, looked up per call: a reload may have changed its groups.
+                let Some(pool) = chat.registry.pool(POOL) else {
+                    continue;
+                };
+                let result =
+                    pool::call_chat(chat, &pool, &shared.guard, &run, &shared.client).await;
+                shared.runs.call(&result, cut_short);
+                if matches!(result, ToolResult::Stopped { .. }) {
+                    break;
+                }
+                tokio::time::sleep(THINK_TIME).await;
+                continue;
+            }
             let dependency = &shared.dependencies[index];
             let valid = dependency.tool != Tool::Files || rng.u64(..INVALID_ARGS_ONE_IN) != 0;
             let url = if valid {
