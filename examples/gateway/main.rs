@@ -25,6 +25,23 @@
 //! | `weather` | healthy; **hangs** (never answers) from 35 % to 65 %, so attempts time out |
 //! | `quotes` | healthy; from 50 % to 75 % a partial outage: one request in three is answered **429 with `Retry-After: 1`**, the others as usual, so it never fails two in a row |
 //! | `files` | always up, but answers **400** to invalid arguments, which the agent sends on 1 call in 8 |
+//! | `chat` | the pool `llm` of three model providers, in groups `[llm-a, llm-b]` then `[llm-c]` (below) |
+//!
+//! The `chat` tool is served by three "model providers", each an axum server of its own with
+//! `/chat` and `/health` (`providers.rs`), through the registry's pool `llm`
+//! (`ToolGuard::call_pool`: each attempt to the member the pool chooses, a retry to another):
+//!
+//! | provider | group | behaviour |
+//! |---|---|---|
+//! | `llm-a` | preferred | healthy; from 25 % to 60 % **429 with `x-ratelimit-reset-requests`** saying the time left until 60 % (a Go duration, `3.5s`), to `/chat` and `/health` alike |
+//! | `llm-b` | preferred | healthy; **503** from 40 % to 70 %, to `/chat` and `/health` alike |
+//! | `llm-c` | backup | always healthy |
+//!
+//! A provider that refuses calls is not ready: its `/health` answers as its `/chat` does, so a
+//! health check never closes a breaker only for the next call to be refused, and a rate-limited
+//! provider's check says when its quota resets too. Each member's breaker has a health check,
+//! `HealthCheck::http_get` of its `/health`, run in the background when its open period ends
+//! (`CircuitBreaker::start_health_check`). See `pool.rs`.
 //!
 //! What to look for in the output:
 //!
@@ -52,9 +69,20 @@
 //! - per dependency, `sent + blocked = attempted + retries + retries_refused`;
 //! - a blocked call is answered with a structured result the model can act on, with the call's
 //!   attempts and time spent; one taken from the demo is printed at the end, and so is a
-//!   `stopped` one.
+//!   `stopped` one;
+//! - the pool's traffic (its table's calls served, by phase): `llm-a` and `llm-b` share it while
+//!   healthy and `llm-c` serves none; while `llm-a` is rate limited `llm-b` takes all of it; from
+//!   40 % to 60 %, both out, `llm-c` serves nearly all of it and no call is blocked
+//!   (`pool_exhausted` 0); then it moves back, to `llm-a` first;
+//! - `llm-a` trips on its first 429s and stays open until its quota resets, not for its 500 ms
+//!   cooldown: its longest open period (3.5 s to 3.9 s in a 10 s demo) follows its largest hint,
+//!   spread upward by up to 10 %; `llm-b`'s 503s carry no hint, so it is open for one cooldown at
+//!   a time, each ended by a health check, failed (reopened) until the 503s stop;
+//! - every probe of a member is its health check, never an agent's call ("calls spent as
+//!   probes: 0"): the check closes `llm-a` as soon as its quota resets and `llm-b` within a
+//!   cooldown of its recovery, and traffic moves back with no call spent finding out.
 //!
-//! Settings (built in; `--config FILE` replaces the first four, the breakers' own):
+//! Settings (built in; `--config FILE` replaces the first four, the breakers' own, and the pool):
 //!
 //! | setting | value | why |
 //! |---|---|---|
@@ -67,6 +95,7 @@
 //! | run deadline | 2 s (or the demo's end, if sooner) | no run waits on tools forever |
 //! | run tool-call budget | 40 attempts, retries included | a run that keeps calling is stopped, however its calls end |
 //! | think time | 1 ms after each call | an agent run does something between tool calls; it also keeps the blocked calls from spinning |
+//! | pool `llm` | `[llm-a, llm-b]` then `[llm-c]`; no panic | the backup serves only when neither preferred member admits; each member's breaker has the settings above (`[default]`) and a health check |
 //!
 //! A 429's `Retry-After` keeps its breaker open until the hint's end when that is later than the
 //! cooldown's (capped at 10 minutes, spread upward by up to 10 %); the last hint is reported so
@@ -80,8 +109,10 @@
 //! `--config FILE` starts the registry from a TOML file of breaker settings instead of the
 //! built-in ones (`breakers.toml`, next to this file, holds the built-in ones, commented); a file
 //! that is not valid is refused at start with an error naming the dependency and field, and so is
-//! one with a section for a dependency that is none of the four tools (`unknown dependency
-//! section [dependencies."serch"]; did you mean "search"?`). On unix, SIGHUP reloads the file
+//! one with a section for a dependency that is none of the four tools and three providers
+//! (`unknown dependency section [dependencies."serch"]; did you mean "search"?`). The file's
+//! `[pools.llm]` sets the pool's groups (a file without it gets the built-in one; a member that is
+//! none of the providers, or another pool, is refused). On unix, SIGHUP reloads the file
 //! (`Registry::reload`): each breaker keeps its state and takes the new settings, and one line per
 //! change goes to stderr (`reloaded FILE: search: failure_threshold 5 -> 3`), or `no change`; a
 //! file refused for either reason is reported and the settings in force are kept. See
@@ -96,11 +127,17 @@
 //! The report shows, next to the gateway's own counters, each breaker's (`Registry::metrics`), and
 //! sums them up in one line per dependency: whether the service failed (counted failures, by
 //! kind), whether the breaker opened (transitions by reason), and whether the agents kept calling
-//! it after it opened (calls blocked, never sent).
+//! it after it opened (calls blocked, never sent). The pool's table (`--json`: under `pools.llm`)
+//! gives its calls (ok, failed, blocked, `pool_exhausted`, stopped, retries moved to another
+//! member) and per member: calls served and share, failures by kind, trips, blocked, its longest
+//! open period next to its cooldown and its largest hint, its health checks (success/failure, as
+//! the provider answered them), its transitions, the health checks' included (heard by the
+//! registry's `on_transition` listener), and the calls each member served in each phase.
 //!
 //! # Fleet mode: `--fleet N`
 //!
-//! `--fleet N` (up to 16) runs N gateway instances, each a separate process (this executable,
+//! `--fleet N` (up to 16) runs N gateway instances (calling the four tools; the `chat` pool is the
+//! single gateway's), each a separate process (this executable,
 //! started again with a hidden `--instance-of`), against one set of tool servers going through the
 //! schedule above; the agent tasks (`--concurrency`, 64 by default) are split among them. Each
 //! instance's registry is in fleet mode (`Fleet::builder(url).prefix(..).instance("gw-1")`, the
