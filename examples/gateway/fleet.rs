@@ -225,6 +225,7 @@ pub async fn instance(args: Args, spec: &str) -> Result<(), Box<dyn Error>> {
         client: tools::instance_client(spec.number)?,
         guard: tools::guard(crate::PER_CALL_TIMEOUT, crate::retry_policy()),
         dependencies,
+        chat: None,
         runs: RunStats::default(),
         start,
         deadline: start + args.duration,

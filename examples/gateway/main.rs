@@ -25,6 +25,23 @@
 //! | `weather` | healthy; **hangs** (never answers) from 35 % to 65 %, so attempts time out |
 //! | `quotes` | healthy; from 50 % to 75 % a partial outage: one request in three is answered **429 with `Retry-After: 1`**, the others as usual, so it never fails two in a row |
 //! | `files` | always up, but answers **400** to invalid arguments, which the agent sends on 1 call in 8 |
+//! | `chat` | the pool `llm` of three model providers, in groups `[llm-a, llm-b]` then `[llm-c]` (below) |
+//!
+//! The `chat` tool is served by three "model providers", each an axum server of its own with
+//! `/chat` and `/health` (`providers.rs`), through the registry's pool `llm`
+//! (`ToolGuard::call_pool`: each attempt to the member the pool chooses, a retry to another):
+//!
+//! | provider | group | behaviour |
+//! |---|---|---|
+//! | `llm-a` | preferred | healthy; from 25 % to 60 % **429 with `x-ratelimit-reset-requests`** saying the time left until 60 % (a Go duration, `3.5s`), to `/chat` and `/health` alike |
+//! | `llm-b` | preferred | healthy; **503** from 40 % to 70 %, to `/chat` and `/health` alike |
+//! | `llm-c` | backup | always healthy |
+//!
+//! A provider that refuses calls is not ready: its `/health` answers as its `/chat` does, so a
+//! health check never closes a breaker only for the next call to be refused, and a rate-limited
+//! provider's check says when its quota resets too. Each member's breaker has a health check,
+//! `HealthCheck::http_get` of its `/health`, run in the background when its open period ends
+//! (`CircuitBreaker::start_health_check`). See `pool.rs`.
 //!
 //! What to look for in the output:
 //!
@@ -52,9 +69,20 @@
 //! - per dependency, `sent + blocked = attempted + retries + retries_refused`;
 //! - a blocked call is answered with a structured result the model can act on, with the call's
 //!   attempts and time spent; one taken from the demo is printed at the end, and so is a
-//!   `stopped` one.
+//!   `stopped` one;
+//! - the pool's traffic (its table's calls served, by phase): `llm-a` and `llm-b` share it while
+//!   healthy and `llm-c` serves none; while `llm-a` is rate limited `llm-b` takes all of it; from
+//!   40 % to 60 %, both out, `llm-c` serves nearly all of it and no call is blocked
+//!   (`pool_exhausted` 0); then it moves back, to `llm-a` first;
+//! - `llm-a` trips on its first 429s and stays open until its quota resets, not for its 500 ms
+//!   cooldown: its longest open period (3.5 s to 3.9 s in a 10 s demo) follows its largest hint,
+//!   spread upward by up to 10 %; `llm-b`'s 503s carry no hint, so it is open for one cooldown at
+//!   a time, each ended by a health check, failed (reopened) until the 503s stop;
+//! - every probe of a member is its health check, never an agent's call ("calls spent as
+//!   probes: 0"): the check closes `llm-a` as soon as its quota resets and `llm-b` within a
+//!   cooldown of its recovery, and traffic moves back with no call spent finding out.
 //!
-//! Settings (built in; `--config FILE` replaces the first four, the breakers' own):
+//! Settings (built in; `--config FILE` replaces the first four, the breakers' own, and the pool):
 //!
 //! | setting | value | why |
 //! |---|---|---|
@@ -67,6 +95,7 @@
 //! | run deadline | 2 s (or the demo's end, if sooner) | no run waits on tools forever |
 //! | run tool-call budget | 40 attempts, retries included | a run that keeps calling is stopped, however its calls end |
 //! | think time | 1 ms after each call | an agent run does something between tool calls; it also keeps the blocked calls from spinning |
+//! | pool `llm` | `[llm-a, llm-b]` then `[llm-c]`; no panic | the backup serves only when neither preferred member admits; each member's breaker has the settings above (`[default]`) and a health check |
 //!
 //! A 429's `Retry-After` keeps its breaker open until the hint's end when that is later than the
 //! cooldown's (capped at 10 minutes, spread upward by up to 10 %); the last hint is reported so
@@ -80,8 +109,10 @@
 //! `--config FILE` starts the registry from a TOML file of breaker settings instead of the
 //! built-in ones (`breakers.toml`, next to this file, holds the built-in ones, commented); a file
 //! that is not valid is refused at start with an error naming the dependency and field, and so is
-//! one with a section for a dependency that is none of the four tools (`unknown dependency
-//! section [dependencies."serch"]; did you mean "search"?`). On unix, SIGHUP reloads the file
+//! one with a section for a dependency that is none of the four tools and three providers
+//! (`unknown dependency section [dependencies."serch"]; did you mean "search"?`). The file's
+//! `[pools.llm]` sets the pool's groups (a file without it gets the built-in one; a member that is
+//! none of the providers, or another pool, is refused). On unix, SIGHUP reloads the file
 //! (`Registry::reload`): each breaker keeps its state and takes the new settings, and one line per
 //! change goes to stderr (`reloaded FILE: search: failure_threshold 5 -> 3`), or `no change`; a
 //! file refused for either reason is reported and the settings in force are kept. See
@@ -96,11 +127,17 @@
 //! The report shows, next to the gateway's own counters, each breaker's (`Registry::metrics`), and
 //! sums them up in one line per dependency: whether the service failed (counted failures, by
 //! kind), whether the breaker opened (transitions by reason), and whether the agents kept calling
-//! it after it opened (calls blocked, never sent).
+//! it after it opened (calls blocked, never sent). The pool's table (`--json`: under `pools.llm`)
+//! gives its calls (ok, failed, blocked, `pool_exhausted`, stopped, retries moved to another
+//! member) and per member: calls served and share, failures by kind, trips, blocked, its longest
+//! open period next to its cooldown and its largest hint, its health checks (success/failure, as
+//! the provider answered them), its transitions, the health checks' included (heard by the
+//! registry's `on_transition` listener), and the calls each member served in each phase.
 //!
 //! # Fleet mode: `--fleet N`
 //!
-//! `--fleet N` (up to 16) runs N gateway instances, each a separate process (this executable,
+//! `--fleet N` (up to 16) runs N gateway instances (calling the four tools; the `chat` pool is the
+//! single gateway's), each a separate process (this executable,
 //! started again with a hidden `--instance-of`), against one set of tool servers going through the
 //! schedule above; the agent tasks (`--concurrency`, 64 by default) are split among them. Each
 //! instance's registry is in fleet mode (`Fleet::builder(url).prefix(..).instance("gw-1")`, the
@@ -141,6 +178,8 @@ mod flags;
 mod fleet;
 mod listen;
 mod logging;
+mod pool;
+mod providers;
 mod report;
 mod settings;
 mod tools;
@@ -148,13 +187,17 @@ mod tools;
 use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
-use toolbreaker::{AgentRun, CircuitBreaker, Registry, RegistryConfig, RetryPolicy, ToolResult};
+use toolbreaker::{
+    AgentRun, CircuitBreaker, HealthCheck, Registry, RegistryConfig, RetryPolicy, ToolResult,
+};
 
+use pool::{Chat, PoolReport, PoolStats};
+use providers::{POOL, PROVIDERS, ProviderServer};
 use report::{DependencyStats, RunStats, Window};
 use tools::{Mode, Tool, ToolServer, call_tool};
 
@@ -383,6 +426,8 @@ struct Shared {
     client: reqwest::Client,
     guard: tools::Guard,
     dependencies: Vec<Dependency>,
+    /// The `chat` tool's pool (`None` in fleet mode: the fleet's instances call the four tools).
+    chat: Option<Chat>,
     runs: RunStats,
     start: Instant,
     deadline: Instant,
@@ -437,10 +482,19 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
     let log = Log::new(args.json);
     // A bad file is refused before anything starts: the error names the dependency and field.
     let config = settings::initial(args.config.as_deref())?;
+    // The pool's members' transitions, the health checks' included, are heard by the listener
+    // (the stats are set once the demo's start is known, before any call).
+    let pool_stats: Arc<OnceLock<Arc<PoolStats>>> = Arc::default();
+    let heard = Arc::clone(&pool_stats);
     let registry = Arc::new(
         Registry::builder()
             .config(config.clone())
             .metrics(true)
+            .on_transition(move |event| {
+                if let Some(stats) = heard.get() {
+                    stats.heard(event);
+                }
+            })
             .build(),
     );
     // Installed before the demo starts, so that from now on a SIGHUP reloads the file rather than
@@ -456,6 +510,22 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
         servers.push(ToolServer::spawn(tool).await?);
     }
     let start = Instant::now();
+    let mut providers = Vec::with_capacity(PROVIDERS.len());
+    for name in PROVIDERS {
+        providers.push(ProviderServer::spawn(name, start).await?);
+    }
+    // Each member's breaker probes with a GET of its provider's /health, in the background.
+    let health_client = tools::client()?;
+    for provider in &providers {
+        registry
+            .get(provider.name)
+            .start_health_check(HealthCheck::http_get(
+                health_client.clone(),
+                provider.health_url.parse()?,
+            ))?;
+    }
+    let stats = Arc::new(PoolStats::new(start, args.duration));
+    let _ = pool_stats.set(Arc::clone(&stats));
     let shared = Arc::new(Shared {
         client: tools::client()?,
         guard: tools::guard(PER_CALL_TIMEOUT, retry_policy()),
@@ -469,6 +539,12 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
                 stats: DependencyStats::new(server.tool),
             })
             .collect(),
+        chat: Some(Chat {
+            registry: Arc::clone(&registry),
+            urls: providers.iter().map(|p| p.chat_url.clone()).collect(),
+            controls: providers.iter().map(|p| Arc::clone(&p.control)).collect(),
+            stats,
+        }),
         runs: RunStats::default(),
         start,
         deadline: start + args.duration,
@@ -476,6 +552,11 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
     let listening: Vec<String> = servers
         .iter()
         .map(|server| format!("{} at {}", server.tool.name(), server.addr))
+        .chain(
+            providers
+                .iter()
+                .map(|provider| format!("{} at {}", provider.name, provider.addr)),
+        )
         .collect();
     log.line(&format!(
         "gateway: {} agent tasks for {:.1} s; tools: {}",
@@ -517,6 +598,20 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
             eprintln!("gateway: warning: {error}");
         }
     }
+    for provider in providers {
+        if let Err(error) = provider.shutdown(Duration::from_secs(2)).await {
+            eprintln!("gateway: warning: {error}");
+        }
+    }
+    let pool_report = shared.chat.as_ref().and_then(|chat| {
+        let pool = registry.pool(POOL)?;
+        Some(PoolReport::new(
+            chat,
+            &pool,
+            args.duration,
+            &registry.metrics(),
+        ))
+    });
 
     let snapshots = snapshots(&shared, &registry, args.duration, Some(&hits));
     let calls = shared.runs.calls();
@@ -545,6 +640,7 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
             "runs": shared.runs.json(),
             "settings": settings_json(&config, args.config.as_deref()),
             "dependencies": dependencies,
+            "pools": { POOL: pool_report.as_ref().map(PoolReport::json) },
             "blocked_example": blocked_example.and_then(|(_, text)| as_value(text)),
             "stopped_example": stopped_example.and_then(as_value),
         });
@@ -560,6 +656,10 @@ async fn run(args: Args) -> Result<(), Box<dyn Error>> {
         for snapshot in &snapshots {
             println!();
             print!("{}", snapshot.table());
+        }
+        if let Some(pool_report) = &pool_report {
+            println!();
+            print!("{}", pool_report.table());
         }
         println!();
         match blocked_example {
@@ -597,6 +697,20 @@ fn print_settings(log: Log, config: &RegistryConfig, path: Option<&Path>) {
     for (name, own) in config.dependencies() {
         log.line(&format!("  {name}: {}", settings::describe(own)));
     }
+    let registry = Registry::builder().config(config.clone()).build();
+    if let Some(pool) = registry.pool(POOL) {
+        let groups: Vec<String> = pool
+            .groups()
+            .map(|group| {
+                let names: Vec<&str> = group.iter().map(|member| member.name()).collect();
+                format!("[{}]", names.join(", "))
+            })
+            .collect();
+        log.line(&format!(
+            "pool {POOL} (tool chat): {}; each member's breaker probes with GET /health",
+            groups.join(" then ")
+        ));
+    }
     log.line(&format!(
         "agent runs: deadline {} ms, tool-call budget {RUN_TOOL_CALL_BUDGET} attempts; \
          think time {} ms",
@@ -613,6 +727,7 @@ fn settings_json(config: &RegistryConfig, path: Option<&Path>) -> serde_json::Va
         "probe_timeout_ms": config.default_config().probe_timeout().as_millis() as u64,
         "config_file": path.map(|path| path.display().to_string()),
         "breakers": breakers_json(config),
+        "pools": pools_json(config),
         "per_call_timeout_ms": PER_CALL_TIMEOUT.as_millis() as u64,
         "retry": {
             "max_retries": MAX_RETRIES,
@@ -649,6 +764,15 @@ async fn drive(
         finish.subscribe(),
         log,
     ));
+    let providers = shared.chat.as_ref().map(|chat| {
+        tokio::spawn(pool::schedule(
+            shared.start,
+            chat.controls.clone(),
+            duration,
+            finish.subscribe(),
+            log,
+        ))
+    });
     let progress = (!log.quiet).then(|| {
         tokio::spawn(progress(
             Arc::clone(shared),
@@ -669,6 +793,9 @@ async fn drive(
     let elapsed = shared.start.elapsed();
     finish.send_replace(true);
     scheduler.await?;
+    if let Some(providers) = providers {
+        providers.await?;
+    }
     if let Some(progress) = progress {
         progress.await?;
     }
@@ -707,15 +834,26 @@ fn retry_policy() -> RetryPolicy {
         .jitter(true)
 }
 
-/// Each tool's breaker settings at the start, as JSON keyed by tool name.
+/// Each tool's and provider's breaker settings at the start, as JSON keyed by name.
 fn breakers_json(config: &RegistryConfig) -> serde_json::Value {
-    Tool::ALL
-        .iter()
-        .map(|tool| {
-            (
-                tool.name().to_owned(),
-                settings::json(config.config_for(tool.name())),
-            )
+    settings::dependencies()
+        .map(|name| (name.to_owned(), settings::json(config.config_for(name))))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+/// Each pool's groups at the start, as JSON keyed by pool name.
+fn pools_json(config: &RegistryConfig) -> serde_json::Value {
+    let registry = Registry::builder().config(config.clone()).build();
+    config
+        .pools()
+        .filter_map(|name| {
+            let pool = registry.pool(name)?;
+            let groups: Vec<Vec<&str>> = pool
+                .groups()
+                .map(|group| group.iter().map(|member| member.name()).collect())
+                .collect();
+            Some((name.to_owned(), serde_json::json!({ "groups": groups })))
         })
         .collect::<serde_json::Map<_, _>>()
         .into()
@@ -811,6 +949,12 @@ async fn progress(
                 breaker.state().as_str()
             ));
         }
+        if let Some(chat) = &shared.chat {
+            for name in PROVIDERS {
+                let state = chat.registry.get(name).state();
+                line.push_str(&format!("  {name} {:<9}", state.as_str()));
+            }
+        }
         log.line(line.trim_end());
     }
 }
@@ -833,7 +977,27 @@ async fn agent(task: usize, shared: Arc<Shared>, breakers: Vec<Arc<CircuitBreake
         );
         shared.runs.run_started();
         loop {
-            let index = rng.usize(..shared.dependencies.len());
+            // The tools, and `chat` after them when the pool is in this process.
+            let tools = shared.dependencies.len() + usize::from(shared.chat.is_some());
+            let index = rng.usize(..tools);
+            if let Some(chat) = shared
+                .chat
+                .as_ref()
+                .filter(|_| index == shared.dependencies.len())
+            {
+                // The pool in force, looked up per call: a reload may have changed its groups.
+                let Some(pool) = chat.registry.pool(POOL) else {
+                    continue;
+                };
+                let result =
+                    pool::call_chat(chat, &pool, &shared.guard, &run, &shared.client).await;
+                shared.runs.call(&result, cut_short);
+                if matches!(result, ToolResult::Stopped { .. }) {
+                    break;
+                }
+                tokio::time::sleep(THINK_TIME).await;
+                continue;
+            }
             let dependency = &shared.dependencies[index];
             let valid = dependency.tool != Tool::Files || rng.u64(..INVALID_ARGS_ONE_IN) != 0;
             let url = if valid {

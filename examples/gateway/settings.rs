@@ -6,6 +6,10 @@
 //! (`[dependencies.serch]`), which would otherwise be kept for a dependency nothing asks for
 //! while the real one silently ran on the default.
 //!
+//! The `chat` tool's pool, `llm`, is part of the configuration too (`[pools.llm]`): a file without
+//! that section gets the built-in one ([`LLM_GROUPS`]), and a file whose pool names a member that
+//! is none of the providers, or that has any other pool, is refused as an unknown section is.
+//!
 //! Shared by the example (`main.rs`) and the integration test (`tests/examples/gateway.rs`), which
 //! calls [`reload`] (what the SIGHUP handler calls) without sending any signal.
 
@@ -13,8 +17,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use toolbreaker::registry::closest_name;
-use toolbreaker::{CircuitBreaker, Config, Registry, RegistryConfig, Window};
+use toolbreaker::{CircuitBreaker, Config, Pool, Registry, RegistryConfig, Window};
 
+use crate::providers::{POOL, PROVIDERS};
 use crate::tools::Tool;
 
 /// Consecutive counted failures that trip a breaker.
@@ -34,9 +39,13 @@ pub const WINDOW_CALLS: u32 = 20;
 /// …once the window holds at least this many.
 pub const MINIMUM_CALLS: u32 = 10;
 
+/// The built-in groups of the pool [`POOL`]: two preferred providers, then the backup.
+pub const LLM_GROUPS: [&[&str]; 2] = [&["llm-a", "llm-b"], &["llm-c"]];
+
 /// The settings the gateway runs with when no `--config` is given: one configuration for every
 /// dependency but [`RATED`], whose own adds the failure-rate rule to the same consecutive rule,
-/// cooldown and probe timeout. `breakers.toml`, next to this file, holds the same.
+/// cooldown and probe timeout; and the pool [`POOL`] of [`LLM_GROUPS`]. `breakers.toml`, next to
+/// this file, holds the same.
 pub fn built_in() -> RegistryConfig {
     let config = Config::new(FAILURE_THRESHOLD, COOLDOWN, PROBE_TIMEOUT)
         .expect("the built-in breaker settings are valid");
@@ -49,12 +58,60 @@ pub fn built_in() -> RegistryConfig {
         .minimum_calls(MINIMUM_CALLS)
         .build_config()
         .expect("the built-in rate rule is valid");
-    RegistryConfig::new(config).dependency(RATED.name(), rated)
+    with_pool(RegistryConfig::new(config).dependency(RATED.name(), rated))
 }
 
-/// The dependencies the gateway has breakers for: its tools, by name.
+/// `config`, with the built-in pool [`POOL`] if it has none.
+pub fn with_pool(config: RegistryConfig) -> RegistryConfig {
+    if config.pools().any(|name| name == POOL) {
+        return config;
+    }
+    let pool = LLM_GROUPS.iter().fold(Pool::builder(POOL), |pool, group| {
+        pool.group(group.iter().copied())
+    });
+    config
+        .pool(pool)
+        .expect("the built-in pool's groups are valid")
+}
+
+/// The dependencies the gateway has breakers for: its tools and the providers, by name.
 pub fn dependencies() -> impl Iterator<Item = &'static str> {
-    Tool::ALL.iter().map(|tool| tool.name())
+    Tool::ALL
+        .iter()
+        .map(|tool| tool.name())
+        .chain(PROVIDERS.iter().copied())
+}
+
+/// Refuse a configuration with a pool other than [`POOL`], or whose [`POOL`] has a member that
+/// is none of the providers (which no server would answer for).
+///
+/// # Errors
+///
+/// One line naming each such pool or member, and what the gateway has.
+pub fn check_pools(config: &RegistryConfig) -> Result<(), String> {
+    let mut clauses = Vec::new();
+    for name in config.pools().filter(|name| *name != POOL) {
+        clauses.push(format!(
+            "unknown pool section [pools.{name:?}]; the gateway's pool is {POOL:?}"
+        ));
+    }
+    // The pool's members, read from a registry of this configuration alone.
+    let registry = Registry::builder().config(config.clone()).build();
+    if let Some(pool) = registry.pool(POOL) {
+        for member in pool.members().map(|m| m.name().to_owned()) {
+            if !PROVIDERS.contains(&member.as_str()) {
+                clauses.push(format!(
+                    "[pools.{POOL:?}] `groups`: {member:?} is none of the providers ({})",
+                    PROVIDERS.join(", ")
+                ));
+            }
+        }
+    }
+    if clauses.is_empty() {
+        Ok(())
+    } else {
+        Err(clauses.join("; "))
+    }
 }
 
 /// Refuse a configuration with a section for a dependency that is none of the gateway's tools,
@@ -99,7 +156,8 @@ pub fn initial(path: Option<&Path>) -> Result<RegistryConfig, String> {
     };
     let config = RegistryConfig::from_file(path).map_err(|error| error.to_string())?;
     check_sections(&config)?;
-    Ok(config)
+    check_pools(&config)?;
+    Ok(with_pool(config))
 }
 
 /// Put the file at `path` in force on `registry`, and say what happened: one line per change
@@ -116,15 +174,20 @@ pub fn reload(registry: &Registry, path: &Path) -> Result<Vec<String>, String> {
     };
     let config = RegistryConfig::from_file(path).map_err(|error| refused(error.to_string()))?;
     check_sections(&config).map_err(refused)?;
-    let reload = registry.reload(config);
-    if reload.changes().is_empty() {
+    check_pools(&config).map_err(refused)?;
+    let reload = registry.reload(with_pool(config));
+    if reload.changes().is_empty() && reload.pools_changed().is_empty() {
         return Ok(vec![format!("reloaded {path_shown}: no change")]);
     }
-    Ok(reload
+    let changes = reload
         .changes()
         .iter()
-        .map(|change| format!("reloaded {path_shown}: {change}"))
-        .collect())
+        .map(|change| format!("reloaded {path_shown}: {change}"));
+    let pools = reload
+        .pools_changed()
+        .iter()
+        .map(|pool| format!("reloaded {path_shown}: pool {pool}: groups changed"));
+    Ok(changes.chain(pools).collect())
 }
 
 /// One breaker configuration in words, as the gateway's header line prints it.

@@ -26,7 +26,20 @@
 //! result exactly as a model receives them. Each dependency's table also shows its breaker's own
 //! counters (`Registry::metrics`: admitted, blocked, outcomes with failures by kind, transitions by
 //! reason) and sums them up in one line: whether the service failed, whether the breaker opened (by
-//! which rule, where it has a rate rule), and whether the agents kept calling after it did. Options:
+//! which rule, where it has a rate rule), and whether the agents kept calling after it did.
+//!
+//! A fifth tool, `chat`, is served by the pool `llm` of three model providers (axum servers with
+//! `/chat` and `/health`), in groups `[["llm-a", "llm-b"], ["llm-c"]]`, through
+//! `ToolGuard::call_pool`, so a retry after a failure goes to another member. `llm-a` answers 429
+//! with `x-ratelimit-reset-requests` (the time until its quota resets, as a Go duration) from 25 %
+//! to 60 % of the demo, and `llm-b` 503 from 40 % to 70 %: from 40 % to 60 % both preferred
+//! members are out and `llm-c` serves. Each member's breaker probes with `HealthCheck::http_get` of
+//! its `/health` when its open period ends, so no agent's call is a probe and a recovered member
+//! takes its traffic back at once. The pool's table (`--json`: under `pools.llm`) gives per member
+//! the calls served and their share, failures by kind, trips, blocked, the longest open period next
+//! to the cooldown and the longest hint (`llm-a` stays open until its quota resets, 3.5 s, not the
+//! 500 ms cooldown), the health checks and their verdicts, its transitions; and the calls each
+//! served in each phase of the schedule. Options:
 //! `--duration SECS`, `--concurrency N`, `--json` (one JSON object instead, with each breaker's
 //! counters under `metrics`), and:
 //!

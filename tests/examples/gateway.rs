@@ -748,11 +748,15 @@ mod reload {
             + "\n[dependencies.search]\nfailure_threshold = 3\n";
         std::fs::write(&path, text).unwrap();
         // `quotes`' section takes its cooldown from [default]: it changes too, though no
-        // breaker has been asked for it yet.
+        // breaker has been asked for it yet; so do the pool's members, whose breakers the
+        // registry made for the pool.
         assert_eq!(
             settings::reload(&registry, &path),
             Ok(vec![
                 format!("reloaded {shown}: default: cooldown_ms 500 -> 1000"),
+                format!("reloaded {shown}: llm-a: cooldown_ms 500 -> 1000"),
+                format!("reloaded {shown}: llm-b: cooldown_ms 500 -> 1000"),
+                format!("reloaded {shown}: llm-c: cooldown_ms 500 -> 1000"),
                 format!("reloaded {shown}: quotes: cooldown_ms 500 -> 1000"),
                 format!(
                     "reloaded {shown}: search: failure_threshold 5 -> 3, cooldown_ms 500 -> 1000"
@@ -882,14 +886,14 @@ mod reload {
             settings::initial(Some(&path)),
             Err("unknown dependency section [dependencies.\"Wether\"]; did you mean \"weather\"?; \
                  unknown dependency section [dependencies.\"calendar\"]; the gateway's dependencies \
-                 are \"search\", \"weather\", \"quotes\", \"files\""
+                 are \"search\", \"weather\", \"quotes\", \"files\", \"llm-a\", \"llm-b\", \"llm-c\""
                 .to_owned())
         );
         assert!(settings::reload(&registry, &path).is_err());
         assert_eq!(registry.configuration(), in_force);
 
-        // A section for each tool is accepted, and put in force on reload (the shipped file has
-        // `quotes`' already).
+        // A section for each tool and provider is accepted, and put in force on reload (the
+        // shipped file has `quotes`' already).
         let rated = format!("[dependencies.{}]\n", settings::RATED.name());
         let every_tool: String = settings::dependencies()
             .filter(|name| *name != settings::RATED.name())
@@ -898,9 +902,74 @@ mod reload {
         let good = good.replacen(&rated, &format!("{rated}failure_threshold = 2\n"), 1);
         std::fs::write(&path, format!("{good}{every_tool}")).unwrap();
         let config = settings::initial(Some(&path)).unwrap();
-        assert_eq!(config.dependencies().count(), 4);
-        assert_eq!(settings::reload(&registry, &path).unwrap().len(), 4);
+        assert_eq!(config.dependencies().count(), 7);
+        assert_eq!(settings::reload(&registry, &path).unwrap().len(), 7);
         assert_eq!(search.config().failure_threshold(), Some(2));
+        std::fs::remove_file(path).unwrap();
+    }
+
+    /// The pool `llm`: a file without `[pools.llm]` gets the built-in one; one whose pool names
+    /// a member that is none of the providers, or has another pool, is refused at start and on
+    /// reload; a reload that changes the groups says so, and the registry's pool follows.
+    #[test]
+    fn the_pool_section_is_checked_filled_in_and_reloaded() {
+        let path = scratch("gateway-pool.toml");
+        let shown = path.display().to_string();
+        let good = std::fs::read_to_string(&path).unwrap();
+        let (without, _) = good.split_once("[pools.llm]").unwrap();
+        std::fs::write(&path, without).unwrap();
+        assert_eq!(
+            settings::initial(Some(&path)).unwrap(),
+            settings::built_in()
+        );
+
+        std::fs::write(&path, &good).unwrap();
+        let registry = Registry::builder()
+            .config(settings::initial(Some(&path)).unwrap())
+            .build();
+        let groups = |registry: &Registry| -> Vec<Vec<String>> {
+            let pool = registry.pool(crate::providers::POOL).expect("the pool llm");
+            pool.groups()
+                .map(|g| g.iter().map(|b| b.name().to_owned()).collect())
+                .collect()
+        };
+        assert_eq!(groups(&registry), [vec!["llm-a", "llm-b"], vec!["llm-c"]]);
+
+        let bad_member = good.replace(r#"["llm-c"]]"#, r#"["llm-d"]]"#);
+        std::fs::write(&path, &bad_member).unwrap();
+        let why =
+            "[pools.\"llm\"] `groups`: \"llm-d\" is none of the providers (llm-a, llm-b, llm-c)";
+        assert_eq!(settings::initial(Some(&path)), Err(why.to_owned()));
+        assert_eq!(
+            settings::reload(&registry, &path),
+            Err(format!(
+                "not reloaded {shown}: {why}; the configuration in force is kept"
+            ))
+        );
+        std::fs::write(
+            &path,
+            format!("{good}\n[pools.search]\ngroups = [[\"search\"]]\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            settings::initial(Some(&path)),
+            Err(
+                "unknown pool section [pools.\"search\"]; the gateway's pool is \"llm\"".to_owned()
+            )
+        );
+        assert_eq!(groups(&registry), [vec!["llm-a", "llm-b"], vec!["llm-c"]]);
+
+        // One group of three: the reload says the pool changed, and the registry's pool is new.
+        let flat = good.replace(
+            r#"[["llm-a", "llm-b"], ["llm-c"]]"#,
+            r#"[["llm-a", "llm-b", "llm-c"]]"#,
+        );
+        std::fs::write(&path, flat).unwrap();
+        assert_eq!(
+            settings::reload(&registry, &path),
+            Ok(vec![format!("reloaded {shown}: pool llm: groups changed")])
+        );
+        assert_eq!(groups(&registry), [vec!["llm-a", "llm-b", "llm-c"]]);
         std::fs::remove_file(path).unwrap();
     }
 }
@@ -1090,5 +1159,147 @@ mod listen_tests {
                 .starts_with(&format!("cannot listen on {addr}: ")),
             "{err}"
         );
+    }
+}
+
+/// The `chat` tool's model providers (`providers.rs`) over loopback, and the pool `llm` over
+/// them as the gateway calls it: a rate-limited provider's 429 carries its
+/// `x-ratelimit-reset-requests` into the outcome's hint, on `/chat` and `/health` alike; a pool
+/// call's retries move to another member and spill to the backup; a member's health check closes
+/// it without any call.
+mod providers_tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use tokio::sync::mpsc;
+    use tokio::time::Instant;
+    use toolbreaker::{
+        AgentRun, FailureKind, HealthCheck, Outcome, Registry, RegistryConfig, RetryPolicy, State,
+        ToolResult, TransitionReason, classify,
+    };
+
+    use super::tools::{self, Cause, Classified};
+    use super::{COOLDOWN, PROBE_TIMEOUT};
+    use crate::providers::{
+        POOL, PROVIDERS, ProviderMode, ProviderServer, RESET_HEADER, go_duration,
+    };
+
+    #[test]
+    fn durations_are_written_as_go_writes_them() {
+        assert_eq!(go_duration(Duration::ZERO), "0s");
+        assert_eq!(go_duration(Duration::from_millis(350)), "350ms");
+        assert_eq!(go_duration(Duration::from_millis(1400)), "1.4s");
+        assert_eq!(go_duration(Duration::from_millis(2000)), "2s");
+        assert_eq!(go_duration(Duration::from_millis(61_005)), "61.005s");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_pool_spills_to_the_backup_and_a_health_check_closes_a_member() {
+        let origin = Instant::now();
+        let mut servers = Vec::new();
+        for name in PROVIDERS {
+            servers.push(ProviderServer::spawn(name, origin).await.unwrap());
+        }
+        let client = tools::client().unwrap();
+
+        // A rate-limited provider says when its quota resets, to a call and to a health check.
+        servers[0].control.set_mode(ProviderMode::RateLimited {
+            reset_at_ms: 30_000,
+        });
+        let limited = tools::fetch(&client, &servers[0].chat_url)
+            .await
+            .unwrap_err();
+        assert_eq!(limited.cause, Cause::Status(429));
+        let Outcome::Failure(FailureKind::RateLimited {
+            retry_after: Some(hint),
+        }) = limited.outcome
+        else {
+            panic!("a 429 with its hint: {limited:?}");
+        };
+        assert!(
+            hint > Duration::from_secs(20) && hint <= Duration::from_secs(30),
+            "{hint:?}"
+        );
+        let health = client.get(&servers[0].health_url).send().await.unwrap();
+        assert_eq!(health.status().as_u16(), 429);
+        assert!(health.headers().contains_key(RESET_HEADER));
+        assert_eq!(servers[0].control.health_refused(), 1);
+
+        // Both preferred providers answer 503; a breaker trips on one failure. The call's first
+        // attempt goes to one of them, its retry to the other, its last to the backup.
+        servers[0].control.set_mode(ProviderMode::Unavailable);
+        servers[1].control.set_mode(ProviderMode::Unavailable);
+        let (clock, mock) = toolbreaker::quanta::Clock::mock();
+        let (heard, mut transitions) = mpsc::unbounded_channel();
+        let config = toolbreaker::Config::new(1, COOLDOWN, PROBE_TIMEOUT).unwrap();
+        let registry = Arc::new(
+            Registry::builder()
+                .config(super::settings::with_pool(RegistryConfig::new(config)))
+                .clock(clock)
+                .on_transition(move |event| {
+                    let t = event.transition();
+                    let _ = heard.send((event.dependency().to_owned(), t.to(), t.reason()));
+                })
+                .build(),
+        );
+        let pool = registry.pool(POOL).unwrap();
+        let guard = tools::guard(
+            super::CALL_TIMEOUT,
+            RetryPolicy::default()
+                .max_retries(2)
+                .min_delay(Duration::from_millis(1)),
+        );
+        let run = AgentRun::new("agent-0-1", super::RUN_TIME_LIMIT, super::RUN_BUDGET);
+        let mut asked = Vec::new();
+        let result = guard
+            .call_pool(&run, &pool, classify::with(&Classified), |member| {
+                asked.push(member);
+                let index = PROVIDERS.iter().position(|p| *p == member).unwrap();
+                tools::fetch(&client, &servers[index].chat_url)
+            })
+            .await;
+        assert!(
+            matches!(&result, ToolResult::Ok { value, .. } if value.contains("llm-c")),
+            "{result:?}"
+        );
+        assert_eq!(asked.len(), 3, "{asked:?}");
+        assert!(
+            asked[..2].contains(&"llm-a") && asked[..2].contains(&"llm-b"),
+            "{asked:?}"
+        );
+        assert_eq!(asked[2], "llm-c");
+        for name in ["llm-a", "llm-b"] {
+            assert_eq!(registry.get(name).state(), State::Open, "{name}");
+        }
+
+        // llm-b recovers; its health check, not a call, probes it once the cooldown is over,
+        // and closes it.
+        let llm_b = registry.get("llm-b");
+        let url = servers[1].health_url.parse().unwrap();
+        llm_b
+            .start_health_check(HealthCheck::http_get(client.clone(), url))
+            .unwrap();
+        servers[1].control.set_mode(ProviderMode::Healthy);
+        mock.increment(COOLDOWN);
+        let closed = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some((name, to, reason)) = transitions.recv().await {
+                if name == "llm-b" && to == State::Closed {
+                    return reason;
+                }
+            }
+            panic!("the listener's channel closed");
+        })
+        .await
+        .expect("the health check closed llm-b");
+        assert_eq!(closed, TransitionReason::ProbeSucceeded);
+        assert_eq!(llm_b.state(), State::Closed);
+        assert_eq!(servers[1].control.health_ok(), 1);
+        assert_eq!(servers[1].control.chat_hits(), 1, "no call was its probe");
+        // The preferred group serves again (llm-a, half-open on the mock clock, may be drawn
+        // for its probe): not the backup.
+        assert_ne!(pool.try_acquire().unwrap().member(), "llm-c");
+        for server in servers {
+            server.shutdown(super::GRACE).await.unwrap();
+        }
     }
 }

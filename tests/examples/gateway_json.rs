@@ -226,3 +226,159 @@ fn search_opened_quotes_opened_by_its_failure_rate_and_files_never_did() {
     );
     assert_eq!(count(&report, "calls_stopped"), started, "{text}");
 }
+
+/// A phase's calls served by `member`.
+fn served_in(phase: &Value, member: &str) -> u64 {
+    count(&phase["served"], member)
+}
+
+/// The pool `llm` of three model providers behind the `chat` tool: `llm-a` rate limited (429
+/// with `x-ratelimit-reset-requests`), then `llm-b` unavailable (503) while `llm-a` still is,
+/// then each healthy again. Traffic moved to the backup `llm-c` while both preferred members
+/// were out and back to them after; `llm-a`'s open period came from the header, longer than the
+/// cooldown; every member was probed by its health check alone, which closed it.
+#[test]
+#[ignore = "needs GATEWAY_JSON: the path of a `gateway --json` report"]
+fn the_pool_moved_to_llm_c_and_back_its_open_times_from_the_headers_its_probes_health_checks() {
+    let path = std::env::var("GATEWAY_JSON").expect("GATEWAY_JSON names the report to check");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let report: Value = serde_json::from_str(&text).expect("the report is one JSON object");
+    let llm = &report["pools"]["llm"];
+    assert!(llm.is_object(), "no pools.llm in {text}");
+    assert_eq!(
+        llm["groups"],
+        serde_json::json!([["llm-a", "llm-b"], ["llm-c"]]),
+        "{llm}"
+    );
+    assert_eq!(
+        report["settings"]["pools"]["llm"]["groups"], llm["groups"],
+        "{text}"
+    );
+    // Every chat call ended one way; the pool had a member for every call (never exhausted).
+    assert_eq!(
+        count(llm, "ok") + count(llm, "failed") + count(llm, "blocked") + count(llm, "stopped"),
+        count(llm, "calls"),
+        "{llm}"
+    );
+    assert!(count(llm, "ok") > 0, "{llm}");
+    assert!(
+        count(llm, "pool_exhausted") <= count(llm, "blocked"),
+        "{llm}"
+    );
+
+    let members = &llm["members"];
+    for name in ["llm-a", "llm-b", "llm-c"] {
+        let member = &members[name];
+        let metrics = &member["metrics"];
+        let health = &member["health_checks"];
+        assert!(metrics.is_object(), "{name}: {member}");
+        // The breaker admitted each attempt an agent sent and each health check, nothing else;
+        // and each check's answer was a probe's verdict: no agent's call was ever a probe.
+        assert_eq!(count(member, "call_probes"), 0, "{name}: {member}");
+        assert_eq!(
+            count(metrics, "admitted"),
+            count(member, "sent") + count(health, "run"),
+            "{name}: admitted == sent + health checks: {member}"
+        );
+        assert_eq!(
+            count(metrics, "successes"),
+            count(member, "served") + count(health, "success"),
+            "{name}: {member}"
+        );
+        let t = &metrics["transitions"];
+        assert_eq!(
+            count(t, "probe_succeeded") + count(t, "probe_failed") + count(t, "probe_timed_out"),
+            count(health, "run"),
+            "{name}: every probe was a health check: {member}"
+        );
+        assert_eq!(
+            count(health, "success"),
+            count(t, "probe_succeeded"),
+            "{name}"
+        );
+        assert_eq!(metrics["state"], "closed", "{name} ended closed: {member}");
+        assert!(
+            count(member, "served") + count(member, "failures") <= count(member, "sent"),
+            "{name}: {member}"
+        );
+    }
+    // The two that failed tripped, were probed by their health checks, and a check closed each.
+    for name in ["llm-a", "llm-b"] {
+        let member = &members[name];
+        assert!(
+            count(&member["metrics"]["transitions"], "failure_threshold") >= 1,
+            "{name} never tripped: {member}"
+        );
+        assert!(
+            count(&member["health_checks"], "success") >= 1,
+            "{name}: {member}"
+        );
+        let last = member["transitions"]
+            .as_array()
+            .and_then(|t| t.last())
+            .unwrap_or_else(|| panic!("{name} has no transition: {member}"));
+        assert_eq!(
+            (&last["from"], &last["to"], &last["reason"]),
+            (
+                &Value::from("half_open"),
+                &Value::from("closed"),
+                &Value::from("probe_succeeded")
+            ),
+            "{name} was closed by its health check: {member}"
+        );
+    }
+    // llm-a's 429s said how long: longer than the cooldown, and its open period lasted that long.
+    let a = &members["llm-a"];
+    assert!(count(&a["failures_by_kind"], "rate_limited") >= 1, "{a}");
+    let cooldown = count(a, "cooldown_ms");
+    let hint = count(a, "largest_hint_ms");
+    assert!(
+        hint > cooldown,
+        "llm-a's hint {hint} ms vs cooldown {cooldown} ms: {a}"
+    );
+    assert!(
+        count(a, "longest_open_ms") > cooldown,
+        "llm-a's open period came from its header, longer than its cooldown: {a}"
+    );
+    // llm-b's 503s carry no hint: its open periods are its cooldown's.
+    let b = &members["llm-b"];
+    assert!(count(&b["failures_by_kind"], "unavailable") >= 1, "{b}");
+    assert!(b["largest_hint_ms"].is_null(), "{b}");
+    // llm-c never failed, and served only when the preferred members could not.
+    let c = &members["llm-c"];
+    assert_eq!(count(c, "failures"), 0, "{c}");
+    assert!(count(c, "served") > 0, "llm-c never served: {c}");
+
+    // The traffic, phase by phase: both preferred members share it while healthy; while both
+    // are out, llm-c serves most of it; once both are healthy again it is back on them.
+    let phases = llm["phases"].as_array().expect("phases is an array");
+    assert!(phases.len() >= 3, "{llm}");
+    let first = &phases[0];
+    assert_eq!(first["failing"], "all healthy", "{first}");
+    assert!(
+        served_in(first, "llm-a") > 0 && served_in(first, "llm-b") > 0,
+        "{first}"
+    );
+    assert!(
+        served_in(first, "llm-c") < served_in(first, "llm-a") + served_in(first, "llm-b"),
+        "{first}"
+    );
+    let overlap = phases
+        .iter()
+        .find(|p| p["failing"] == "llm-a 429, llm-b 503")
+        .unwrap_or_else(|| panic!("no phase with both preferred members out: {llm}"));
+    assert!(
+        served_in(overlap, "llm-c") > served_in(overlap, "llm-a") + served_in(overlap, "llm-b"),
+        "the traffic moved to llm-c while llm-a and llm-b were out: {overlap}"
+    );
+    let last = phases.last().expect("a last phase");
+    assert_eq!(last["failing"], "all healthy", "{last}");
+    assert!(
+        served_in(last, "llm-a") + served_in(last, "llm-b") > served_in(last, "llm-c"),
+        "the traffic moved back to llm-a and llm-b: {last}"
+    );
+    assert!(
+        served_in(last, "llm-a") > 0 && served_in(last, "llm-b") > 0,
+        "{last}"
+    );
+}

@@ -30,6 +30,10 @@ mod listen;
 #[path = "../../examples/gateway/logging.rs"]
 mod logging;
 #[cfg(all(feature = "tokio", feature = "reqwest", feature = "toml"))]
+#[path = "../../examples/gateway/providers.rs"]
+#[allow(dead_code)]
+mod providers;
+#[cfg(all(feature = "tokio", feature = "reqwest", feature = "toml"))]
 #[path = "../../examples/gateway/settings.rs"]
 #[allow(dead_code)]
 mod settings;
