@@ -75,6 +75,20 @@ impl CircuitBreaker {
             retry_after_ms,
         } = admission
         else {
+            // A probe a health check's prober takes (it is woken): no caller's, so the member
+            // refuses without being asked for real, and no rejection is counted.
+            if let Admission::Admit { probe: true, .. } = admission
+                && let Some(prober) = self.prober()
+                && prober.is_alive()
+            {
+                prober.wake();
+                return Some(Refusal {
+                    retry_after_ms: limits.probe_timeout_ms.max(1),
+                    ejected: false,
+                    open_for_ms: None,
+                    isolated: false,
+                });
+            }
             return None;
         };
         let tripped = reason == BlockedReason::DependencyOpen
