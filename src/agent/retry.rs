@@ -101,7 +101,7 @@ pub(super) fn retryable(kind: &FailureKind) -> bool {
 /// `outcome` with its hint cut to the breaker's cap on hinted open times (`max_hinted_open`; a
 /// cap of zero, hints off, leaves it): what the retry waits and the model is told, so neither
 /// outlasts what the breaker itself keeps open for.
-pub(super) fn capped_hint(outcome: Outcome, config: &crate::Config) -> Outcome {
+pub(super) fn capped_hint(outcome: Outcome, config: &crate::config::Config) -> Outcome {
     let cap = config.max_hinted_open();
     match outcome {
         Outcome::Failure(FailureKind::RateLimited {
