@@ -5,7 +5,7 @@
 //! | 1xx, 2xx, 3xx | [`Outcome::Success`] for 2xx and 3xx; [`Outcome::Ignored`] for 1xx (not a final answer, and not a sign of ill health) |
 //! | 408 Request Timeout, 504 Gateway Timeout | [`FailureKind::Timeout`] |
 //! | 429 Too Many Requests | [`FailureKind::RateLimited`], carrying the longest wait its headers ask for ([`retry_after`]: `Retry-After`, `retry-after-ms`, `x-ratelimit-reset-requests` and `-tokens`, `RateLimit` and `RateLimit-Reset`) |
-//! | 500, 502, 503 and every other 5xx | [`FailureKind::Unavailable`] |
+//! | 500, 502, 503 and every other 5xx | [`FailureKind::Unavailable`] (which carries no wait: a 503's `Retry-After` is not read; an override to `RateLimited` reads it) |
 //! | 400, 401, 403, 404, 409, 422 and every other 4xx | [`Outcome::Ignored`]: the request was at fault, not the dependency |
 //!
 //! | transport error (`reqwest`) | outcome |

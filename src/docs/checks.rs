@@ -87,6 +87,22 @@
 //!   bound, eight racing hinted failures leaving the longest, the trip at once, the settings
 //!   through the builder and the TOML file; in fleet mode, the hinted end kept in the record,
 //!   adopted by an instance that never saw the 429, and no probe before it.
+//! - **Pools** (`tests/pool/`, unit tests in `src/pool/choose.rs` and `src/breaker/pooled.rs`):
+//!   group order and the even spread inside a group, failover across groups and then one
+//!   `blocked` with the earliest retry-after (an isolated member's left out), a half-open member
+//!   probed while its group serves, the panic rule after every later group and its oldest trip,
+//!   a member never handed out while open, checked from inside eight racing threads, bad pools
+//!   (empty names, duplicates, a full registry) as `ConfigError`s, `[pools.NAME]` and its reload
+//!   keeping the members' state, `ToolGuard::call_pool` failing over without waiting out the
+//!   failed member's hint, and a pool's healthy path allocating nothing (`tests/memory.rs`).
+//! - **Health checks** (`tests/breaker/health.rs`, `tests/mcp/mcp_health.rs`,
+//!   `tests/fleet/fleet_health.rs`, loom models in `breaker::loom_tests`): one check per cooldown
+//!   under eight threads and four tasks, callers blocked `probe_in_flight` meanwhile, success
+//!   closing and failure reopening with the backoff, a hung check timed out, a panicking one
+//!   giving the slot back, the prober probing with no call, no runtime (or one without its time
+//!   driver) refused, the HTTP check against a real axum server (503, 200, a wrong path as a
+//!   failure, a refused connection), MCP `ping` against a real rmcp server, once per fleet on a
+//!   real redis-server, and the fleet's probe claimed when the cooldown ends.
 //! - **Stress** (`tests/breaker/stress.rs`): eight threads cycle one breaker for two seconds through
 //!   trips, cooldowns and probes on a shared mock clock; never more than one probe in flight, and every
 //!   admitted call is accounted for.
