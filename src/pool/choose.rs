@@ -202,6 +202,7 @@ impl Pool {
 
     /// Whether a member other than the one at `index` would admit a call now, asked without
     /// taking anything (a retry that goes there need not wait out `index`'s hint).
+    #[cfg(feature = "tokio")]
     pub(crate) fn admits_other(&self, index: usize) -> bool {
         let members = &self.shape.members;
         (0..members.len()).any(|other| other != index && members[other].refusal_now().is_none())
