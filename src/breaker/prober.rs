@@ -152,6 +152,10 @@ impl Prober {
     }
 
     /// Whether the task still runs: while it does, the probe slot is the prober's.
+    ///
+    /// Acquire, paired with `ended`'s Release: a caller that reads the prober gone also sees what
+    /// its task did before it ended (a probe permit it dropped gave the slot back through the
+    /// word, whose own ordering covers the slot; this pair orders only the flag with it).
     pub(crate) fn is_alive(&self) -> bool {
         self.alive.load(Ordering::Acquire) == 1
     }

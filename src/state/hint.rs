@@ -124,6 +124,9 @@ impl HintCell {
 
     /// Forget the hinted end of the period of `generation`, if the cell holds it (a success
     /// cleared the count whose failures it came with). One of the cell's two read-modify-writes.
+    ///
+    /// Relaxed: the cell orders nothing; a reader that misses the forgetting reads a hint the
+    /// success has just cleared, as a report racing the success may have left it.
     pub(crate) fn forget(&self, generation: u32) {
         let _ = self
             .hinted
@@ -133,6 +136,11 @@ impl HintCell {
     }
 
     /// Keep `heard` (see [`Hinted::merged`]): the other read-modify-write.
+    ///
+    /// Relaxed: the report that heard the hint makes its compare-and-swap of the word after this
+    /// (Release), so a caller that reads the trip it governs (Acquire) reads the hint too; a hint
+    /// heard after a trip needs no order with it, and the merge keeps the cell monotone per
+    /// period whatever order the writers land in.
     pub(crate) fn hear(&self, heard: Hinted) {
         let _ = self
             .hinted
