@@ -1,3 +1,7 @@
 //! The MCP gateway: a Streamable HTTP (or stdio) MCP server in front of upstream MCP servers,
-//! each upstream behind its own circuit breaker. The binary `toolbreaker-gateway` is this
-//! library's [`cli::main`]; tests and examples run the same code.
+//! each upstream behind its own circuit breaker. The binary `toolbreaker-gateway` runs this
+//! library; tests and examples run the same code.
+
+pub mod config;
+pub mod relay;
+pub mod upstream;

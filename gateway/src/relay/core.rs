@@ -1,0 +1,290 @@
+//! The gateway's shared state: its upstreams, their merged listings, and where each request
+//! goes.
+//!
+//! Logging and `resources/subscribe` are deprecated by the protocol's next version (SEP-2577,
+//! `subscriptions/listen`), not by the versions the gateway speaks: it relays them.
+#![allow(deprecated)]
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::future::join_all;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientRequest, ErrorCode, Prompt, Resource,
+    ResourceTemplate, ServerResult, SetLevelRequest, Tool,
+};
+use rmcp::ErrorData;
+use tokio_util::sync::CancellationToken;
+use toolbreaker::{AgentRun, Registry, ToolResult};
+
+use super::names::{collision, exposed, resolve, visible};
+use crate::upstream::{Origin, Refusal, SessionId, Sessions, Upstream, error_data};
+
+/// The upstreams in force, in configuration order.
+pub type Upstreams = Arc<Vec<Arc<Upstream>>>;
+
+/// What every session of one gateway shares.
+#[derive(Debug)]
+pub struct Core {
+    name: String,
+    registry: Registry,
+    sessions: Arc<Sessions>,
+    upstreams: RwLock<Upstreams>,
+    call_time_limit: Duration,
+    calls: AtomicU64,
+}
+
+impl Core {
+    pub(super) fn new(name: String, registry: Registry, call_time_limit: Duration) -> Self {
+        Core {
+            name,
+            registry,
+            sessions: Arc::default(),
+            upstreams: RwLock::new(Arc::default()),
+            call_time_limit,
+            calls: AtomicU64::new(0),
+        }
+    }
+
+    pub(super) fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(super) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    pub(super) fn sessions(&self) -> &Arc<Sessions> {
+        &self.sessions
+    }
+
+    pub(super) fn upstreams(&self) -> Upstreams {
+        Arc::clone(&self.upstreams.read().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    pub(super) fn set_upstreams(&self, upstreams: Upstreams) {
+        *self.upstreams.write().unwrap_or_else(std::sync::PoisonError::into_inner) = upstreams;
+    }
+
+    pub(super) fn session_closed(&self, id: SessionId) {
+        let orphaned = self.sessions.close(id);
+        if orphaned.is_empty() {
+            return;
+        }
+        let upstreams = self.upstreams();
+        tokio::spawn(async move {
+            for uri in orphaned {
+                if let Some(upstream) = owner_of_uri(&upstreams, &uri) {
+                    let request = ClientRequest::UnsubscribeRequest(rmcp::model::UnsubscribeRequest::new(
+                        rmcp::model::UnsubscribeRequestParams::new(uri),
+                    ));
+                    let _ = upstream.request(request, None, &CancellationToken::new()).await;
+                }
+            }
+        });
+    }
+
+    /// Every visible tool of every upstream, under its prefix; a name two upstreams show is
+    /// shown once (the first upstream's), and logged.
+    pub(super) async fn tools(&self) -> Vec<Tool> {
+        let upstreams = self.upstreams();
+        let listed = join_all(upstreams.iter().map(|u| u.list_tools())).await;
+        let mut seen = HashMap::new();
+        let mut tools = Vec::new();
+        for (upstream, listed) in upstreams.iter().zip(listed) {
+            for mut tool in listed.unwrap_or_default() {
+                if !visible(upstream.config(), &tool.name) {
+                    continue;
+                }
+                let name = exposed(upstream.config(), &tool.name);
+                if let Some(first) = seen.insert(name.clone(), upstream.name().to_owned()) {
+                    tracing::error!(tool = %name, first = %first, second = %upstream.name(), "two upstreams show the same tool name; the second is hidden");
+                    continue;
+                }
+                tool.name = name.into();
+                tools.push(tool);
+            }
+        }
+        tools
+    }
+
+    /// The first tool name two upstreams show, with both upstreams: `(name, first, second)`.
+    pub(super) fn collision(upstreams: &[Arc<Upstream>]) -> Option<(String, String, String)> {
+        let names: Vec<(String, String)> = upstreams
+            .iter()
+            .flat_map(|u| {
+                u.known_tools()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|t| visible(u.config(), &t.name))
+                    .map(|t| (exposed(u.config(), &t.name), u.name().to_owned()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        collision(names.iter().map(|(n, u)| (n.as_str(), u.as_str())))
+            .map(|(name, a, b)| (name, a.to_owned(), b.to_owned()))
+    }
+
+    pub(super) async fn resources(&self) -> Vec<Resource> {
+        let upstreams = self.upstreams();
+        join_all(upstreams.iter().map(|u| u.list_resources()))
+            .await
+            .into_iter()
+            .flatten()
+            .flatten()
+            .collect()
+    }
+
+    pub(super) async fn templates(&self) -> Vec<ResourceTemplate> {
+        let upstreams = self.upstreams();
+        join_all(upstreams.iter().map(|u| u.list_templates()))
+            .await
+            .into_iter()
+            .flatten()
+            .flatten()
+            .collect()
+    }
+
+    pub(super) async fn prompts(&self) -> Vec<Prompt> {
+        let upstreams = self.upstreams();
+        let listed = join_all(upstreams.iter().map(|u| u.list_prompts())).await;
+        let mut prompts = Vec::new();
+        for (upstream, listed) in upstreams.iter().zip(listed) {
+            for mut prompt in listed.unwrap_or_default() {
+                prompt.name = exposed(upstream.config(), &prompt.name);
+                prompts.push(prompt);
+            }
+        }
+        prompts
+    }
+
+    /// The upstream of tool `name` (as clients see it) and its own name for it.
+    fn resolve_tool(&self, name: &str) -> Option<(Arc<Upstream>, String)> {
+        let upstreams = self.upstreams();
+        let configs: Vec<_> = upstreams.iter().map(|u| u.config()).collect();
+        let (i, rest) = resolve(&configs, name, |i, rest| {
+            if !visible(configs[i], rest) {
+                return Some(false);
+            }
+            upstreams[i].known_tools().map(|tools| tools.iter().any(|t| t.name == rest))
+        })?;
+        visible(configs[i], rest).then(|| (Arc::clone(&upstreams[i]), rest.to_owned()))
+    }
+
+    /// Calls tool `params.name` on its upstream, through its breaker.
+    ///
+    /// # Errors
+    ///
+    /// `-32602` (invalid params) for a name no upstream shows: unknown, or hidden by `allow`
+    /// or `deny`.
+    pub(super) async fn call_tool(
+        &self,
+        mut params: CallToolRequestParams,
+        origin: Origin,
+        cancel: &CancellationToken,
+    ) -> Result<CallToolResult, ErrorData> {
+        let Some((upstream, name)) = self.resolve_tool(&params.name) else {
+            return Err(ErrorData::invalid_params(format!("unknown tool: {}", params.name), None));
+        };
+        params.name = name.into();
+        let n = self.calls.fetch_add(1, Ordering::Relaxed);
+        let run = AgentRun::new(format!("call-{n}"), self.call_time_limit, 16);
+        Ok(upstream.call_tool(&run, params, Some(origin), cancel).await)
+    }
+
+    /// The upstream and its own name for prompt `name`.
+    pub(super) async fn resolve_prompt(&self, name: &str) -> Result<(Arc<Upstream>, String), ErrorData> {
+        let upstreams = self.upstreams();
+        let configs: Vec<_> = upstreams.iter().map(|u| u.config()).collect();
+        let known: Vec<Option<Vec<Prompt>>> = join_all(upstreams.iter().map(|u| u.list_prompts())).await;
+        let found = resolve(&configs, name, |i, rest| {
+            known[i].as_ref().map(|prompts| prompts.iter().any(|p| p.name == rest))
+        });
+        match found {
+            Some((i, rest)) => Ok((Arc::clone(&upstreams[i]), rest.to_owned())),
+            None => Err(ErrorData::invalid_params(format!("unknown prompt: {name}"), None)),
+        }
+    }
+
+    /// The upstream that listed resource `uri` (or a template it fits).
+    pub(super) async fn upstream_of_uri(&self, uri: &str) -> Result<Arc<Upstream>, ErrorData> {
+        let upstreams = self.upstreams();
+        if let Some(upstream) = owner_of_uri(&upstreams, uri) {
+            return Ok(upstream);
+        }
+        // Not listed yet: list, then look again.
+        let _ = join_all(upstreams.iter().map(|u| async move { (u.list_resources().await, u.list_templates().await) })).await;
+        owner_of_uri(&upstreams, uri).ok_or_else(|| {
+            ErrorData::resource_not_found(format!("no upstream lists resource {uri}"), None)
+        })
+    }
+
+    /// Forwards `request` to `upstream` through its breaker. A blocked or failed request is a
+    /// JSON-RPC error whose `data` is the ToolResult JSON (`isError` exists only for tools);
+    /// the upstream's own JSON-RPC error comes back as it is.
+    pub(super) async fn forward(
+        &self,
+        upstream: &Upstream,
+        request: ClientRequest,
+        origin: Origin,
+        cancel: &CancellationToken,
+    ) -> Result<ServerResult, ErrorData> {
+        match upstream.request(request, Some(origin), cancel).await {
+            Ok(answer) => Ok(answer),
+            Err(Refusal::Blocked(blocked)) => Err(refusal(ToolResult::<()>::blocked(upstream.name(), blocked))),
+            Err(Refusal::Failed(rmcp::service::ServiceError::McpError(data))) => Err(data),
+            Err(Refusal::Failed(error @ rmcp::service::ServiceError::Cancelled { .. })) => Err(error_data(error)),
+            Err(Refusal::Failed(error)) => {
+                let outcome = upstream.config().classifier.error(&error);
+                Err(refusal(ToolResult::<()>::failed(upstream.name(), outcome, None, None)))
+            }
+        }
+    }
+
+    /// `logging/setLevel` goes to every upstream that logs.
+    pub(super) async fn set_level(&self, request: SetLevelRequest, origin: Origin) {
+        let upstreams = self.upstreams();
+        let sends = upstreams
+            .iter()
+            .filter(|u| u.capabilities().is_some_and(|c| c.logging.is_some()))
+            .map(|u| {
+                let request = ClientRequest::SetLevelRequest(request.clone());
+                let origin = origin.clone();
+                async move { u.request(request, Some(origin), &CancellationToken::new()).await }
+            });
+        join_all(sends).await;
+    }
+
+    /// A client's roots changed: every upstream is told.
+    pub(super) async fn roots_changed(&self) {
+        for upstream in self.upstreams().iter() {
+            upstream.roots_changed().await;
+        }
+    }
+}
+
+/// The upstream whose listed resources hold `uri`, or whose template it fits (the template's
+/// text before its first `{`).
+fn owner_of_uri(upstreams: &[Arc<Upstream>], uri: &str) -> Option<Arc<Upstream>> {
+    upstreams
+        .iter()
+        .find(|u| u.lists_resource(uri))
+        .or_else(|| upstreams.iter().find(|u| u.fits_template(uri)))
+        .cloned()
+}
+
+/// A blocked or failed request that is not a tool call: JSON-RPC error `-32603` whose message
+/// is what the model reads and whose `data` is the ToolResult JSON.
+fn refusal(result: ToolResult<()>) -> ErrorData {
+    let message = match &result {
+        ToolResult::Blocked { message, .. } | ToolResult::Failed { message, .. } => message.clone(),
+        _ => String::from("the upstream gave no answer"),
+    };
+    let data = result
+        .to_json()
+        .ok()
+        .and_then(|json| serde_json::from_str(&json).ok());
+    ErrorData::new(ErrorCode::INTERNAL_ERROR, message, data)
+}

@@ -1,0 +1,182 @@
+//! [`Gateway`]: the relay's front: start, reload, status, and a [`Session`] per client.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::join_all;
+use toolbreaker::Registry;
+
+use super::core::Core;
+use super::session::Session;
+use crate::config::GatewayConfig;
+use crate::upstream::Upstream;
+
+/// The MCP gateway's relay: every upstream of a [`GatewayConfig`] behind its breaker, and a
+/// [`Session`] for each client that connects.
+///
+/// - Tools, prompts and completions are shown under each upstream's `prefix`; resources keep
+///   their URIs and are routed to the upstream that listed them.
+/// - Every request forwarded to an upstream is admitted by its breaker. While it is open, its
+///   listings are its last good ones; a blocked tool call answers the model's `isError`
+///   result, anything else a JSON-RPC error whose `data` is the same ToolResult JSON.
+/// - An upstream that is down at start leaves the others listed; it is listed again under its
+///   breaker, and when its tools become known every client is sent
+///   `notifications/tools/list_changed`.
+#[derive(Clone, Debug)]
+pub struct Gateway {
+    core: Arc<Core>,
+}
+
+/// What a [`Gateway::reload`] changed, by upstream name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reloaded {
+    /// Upstreams added.
+    pub added: Vec<String>,
+    /// Upstreams removed (their connections closed, their children ended).
+    pub removed: Vec<String>,
+    /// Upstreams whose settings changed (reconnected; their breakers keep their state).
+    pub changed: Vec<String>,
+}
+
+/// A name collision between upstreams, or another reason a configuration cannot be served.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Collision {
+    /// The name as clients would see it.
+    pub name: String,
+    /// The upstream that shows it first, and the other.
+    pub upstreams: (String, String),
+}
+
+impl std::fmt::Display for Collision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "tool name collision: `{}` is shown by upstream `{}` and by upstream `{}`; give one of them another `prefix`",
+            self.name, self.upstreams.0, self.upstreams.1
+        )
+    }
+}
+
+impl std::error::Error for Collision {}
+
+impl Gateway {
+    /// A gateway named `name` (its `serverInfo`) over `registry`'s breakers, each tool call a
+    /// run of at most `call_time_limit`. It has no upstreams until [`start`](Self::start).
+    pub fn new(name: impl Into<String>, registry: Registry, call_time_limit: Duration) -> Self {
+        Gateway {
+            core: Arc::new(Core::new(name.into(), registry, call_time_limit)),
+        }
+    }
+
+    /// Connects to `config`'s upstreams and lists their tools (each at most its per-call
+    /// timeout; one that is down is left to its background task).
+    ///
+    /// # Errors
+    ///
+    /// A [`Collision`] when two upstreams show the same tool name (their children are ended).
+    pub async fn start(&self, config: GatewayConfig) -> Result<(), Collision> {
+        let sessions = self.core.sessions().clone();
+        let upstreams: Vec<Arc<Upstream>> = config
+            .upstreams
+            .into_iter()
+            .map(|c| Upstream::new(c, self.core.registry(), sessions.clone()))
+            .collect();
+        join_all(upstreams.iter().map(|u| u.list_tools())).await;
+        if let Some((name, a, b)) = Core::collision(&upstreams) {
+            upstreams.iter().for_each(|u| u.stop());
+            return Err(Collision { name, upstreams: (a, b) });
+        }
+        upstreams.iter().for_each(Upstream::start);
+        self.core.set_upstreams(Arc::new(upstreams));
+        Ok(())
+    }
+
+    /// Applies `config` while clients stay connected: the breakers take the new settings and
+    /// keep their state; upstreams are added, removed, or (when their settings changed)
+    /// reconnected. Every client is sent `notifications/tools/list_changed` (and the prompt
+    /// and resource ones).
+    ///
+    /// # Errors
+    ///
+    /// A [`Collision`]: nothing is changed.
+    pub async fn reload(&self, config: GatewayConfig) -> Result<Reloaded, Collision> {
+        let old = self.core.upstreams();
+        let by_name: HashMap<&str, &Arc<Upstream>> = old.iter().map(|u| (u.name(), u)).collect();
+        let sessions = self.core.sessions().clone();
+        let mut reloaded = Reloaded::default();
+        let mut fresh = Vec::new();
+        let next: Vec<Arc<Upstream>> = config
+            .upstreams
+            .into_iter()
+            .map(|c| match by_name.get(c.name.as_str()) {
+                Some(kept) if *kept.config() == c => Arc::clone(kept),
+                found => {
+                    if found.is_some() {
+                        reloaded.changed.push(c.name.clone());
+                    } else {
+                        reloaded.added.push(c.name.clone());
+                    }
+                    let upstream = Upstream::new(c, self.core.registry(), sessions.clone());
+                    fresh.push(Arc::clone(&upstream));
+                    upstream
+                }
+            })
+            .collect();
+        join_all(fresh.iter().map(|u| u.list_tools())).await;
+        if let Some((name, a, b)) = Core::collision(&next) {
+            fresh.iter().for_each(|u| u.stop());
+            return Err(Collision { name, upstreams: (a, b) });
+        }
+        self.core.registry().reload(config.registry);
+        for upstream in old.iter() {
+            let still = next.iter().find(|n| n.name() == upstream.name());
+            if still.is_none_or(|n| !Arc::ptr_eq(n, upstream)) {
+                upstream.stop();
+            }
+            if still.is_none() {
+                reloaded.removed.push(upstream.name().to_owned());
+            }
+        }
+        fresh.iter().for_each(Upstream::start);
+        self.core.set_upstreams(Arc::new(next));
+        for peer in self.core.sessions().peers() {
+            let _ = peer.notify_tool_list_changed().await;
+            let _ = peer.notify_prompt_list_changed().await;
+            let _ = peer.notify_resource_list_changed().await;
+        }
+        Ok(reloaded)
+    }
+
+    /// A new client session (the rmcp service for one client).
+    pub fn session(&self) -> Session {
+        Session::new(Arc::clone(&self.core))
+    }
+
+    /// The upstreams in force, in configuration order.
+    pub fn upstreams(&self) -> Vec<Arc<Upstream>> {
+        self.core.upstreams().to_vec()
+    }
+
+    /// The breakers' registry.
+    pub fn registry(&self) -> &Registry {
+        self.core.registry()
+    }
+
+    /// The number of client sessions open.
+    pub fn sessions(&self) -> usize {
+        self.core.sessions().len()
+    }
+
+    /// `/status`: `{"upstreams": [{name, transport, state, retry_after_ms, last_failure,
+    /// tools, connected}], "sessions": n}`. No credential is in it.
+    pub fn status(&self) -> serde_json::Value {
+        let upstreams: Vec<_> = self.core.upstreams().iter().map(|u| u.status()).collect();
+        serde_json::json!({ "upstreams": upstreams, "sessions": self.sessions() })
+    }
+
+    /// Ends every upstream's connection and background task (stdio children are ended).
+    pub fn shutdown(&self) {
+        self.core.upstreams().iter().for_each(|u| u.stop());
+    }
+}

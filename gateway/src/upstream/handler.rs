@@ -1,0 +1,179 @@
+//! The gateway as its upstream's client: what the upstream sends is relayed to the client
+//! session it belongs to.
+//!
+//! - A request (`sampling/createMessage`, `elicitation/create`, `roots/list`) goes to the
+//!   client whose call the upstream is serving: the one whose forwarded request's response
+//!   stream it arrived on (Streamable HTTP), or else the one client session with requests in
+//!   flight on this upstream (a stdio upstream, or the standalone stream). With none, or
+//!   several and no stream to tell them apart, it is refused: a client is never sent another
+//!   client's request.
+//! - Progress goes to the request it reports on, with the client's own progress token.
+//! - A log message goes to the session of the request it came with, else to the one session
+//!   with requests in flight here, else to every session.
+//! - `notifications/resources/updated` goes to the sessions subscribed to its URI; list changes
+//!   go to every session.
+//!
+//! Sampling, roots and logging are deprecated by the protocol's next version (SEP-2577), not
+//! by the versions the gateway speaks: it relays them.
+#![allow(deprecated)]
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ClientResult, ErrorCode, GetExtensions, Implementation,
+    ProtocolVersion, ServerNotification, ServerRequest,
+};
+use rmcp::service::{
+    InboundStreamOrigin, NotificationContext, OriginatingRequestId, Peer, RequestContext,
+    RoleClient, RoleServer, Service, ServiceError,
+};
+use rmcp::ErrorData;
+
+use super::routes::{Origin, Routes};
+use super::sessions::Sessions;
+
+/// The protocol version the gateway speaks to its upstreams and its clients: the newest whose
+/// sessions carry server-to-client requests and notifications on a connection.
+pub const PROTOCOL: ProtocolVersion = ProtocolVersion::V_2025_11_25;
+
+/// The rmcp client service of one upstream connection.
+#[derive(Clone, Debug)]
+pub struct UpstreamHandler {
+    upstream: Arc<str>,
+    routes: Arc<Routes>,
+    sessions: Arc<Sessions>,
+}
+
+impl UpstreamHandler {
+    /// The handler of upstream `upstream`'s connection.
+    pub fn new(upstream: Arc<str>, routes: Arc<Routes>, sessions: Arc<Sessions>) -> Self {
+        UpstreamHandler {
+            upstream,
+            routes,
+            sessions,
+        }
+    }
+
+    /// The client request a message from the upstream belongs to, if one can be told.
+    async fn origin(&self, extensions: &rmcp::model::Extensions) -> Option<Origin> {
+        if let Some(InboundStreamOrigin::OutboundRequest(id)) = extensions.get::<InboundStreamOrigin>()
+            && let Some(origin) = self.routes.by_request(id).await
+        {
+            return Some(origin);
+        }
+        self.routes.only_session().await
+    }
+
+    async fn log_targets(&self, extensions: &rmcp::model::Extensions) -> Vec<Peer<RoleServer>> {
+        match self.origin(extensions).await {
+            Some(origin) => vec![origin.peer],
+            None => self.sessions.peers(),
+        }
+    }
+}
+
+/// An rmcp error as the JSON-RPC error relayed back.
+pub fn error_data(error: ServiceError) -> ErrorData {
+    match error {
+        ServiceError::McpError(data) => data,
+        other => ErrorData::internal_error(other.to_string(), None),
+    }
+}
+
+impl Service<RoleClient> for UpstreamHandler {
+    async fn handle_request(
+        &self,
+        request: ServerRequest,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ClientResult, ErrorData> {
+        match &request {
+            ServerRequest::PingRequest(_) => return Ok(ClientResult::empty(())),
+            ServerRequest::CustomRequest(custom) => {
+                return Err(ErrorData::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    custom.method.clone(),
+                    None,
+                ));
+            }
+            _ => {}
+        }
+        let Some(origin) = self.origin(&context.extensions).await else {
+            tracing::warn!(upstream = %self.upstream, "a request from the upstream belongs to no one client call; refused");
+            return Err(ErrorData::invalid_request(
+                "the gateway cannot tell which client this request is for",
+                None,
+            ));
+        };
+        let mut request = request;
+        request
+            .extensions_mut()
+            .insert(OriginatingRequestId(origin.request.clone()));
+        tokio::select! {
+            answer = origin.peer.send_request(request) => answer.map_err(error_data),
+            () = context.ct.cancelled() => Err(ErrorData::internal_error("cancelled by the upstream", None)),
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        notification: ServerNotification,
+        context: NotificationContext<RoleClient>,
+    ) -> Result<(), ErrorData> {
+        match notification {
+            ServerNotification::ProgressNotification(progress) => {
+                let mut params = progress.params;
+                if let Some(origin) = self.routes.by_token(&params.progress_token).await
+                    && let Some(token) = origin.progress
+                {
+                    params.progress_token = token;
+                    let _ = origin.peer.notify_progress(params).await;
+                }
+            }
+            ServerNotification::LoggingMessageNotification(log) => {
+                for peer in self.log_targets(&context.extensions).await {
+                    let _ = peer.notify_logging_message(log.params.clone()).await;
+                }
+            }
+            ServerNotification::ResourceUpdatedNotification(updated) => {
+                for peer in self.sessions.subscribers(&updated.params.uri) {
+                    let _ = peer.notify_resource_updated(updated.params.clone()).await;
+                }
+            }
+            ServerNotification::ResourceListChangedNotification(_) => {
+                for peer in self.sessions.peers() {
+                    let _ = peer.notify_resource_list_changed().await;
+                }
+            }
+            ServerNotification::ToolListChangedNotification(_) => {
+                for peer in self.sessions.peers() {
+                    let _ = peer.notify_tool_list_changed().await;
+                }
+            }
+            ServerNotification::PromptListChangedNotification(_) => {
+                for peer in self.sessions.peers() {
+                    let _ = peer.notify_prompt_list_changed().await;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let mut config = ClientConfig::new(
+            ClientCapabilities::builder()
+                .enable_sampling()
+                .enable_elicitation()
+                .enable_roots()
+                .enable_roots_list_changed()
+                .build(),
+            Implementation::new("toolbreaker-gateway", env!("CARGO_PKG_VERSION")),
+        );
+        config.protocol_version = PROTOCOL;
+        config
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(&[PROTOCOL, ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_03_26])
+    }
+}

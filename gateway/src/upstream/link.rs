@@ -1,0 +1,143 @@
+//! A live connection to an upstream: Streamable HTTP, or a child process on stdio whose stderr
+//! goes to the log and which is ended when the link is dropped.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+
+use rmcp::service::{Peer, RoleClient, RunningService, serve_client};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio_util::sync::CancellationToken;
+
+use super::handler::UpstreamHandler;
+use crate::config::Transport;
+
+/// One connection to an upstream, initialized.
+#[derive(Debug)]
+pub struct Link {
+    service: RunningService<RoleClient, UpstreamHandler>,
+    /// Cancelled when the connection is gone: the child exited, or the transport closed.
+    gone: CancellationToken,
+    /// Dropping it ends the child process (stdio).
+    _end_child: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Link {
+    /// The peer requests are sent through.
+    pub fn peer(&self) -> &Peer<RoleClient> {
+        self.service.peer()
+    }
+
+    /// Whether the connection can still carry requests.
+    pub fn is_alive(&self) -> bool {
+        !self.gone.is_cancelled() && !self.service.is_transport_closed()
+    }
+
+    /// Resolves when the connection is gone (a stdio child that exited).
+    pub async fn gone(&self) {
+        self.gone.cancelled().await;
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.service.cancellation_token().cancel();
+    }
+}
+
+/// Connects to `upstream` (its name is for the log) over `transport` and initializes.
+///
+/// # Errors
+///
+/// The child could not be started, or the connection or `initialize` failed: the error's text.
+pub async fn connect(
+    upstream: &str,
+    transport: &Transport,
+    handler: UpstreamHandler,
+) -> Result<Link, String> {
+    match transport {
+        Transport::Http { url, headers } => {
+            let mut custom = HashMap::new();
+            for (name, value) in headers {
+                let name = http::HeaderName::try_from(name.as_str())
+                    .map_err(|e| format!("header {name}: {e}"))?;
+                let value = http::HeaderValue::try_from(value.expose())
+                    .map_err(|_| format!("header {name}: the value is not a valid header value"))?;
+                custom.insert(name, value);
+            }
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            config.custom_headers = custom;
+            let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+            let service = serve_client(handler, transport)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(Link {
+                service,
+                gone: CancellationToken::new(),
+                _end_child: None,
+            })
+        }
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut child = tokio::process::Command::new(command);
+            child
+                .args(args)
+                .envs(env.iter().map(|(k, v)| (k.as_str(), v.expose())))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .kill_on_drop(true);
+            if let Some(cwd) = cwd {
+                child.current_dir(cwd);
+            }
+            let mut child = child
+                .spawn()
+                .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+            let (Some(stdout), Some(stdin), stderr) =
+                (child.stdout.take(), child.stdin.take(), child.stderr.take())
+            else {
+                return Err(format!("`{command}`: no stdio pipes"));
+            };
+            if let Some(stderr) = stderr {
+                let name = upstream.to_owned();
+                tokio::spawn(async move {
+                    let mut lines = BufReader::new(stderr).lines();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        tracing::info!(target: "toolbreaker_gateway::upstream_stderr", upstream = %name, "{line}");
+                    }
+                });
+            }
+            let gone = CancellationToken::new();
+            let (end_tx, end_rx) = tokio::sync::oneshot::channel::<()>();
+            {
+                let gone = gone.clone();
+                let name = upstream.to_owned();
+                tokio::spawn(async move {
+                    tokio::select! {
+                        status = child.wait() => {
+                            tracing::warn!(upstream = %name, status = ?status.ok(), "upstream process exited");
+                        }
+                        _ = end_rx => {
+                            let _ = child.kill().await;
+                        }
+                    }
+                    gone.cancel();
+                });
+            }
+            let service = match serve_client(handler, (stdout, stdin)).await {
+                Ok(service) => service,
+                Err(e) => return Err(format!("`{command}`: {e}")),
+            };
+            Ok(Link {
+                service,
+                gone,
+                _end_child: Some(end_tx),
+            })
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! Which client session a message from an upstream belongs to.
+//!
+//! Every upstream has one connection, shared by all client sessions. A request forwarded to it
+//! is registered here under the id and the progress token the upstream sees (both chosen by
+//! this gateway's rmcp peer, so unique on the connection), with the client session it came
+//! from. A progress notification, or a request the upstream sends while serving it
+//! (`sampling/createMessage`, `elicitation/create`, `roots/list`), is routed back to that
+//! session with the client's own ids.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use rmcp::model::{ProgressToken, RequestId, RequestMetaObject};
+use rmcp::service::{Peer, RoleServer};
+
+/// A client session's number, unique in this gateway's process.
+pub type SessionId = u64;
+
+/// The client request a forwarded request came from.
+#[derive(Clone, Debug)]
+pub struct Origin {
+    /// The client session.
+    pub session: SessionId,
+    /// The client's peer: where its notifications and requests go.
+    pub peer: Peer<RoleServer>,
+    /// The client's id for its request.
+    pub request: RequestId,
+    /// The client's progress token, when it asked for progress.
+    pub progress: Option<ProgressToken>,
+    /// The client's request `_meta`, sent on with the forwarded request (its progress token
+    /// replaced by the gateway's).
+    pub meta: Option<RequestMetaObject>,
+}
+
+/// The requests in flight on one upstream connection, by the id and token the upstream knows.
+#[derive(Debug, Default)]
+pub struct Routes {
+    /// Held while a request is sent and registered, and taken (briefly) before a lookup: a
+    /// message about a request never overtakes its registration.
+    sending: tokio::sync::Mutex<()>,
+    table: Mutex<Table>,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    by_request: HashMap<RequestId, Origin>,
+    by_token: HashMap<ProgressToken, RequestId>,
+}
+
+/// Removes a registration when the forwarded request ends, however it ends.
+#[derive(Debug)]
+pub struct Registered<'a> {
+    routes: &'a Routes,
+    request: RequestId,
+    token: ProgressToken,
+}
+
+impl Routes {
+    /// Holds registration order: keep the guard from before the request is sent until
+    /// [`register`](Self::register) is done.
+    pub async fn sending(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.sending.lock().await
+    }
+
+    /// Records that the upstream's `request` (with its progress `token`) serves `origin`.
+    pub fn register(&self, request: RequestId, token: ProgressToken, origin: Origin) -> Registered<'_> {
+        let mut table = self.table();
+        table.by_token.insert(token.clone(), request.clone());
+        table.by_request.insert(request.clone(), origin);
+        Registered {
+            routes: self,
+            request,
+            token,
+        }
+    }
+
+    /// The origin of the upstream's request `request`, once any registration under way is done.
+    pub async fn by_request(&self, request: &RequestId) -> Option<Origin> {
+        drop(self.sending.lock().await);
+        self.table().by_request.get(request).cloned()
+    }
+
+    /// The origin of the request whose progress token is `token`.
+    pub async fn by_token(&self, token: &ProgressToken) -> Option<Origin> {
+        drop(self.sending.lock().await);
+        let table = self.table();
+        let request = table.by_token.get(token)?;
+        table.by_request.get(request).cloned()
+    }
+
+    /// The one client session with requests in flight on this upstream, if exactly one has:
+    /// where a message that names no request goes (a stdio upstream's, or one sent on the
+    /// standalone stream). Its oldest request is the origin.
+    pub async fn only_session(&self) -> Option<Origin> {
+        drop(self.sending.lock().await);
+        let table = self.table();
+        let mut origins = table.by_request.values();
+        let first = origins.next()?;
+        origins
+            .all(|other| other.session == first.session)
+            .then(|| first.clone())
+    }
+
+    /// The client sessions with requests in flight here.
+    pub fn sessions(&self) -> Vec<SessionId> {
+        let mut sessions: Vec<SessionId> = self.table().by_request.values().map(|o| o.session).collect();
+        sessions.sort_unstable();
+        sessions.dedup();
+        sessions
+    }
+
+    fn table(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        let mut table = self.routes.table();
+        table.by_request.remove(&self.request);
+        table.by_token.remove(&self.token);
+    }
+}

@@ -1,0 +1,551 @@
+//! [`Upstream`]: one upstream MCP server, its shared connection, its breakers and its last good
+//! listings.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
+    CancelledNotificationParam, ClientRequest, ListPromptsRequest, ListResourceTemplatesRequest,
+    ListResourcesRequest, ListToolsRequest, PaginatedRequestParams, Prompt, RequestId, Resource,
+    ResourceTemplate, ServerCapabilities, ServerResult, Tool,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
+use tokio_util::sync::CancellationToken;
+use toolbreaker::mcp::{ErrorWords, McpClassifier, rejection_words};
+use toolbreaker::{
+    AgentRun, Blocked, CircuitBreaker, FailureKind, Outcome, Registry, RetryPolicy, State,
+    ToolGuard,
+};
+
+use super::handler::UpstreamHandler;
+use super::link::{Link, connect};
+use super::routes::{Origin, Routes};
+use super::sessions::Sessions;
+use crate::config::{Transport, UpstreamConfig};
+
+/// The shortest and the longest wait between restarts of a stdio upstream that exited, and
+/// between attempts to list an upstream whose tools are not known yet.
+const RETRY_MIN: Duration = Duration::from_millis(250);
+const RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// Why a forwarded request got no upstream answer.
+#[derive(Debug)]
+pub enum Refusal {
+    /// The breaker refused it: nothing was sent.
+    Blocked(Blocked),
+    /// It was sent (or the connection failed) and came back with this error.
+    Failed(ServiceError),
+}
+
+/// One upstream MCP server.
+#[derive(Debug)]
+pub struct Upstream {
+    config: UpstreamConfig,
+    name: Arc<str>,
+    breaker: Arc<CircuitBreaker>,
+    tools: HashMap<String, (Arc<CircuitBreaker>, McpClassifier)>,
+    guard: ToolGuard<ErrorWords>,
+    routes: Arc<Routes>,
+    sessions: Arc<Sessions>,
+    link: Mutex<Option<Arc<Link>>>,
+    connecting: tokio::sync::Mutex<()>,
+    cache: Mutex<Cache>,
+    last_failure: Mutex<Option<&'static str>>,
+    shutdown: CancellationToken,
+}
+
+/// What the upstream last listed, and said it can do.
+#[derive(Debug, Default)]
+struct Cache {
+    capabilities: Option<ServerCapabilities>,
+    tools: Option<Vec<Tool>>,
+    resources: Option<Vec<Resource>>,
+    templates: Option<Vec<ResourceTemplate>>,
+    prompts: Option<Vec<Prompt>>,
+}
+
+/// Sends `notifications/cancelled` for a forwarded request dropped before its answer (a
+/// client's cancellation, the pipeline's timeout, a closed client connection).
+struct CancelOnDrop {
+    peer: Option<Peer<RoleClient>>,
+    request: RequestId,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(peer) = self.peer.take() {
+            let request = self.request.clone();
+            tokio::spawn(async move {
+                let cancelled = CancelledNotification::new(CancelledNotificationParam::new(
+                    Some(request),
+                    Some("cancelled by the client".into()),
+                ));
+                let _ = peer.send_notification(cancelled.into()).await;
+            });
+        }
+    }
+}
+
+impl Upstream {
+    /// Upstream `config`, with its breakers from `registry`; its client sessions are
+    /// `sessions`. Nothing connects until [`start`](Self::start) or the first request.
+    pub fn new(config: UpstreamConfig, registry: &Registry, sessions: Arc<Sessions>) -> Arc<Self> {
+        let name: Arc<str> = Arc::from(config.name.as_str());
+        let breaker = registry.get(&config.name);
+        let tools = config
+            .tools
+            .iter()
+            .map(|tool| {
+                let breaker = if tool.own_breaker {
+                    registry.get(&format!("{}.{}", config.name, tool.name))
+                } else {
+                    breaker.clone()
+                };
+                let classifier = tool.classifier.clone().unwrap_or_else(|| config.classifier.clone());
+                (tool.name.clone(), (breaker, classifier))
+            })
+            .collect();
+        let guard = ToolGuard::new(config.per_call_timeout, RetryPolicy::none()).error_text(rejection_words as ErrorWords);
+        Arc::new(Upstream {
+            name,
+            breaker,
+            tools,
+            guard,
+            routes: Arc::default(),
+            sessions,
+            link: Mutex::new(None),
+            connecting: tokio::sync::Mutex::new(()),
+            cache: Mutex::default(),
+            last_failure: Mutex::new(None),
+            shutdown: CancellationToken::new(),
+            config,
+        })
+    }
+
+    /// The upstream's configuration.
+    pub fn config(&self) -> &UpstreamConfig {
+        &self.config
+    }
+
+    /// The upstream's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The upstream's breaker.
+    pub fn breaker(&self) -> &Arc<CircuitBreaker> {
+        &self.breaker
+    }
+
+    /// The kind of the last counted failure, if any.
+    pub fn last_failure(&self) -> Option<&'static str> {
+        *lock(&self.last_failure)
+    }
+
+    /// The upstream's capabilities, once it has been reached.
+    pub fn capabilities(&self) -> Option<ServerCapabilities> {
+        lock(&self.cache).capabilities.clone()
+    }
+
+    /// The tools it last listed (its own names), if it has been listed.
+    pub fn known_tools(&self) -> Option<Vec<Tool>> {
+        lock(&self.cache).tools.clone()
+    }
+
+    /// Starts the background task that lists an upstream not listed yet (one down at start)
+    /// under its breaker, and restarts a stdio upstream that exited, with backoff. When its
+    /// tools become known, every client session is sent `notifications/tools/list_changed`.
+    pub fn start(self: &Arc<Self>) {
+        let upstream = Arc::clone(self);
+        tokio::spawn(async move { upstream.watch().await });
+    }
+
+    /// Ends the background task and the connection (a stdio child is ended).
+    pub fn stop(&self) {
+        self.shutdown.cancel();
+        lock(&self.link).take();
+    }
+
+    async fn watch(self: Arc<Self>) {
+        let mut wait = RETRY_MIN;
+        loop {
+            let link = lock(&self.link).clone();
+            let stdio = matches!(self.config.transport, Transport::Stdio { .. });
+            let needs_link = stdio && !link.as_ref().is_some_and(|l| l.is_alive());
+            let unknown = lock(&self.cache).tools.is_none();
+            if needs_link || unknown {
+                let before = unknown;
+                let ok = if needs_link { self.link().await.is_ok() } else { true };
+                let listed = ok && (!unknown || self.list_tools().await.is_some());
+                if before && lock(&self.cache).tools.is_some() {
+                    for peer in self.sessions.peers() {
+                        let _ = peer.notify_tool_list_changed().await;
+                    }
+                }
+                if ok && listed {
+                    wait = RETRY_MIN;
+                    continue;
+                }
+                let delay = match self.breaker.try_acquire() {
+                    Ok(_) => wait,
+                    Err(blocked) if !needs_link => blocked.retry_after().max(wait),
+                    Err(_) => wait,
+                };
+                wait = (wait * 2).min(RETRY_MAX);
+                tokio::select! {
+                    () = self.shutdown.cancelled() => return,
+                    () = tokio::time::sleep(delay) => {}
+                }
+                continue;
+            }
+            // Linked and listed: wait for the connection to go (a child that exits).
+            tokio::select! {
+                () = self.shutdown.cancelled() => return,
+                () = async {
+                    match &link {
+                        Some(link) => link.gone().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    self.crashed();
+                }
+            }
+        }
+    }
+
+    /// The child exited: a counted `connect` failure, and the link is dropped.
+    fn crashed(&self) {
+        lock(&self.link).take();
+        *lock(&self.last_failure) = Some(FailureKind::Connect.as_str());
+        if let Ok(permit) = self.breaker.try_acquire() {
+            permit.record(Outcome::Failure(FailureKind::Connect));
+        }
+    }
+
+    /// The live connection, connecting when there is none.
+    async fn link(&self) -> Result<Arc<Link>, ServiceError> {
+        if let Some(link) = lock(&self.link).as_ref().filter(|l| l.is_alive()) {
+            return Ok(Arc::clone(link));
+        }
+        let _one = self.connecting.lock().await;
+        if let Some(link) = lock(&self.link).as_ref().filter(|l| l.is_alive()) {
+            return Ok(Arc::clone(link));
+        }
+        if self.shutdown.is_cancelled() {
+            return Err(ServiceError::TransportClosed);
+        }
+        let handler = UpstreamHandler::new(self.name.clone(), self.routes.clone(), self.sessions.clone());
+        match connect(&self.name, &self.config.transport, handler).await {
+            Ok(link) => {
+                let link = Arc::new(link);
+                if let Some(info) = link.peer().peer_info() {
+                    lock(&self.cache).capabilities = Some(info.capabilities.clone());
+                }
+                *lock(&self.link) = Some(Arc::clone(&link));
+                tracing::info!(upstream = %self.name, "connected");
+                Ok(link)
+            }
+            Err(error) => {
+                tracing::warn!(upstream = %self.name, %error, "cannot connect");
+                Err(ServiceError::TransportClosed)
+            }
+        }
+    }
+
+    /// Sends `request` on the connection and waits for its answer, routing what the upstream
+    /// sends about it to `origin`; `cancel` (the client's cancellation) or dropping the future
+    /// cancels it upstream.
+    pub async fn send(
+        &self,
+        request: ClientRequest,
+        origin: Option<Origin>,
+        cancel: &CancellationToken,
+    ) -> Result<ServerResult, ServiceError> {
+        let link = self.link().await?;
+        let peer = link.peer();
+        let mut options = PeerRequestOptions::no_options();
+        options.meta = origin.as_ref().and_then(|o| o.meta.clone());
+        let sending = self.routes.sending().await;
+        let mut handle = peer.send_request_with_option(request, options).await?;
+        let _registered = origin.map(|origin| {
+            self.routes
+                .register(handle.id.clone(), handle.progress_token.clone(), origin)
+        });
+        drop(sending);
+        let mut on_drop = CancelOnDrop {
+            peer: Some(peer.clone()),
+            request: handle.id.clone(),
+        };
+        let answer = tokio::select! {
+            answer = &mut handle.rx => answer.unwrap_or(Err(ServiceError::TransportClosed)),
+            () = cancel.cancelled() => return Err(ServiceError::Cancelled { reason: Some("cancelled by the client".into()) }),
+        };
+        on_drop.peer = None;
+        answer
+    }
+
+    /// [`send`](Self::send), admitted by the upstream's breaker, bounded by the per-call
+    /// timeout, its outcome classified and recorded.
+    ///
+    /// # Errors
+    ///
+    /// [`Refusal::Blocked`] when the breaker refused it, [`Refusal::Failed`] with the upstream's
+    /// error (or the timeout, or the connection's failure).
+    pub async fn request(
+        &self,
+        request: ClientRequest,
+        origin: Option<Origin>,
+        cancel: &CancellationToken,
+    ) -> Result<ServerResult, Refusal> {
+        let permit = self.breaker.try_acquire().map_err(Refusal::Blocked)?;
+        let timeout = self.config.per_call_timeout;
+        let answer = match tokio::time::timeout(timeout, self.send(request, origin, cancel)).await {
+            Ok(answer) => answer,
+            Err(_) => Err(ServiceError::Timeout { timeout }),
+        };
+        match &answer {
+            Ok(_) => {
+                permit.record(Outcome::Success);
+            }
+            // A cancelled request says nothing of the upstream: the permit goes back unrecorded.
+            Err(ServiceError::Cancelled { .. }) => drop(permit),
+            Err(error) => {
+                let outcome = self.config.classifier.error(error);
+                self.note(outcome);
+                permit.record(outcome);
+            }
+        }
+        answer.map_err(Refusal::Failed)
+    }
+
+    fn note(&self, outcome: Outcome) {
+        if let Outcome::Failure(kind) = outcome {
+            *lock(&self.last_failure) = Some(kind.as_str());
+        }
+    }
+
+    /// Calls `params.name` (the upstream's own name) through the guard pipeline: its breaker
+    /// (the tool's own, if configured), the per-call timeout and the classification; the
+    /// answer the model reads.
+    pub async fn call_tool(
+        &self,
+        run: &AgentRun,
+        params: CallToolRequestParams,
+        origin: Option<Origin>,
+        cancel: &CancellationToken,
+    ) -> CallToolResult {
+        let (breaker, classifier) = match self.tools.get(params.name.as_ref()) {
+            Some((breaker, classifier)) => (breaker, classifier),
+            None => (&self.breaker, &self.config.classifier),
+        };
+        let mut params = Some(params);
+        let result = self
+            .guard
+            .call(run, breaker, toolbreaker::classify::with(classifier), || {
+                let params = params.take();
+                let origin = origin.clone();
+                async move {
+                    let params = params.ok_or(ServiceError::UnexpectedResponse)?;
+                    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+                    match self.send(request, origin, cancel).await? {
+                        ServerResult::CallToolResult(result) => Ok(result),
+                        _ => Err(ServiceError::UnexpectedResponse),
+                    }
+                }
+            })
+            .await;
+        if let toolbreaker::ToolResult::Failed { kind, .. } = &result {
+            *lock(&self.last_failure) = Some(kind.as_str());
+        }
+        result.into()
+    }
+
+    /// Every tool of the upstream (its own names), page after page, admitted by its breaker;
+    /// the last good listing when the breaker refuses or the listing fails; `None` when it
+    /// has never been listed.
+    pub async fn list_tools(&self) -> Option<Vec<Tool>> {
+        let listed = self
+            .all_pages(
+                |p| ClientRequest::ListToolsRequest(ListToolsRequest::with_param(p)),
+                |r| match r {
+                    ServerResult::ListToolsResult(r) => Some((r.tools, r.next_cursor)),
+                    _ => None,
+                },
+            )
+            .await;
+        let mut cache = lock(&self.cache);
+        if let Some(tools) = listed {
+            cache.tools = Some(tools);
+        }
+        cache.tools.clone()
+    }
+
+    /// [`list_tools`](Self::list_tools) for resources.
+    pub async fn list_resources(&self) -> Option<Vec<Resource>> {
+        if !self.has(|c| c.resources.is_some()) {
+            return None;
+        }
+        let listed = self
+            .all_pages(
+                |p| ClientRequest::ListResourcesRequest(ListResourcesRequest::with_param(p)),
+                |r| match r {
+                    ServerResult::ListResourcesResult(r) => Some((r.resources, r.next_cursor)),
+                    _ => None,
+                },
+            )
+            .await;
+        let mut cache = lock(&self.cache);
+        if let Some(listed) = listed {
+            cache.resources = Some(listed);
+        }
+        cache.resources.clone()
+    }
+
+    /// [`list_tools`](Self::list_tools) for resource templates.
+    pub async fn list_templates(&self) -> Option<Vec<ResourceTemplate>> {
+        if !self.has(|c| c.resources.is_some()) {
+            return None;
+        }
+        let listed = self
+            .all_pages(
+                |p| ClientRequest::ListResourceTemplatesRequest(ListResourceTemplatesRequest::with_param(p)),
+                |r| match r {
+                    ServerResult::ListResourceTemplatesResult(r) => Some((r.resource_templates, r.next_cursor)),
+                    _ => None,
+                },
+            )
+            .await;
+        let mut cache = lock(&self.cache);
+        if let Some(listed) = listed {
+            cache.templates = Some(listed);
+        }
+        cache.templates.clone()
+    }
+
+    /// [`list_tools`](Self::list_tools) for prompts.
+    pub async fn list_prompts(&self) -> Option<Vec<Prompt>> {
+        if !self.has(|c| c.prompts.is_some()) {
+            return None;
+        }
+        let listed = self
+            .all_pages(
+                |p| ClientRequest::ListPromptsRequest(ListPromptsRequest::with_param(p)),
+                |r| match r {
+                    ServerResult::ListPromptsResult(r) => Some((r.prompts, r.next_cursor)),
+                    _ => None,
+                },
+            )
+            .await;
+        let mut cache = lock(&self.cache);
+        if let Some(listed) = listed {
+            cache.prompts = Some(listed);
+        }
+        cache.prompts.clone()
+    }
+
+    /// Whether the upstream's capabilities (once known) include what `has` asks; true while
+    /// they are not known, so that the first listing connects and finds out.
+    fn has(&self, has: impl Fn(&ServerCapabilities) -> bool) -> bool {
+        lock(&self.cache).capabilities.as_ref().is_none_or(has)
+    }
+
+    async fn all_pages<T>(
+        &self,
+        make: impl Fn(PaginatedRequestParams) -> ClientRequest,
+        take: impl Fn(ServerResult) -> Option<(Vec<T>, Option<String>)>,
+    ) -> Option<Vec<T>> {
+        let permit = self.breaker.try_acquire().ok()?;
+        let cancel = CancellationToken::new();
+        let timeout = self.config.per_call_timeout;
+        let pages = async {
+            let mut all = Vec::new();
+            let mut cursor = None;
+            // A bound on pages: an upstream that hands out cursors forever is cut off.
+            for _ in 0..1000 {
+                let mut params = PaginatedRequestParams::default();
+                params.cursor = cursor.take();
+                let answer = self.send(make(params), None, &cancel).await?;
+                let (items, next) = take(answer).ok_or(ServiceError::UnexpectedResponse)?;
+                all.extend(items);
+                match next {
+                    Some(next) if !next.is_empty() => cursor = Some(next),
+                    _ => return Ok(all),
+                }
+            }
+            Ok(all)
+        };
+        match tokio::time::timeout(timeout, pages).await.unwrap_or(Err(ServiceError::Timeout { timeout })) {
+            Ok(all) => {
+                permit.record(Outcome::Success);
+                Some(all)
+            }
+            Err(error) => {
+                let outcome = self.config.classifier.error(&error);
+                self.note(outcome);
+                permit.record(outcome);
+                None
+            }
+        }
+    }
+
+    /// The upstream's line of `/status`.
+    pub fn status(&self) -> serde_json::Value {
+        let state = self.breaker.state();
+        let retry_after_ms = match self.breaker.try_acquire() {
+            Ok(permit) => {
+                drop(permit);
+                None
+            }
+            Err(blocked) => Some(u64::try_from(blocked.retry_after().as_millis()).unwrap_or(u64::MAX)),
+        };
+        let state = match state {
+            State::Closed => "closed",
+            State::Open => "open",
+            State::HalfOpen => "half_open",
+        };
+        serde_json::json!({
+            "name": &*self.name,
+            "transport": match self.config.transport { Transport::Http { .. } => "http", Transport::Stdio { .. } => "stdio" },
+            "state": state,
+            "retry_after_ms": retry_after_ms,
+            "last_failure": self.last_failure(),
+            "tools": lock(&self.cache).tools.as_ref().map_or(0, Vec::len),
+            "connected": lock(&self.link).as_ref().is_some_and(|l| l.is_alive()),
+        })
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Upstream {
+    /// Whether the upstream's last resource listing holds `uri`.
+    pub fn lists_resource(&self, uri: &str) -> bool {
+        lock(&self.cache)
+            .resources
+            .as_ref()
+            .is_some_and(|r| r.iter().any(|r| r.uri == uri))
+    }
+
+    /// Whether `uri` fits one of the upstream's resource templates (the text before the
+    /// template's first `{`, when that is not empty).
+    pub fn fits_template(&self, uri: &str) -> bool {
+        lock(&self.cache).templates.as_ref().is_some_and(|templates| {
+            templates.iter().any(|t| {
+                let stem = t.uri_template.split('{').next().unwrap_or_default();
+                !stem.is_empty() && uri.starts_with(stem)
+            })
+        })
+    }
+
+    /// Tells the upstream that a client's roots changed, if it is connected.
+    pub async fn roots_changed(&self) {
+        let link = lock(&self.link).clone();
+        if let Some(link) = link.filter(|l| l.is_alive()) {
+            let _ = link.peer().notify_roots_list_changed().await;
+        }
+    }
+}
