@@ -9,14 +9,17 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequest, ClientNotification, ClientRequest, CompleteRequest, EmptyResult, ErrorCode,
-    GetPromptRequest, Implementation, InitializeResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ProtocolVersion,
-    ReadResourceRequest, Reference, ServerCapabilities, ServerResult, SetLevelRequest,
-    SubscribeRequest, UnsubscribeRequest,
+    CallToolRequestParams, CallToolResponse, ClientRequest, CompleteRequest,
+    CompleteRequestParams, CompleteResult, GetPromptRequest, GetPromptRequestParams,
+    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams,
+    ReadResourceResponse, Reference, ServerCapabilities, ServerResult, SetLevelRequest,
+    SetLevelRequestParams, SubscribeRequest, SubscribeRequestParams, UnsubscribeRequest,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer, Service};
-use rmcp::ErrorData;
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler};
 
 use super::core::Core;
 use crate::upstream::{Origin, PROTOCOL, SessionId};
@@ -75,111 +78,170 @@ impl Drop for Session {
     }
 }
 
-impl Service<RoleServer> for Session {
-    async fn handle_request(
+/// The answer of the kind a request expects; another kind from the upstream is an error.
+fn expect<T>(answer: ServerResult, take: impl FnOnce(ServerResult) -> Option<T>) -> Result<T, ErrorData> {
+    take(answer).ok_or_else(|| ErrorData::internal_error("the upstream answered with another kind of result", None))
+}
+
+impl ServerHandler for Session {
+    async fn initialize(
         &self,
-        request: ClientRequest,
+        request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> Result<ServerResult, ErrorData> {
+    ) -> Result<InitializeResult, ErrorData> {
         self.core.sessions().attach(self.id, &context.peer);
-        let core = &self.core;
-        let cancel = context.ct.clone();
-        match request {
-            ClientRequest::InitializeRequest(request) => {
-                let result = self.initialize(&request.params.protocol_version);
-                context.peer.set_peer_info(request.params);
-                Ok(ServerResult::InitializeResult(result))
-            }
-            ClientRequest::PingRequest(_) => Ok(ServerResult::EmptyResult(EmptyResult {})),
-            ClientRequest::ListToolsRequest(_) => Ok(ServerResult::ListToolsResult(
-                ListToolsResult::with_all_items(core.tools().await),
-            )),
-            ClientRequest::CallToolRequest(request) => {
-                let CallToolRequest { params, .. } = request;
-                let result = core.call_tool(params, self.origin(&context), &cancel).await?;
-                Ok(ServerResult::CallToolResult(result))
-            }
-            ClientRequest::ListResourcesRequest(_) => Ok(ServerResult::ListResourcesResult(
-                ListResourcesResult::with_all_items(core.resources().await),
-            )),
-            ClientRequest::ListResourceTemplatesRequest(_) => Ok(ServerResult::ListResourceTemplatesResult(
-                ListResourceTemplatesResult::with_all_items(core.templates().await),
-            )),
-            ClientRequest::ReadResourceRequest(request) => {
-                let upstream = core.upstream_of_uri(&request.params.uri).await?;
-                let forwarded = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(request.params));
-                core.forward(&upstream, forwarded, self.origin(&context), &cancel).await
-            }
-            ClientRequest::SubscribeRequest(request) => {
-                let uri = request.params.uri.clone();
-                let upstream = core.upstream_of_uri(&uri).await?;
-                let first = core.sessions().subscribe(self.id, &uri);
-                if !first {
-                    return Ok(ServerResult::EmptyResult(EmptyResult {}));
-                }
-                let forwarded = ClientRequest::SubscribeRequest(SubscribeRequest::new(request.params));
-                let answer = core.forward(&upstream, forwarded, self.origin(&context), &cancel).await;
-                if answer.is_err() {
-                    core.sessions().unsubscribe(self.id, &uri);
-                }
-                answer
-            }
-            ClientRequest::UnsubscribeRequest(request) => {
-                let uri = request.params.uri.clone();
-                let upstream = core.upstream_of_uri(&uri).await?;
-                if !core.sessions().unsubscribe(self.id, &uri) {
-                    return Ok(ServerResult::EmptyResult(EmptyResult {}));
-                }
-                let forwarded = ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(request.params));
-                core.forward(&upstream, forwarded, self.origin(&context), &cancel).await
-            }
-            ClientRequest::ListPromptsRequest(_) => Ok(ServerResult::ListPromptsResult(
-                ListPromptsResult::with_all_items(core.prompts().await),
-            )),
-            ClientRequest::GetPromptRequest(request) => {
-                let mut params = request.params;
-                let (upstream, name) = core.resolve_prompt(&params.name).await?;
-                params.name = name;
-                let forwarded = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
-                core.forward(&upstream, forwarded, self.origin(&context), &cancel).await
-            }
-            ClientRequest::CompleteRequest(request) => {
-                let mut params = request.params;
-                let upstream = match &mut params.r#ref {
-                    Reference::Prompt(prompt) => {
-                        let (upstream, name) = core.resolve_prompt(&prompt.name).await?;
-                        prompt.name = name;
-                        upstream
-                    }
-                    Reference::Resource(resource) => core.upstream_of_uri(&resource.uri).await?,
-                    _ => return Err(ErrorData::invalid_params("unknown completion reference", None)),
-                };
-                let forwarded = ClientRequest::CompleteRequest(CompleteRequest::new(params));
-                core.forward(&upstream, forwarded, self.origin(&context), &cancel).await
-            }
-            ClientRequest::SetLevelRequest(request) => {
-                core.set_level(SetLevelRequest::new(request.params), self.origin(&context)).await;
-                Ok(ServerResult::EmptyResult(EmptyResult {}))
-            }
-            other => Err(ErrorData::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                other.method().to_owned(),
-                None,
-            )),
-        }
+        let result = self.initialize(&request.protocol_version);
+        context.peer.set_peer_info(request);
+        Ok(result)
     }
 
-    async fn handle_notification(
+    async fn list_tools(
         &self,
-        notification: ClientNotification,
-        context: NotificationContext<RoleServer>,
+        _: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.core.sessions().attach(self.id, &context.peer);
+        Ok(ListToolsResult::with_all_items(self.core.tools().await))
+    }
+
+    async fn call_tool(
+        &self,
+        params: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.core.sessions().attach(self.id, &context.peer);
+        let cancel = context.ct.clone();
+        let result = self.core.call_tool(params, self.origin(&context), &cancel).await?;
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.core.sessions().attach(self.id, &context.peer);
+        Ok(ListResourcesResult::with_all_items(self.core.resources().await))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.core.sessions().attach(self.id, &context.peer);
+        Ok(ListResourceTemplatesResult::with_all_items(self.core.templates().await))
+    }
+
+    async fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.core.sessions().attach(self.id, &context.peer);
+        let upstream = self.core.upstream_of_uri(&params.uri).await?;
+        let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
+        let answer = self.core.forward(&upstream, request, self.origin(&context), &context.ct).await?;
+        expect(answer, |a| match a {
+            ServerResult::ReadResourceResult(r) => Some(r.into()),
+            _ => None,
+        })
+    }
+
+    async fn subscribe(
+        &self,
+        params: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.core.sessions().attach(self.id, &context.peer);
-        if let ClientNotification::RootsListChangedNotification(_) = notification {
-            self.core.roots_changed().await;
+        let uri = params.uri.clone();
+        let upstream = self.core.upstream_of_uri(&uri).await?;
+        if !self.core.sessions().subscribe(self.id, &uri) {
+            return Ok(());
         }
-        // A cancellation cancels the request's context (rmcp), which cancels what it forwarded.
+        let request = ClientRequest::SubscribeRequest(SubscribeRequest::new(params));
+        let answer = self.core.forward(&upstream, request, self.origin(&context), &context.ct).await;
+        if answer.is_err() {
+            self.core.sessions().unsubscribe(self.id, &uri);
+        }
+        answer.map(drop)
+    }
+
+    async fn unsubscribe(
+        &self,
+        params: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.core.sessions().attach(self.id, &context.peer);
+        let upstream = self.core.upstream_of_uri(&params.uri).await?;
+        if !self.core.sessions().unsubscribe(self.id, &params.uri) {
+            return Ok(());
+        }
+        let request = ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(params));
+        self.core.forward(&upstream, request, self.origin(&context), &context.ct).await.map(drop)
+    }
+
+    async fn list_prompts(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.core.sessions().attach(self.id, &context.peer);
+        Ok(ListPromptsResult::with_all_items(self.core.prompts().await))
+    }
+
+    async fn get_prompt(
+        &self,
+        mut params: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.core.sessions().attach(self.id, &context.peer);
+        let (upstream, name) = self.core.resolve_prompt(&params.name).await?;
+        params.name = name;
+        let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
+        let answer = self.core.forward(&upstream, request, self.origin(&context), &context.ct).await?;
+        expect(answer, |a| match a {
+            ServerResult::GetPromptResult(r) => Some(r.into()),
+            _ => None,
+        })
+    }
+
+    async fn complete(
+        &self,
+        mut params: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.core.sessions().attach(self.id, &context.peer);
+        let upstream = match &mut params.r#ref {
+            Reference::Prompt(prompt) => {
+                let (upstream, name) = self.core.resolve_prompt(&prompt.name).await?;
+                prompt.name = name;
+                upstream
+            }
+            Reference::Resource(resource) => self.core.upstream_of_uri(&resource.uri).await?,
+            _ => return Err(ErrorData::invalid_params("unknown completion reference", None)),
+        };
+        let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
+        let answer = self.core.forward(&upstream, request, self.origin(&context), &context.ct).await?;
+        expect(answer, |a| match a {
+            ServerResult::CompleteResult(r) => Some(r),
+            _ => None,
+        })
+    }
+
+    async fn set_level(
+        &self,
+        params: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.core.sessions().attach(self.id, &context.peer);
+        self.core.set_level(SetLevelRequest::new(params), self.origin(&context)).await;
         Ok(())
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        self.core.sessions().attach(self.id, &context.peer);
+        self.core.roots_changed().await;
     }
 
     fn get_info(&self) -> InitializeResult {
