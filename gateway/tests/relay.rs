@@ -26,7 +26,26 @@ struct Up;
 
 impl ServerHandler for Up {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
+    }
+
+    async fn list_resources(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        Ok(rmcp::model::ListResourcesResult::with_all_items(vec![rmcp::model::Resource::new("mem://a", "a")]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        if request.uri != "mem://a" {
+            return Err(ErrorData::resource_not_found("no such resource", None));
+        }
+        Ok(rmcp::model::ReadResourceResult::new(vec![rmcp::model::ResourceContents::text("A", "mem://a")]).into())
     }
 
     async fn list_tools(
@@ -76,6 +95,7 @@ impl ServerHandler for Up {
 #[derive(Clone, Default)]
 struct Client {
     progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    tools_changed: Arc<tokio::sync::Notify>,
 }
 
 impl ClientHandler for Client {
@@ -97,9 +117,21 @@ impl ClientHandler for Client {
     async fn on_progress(&self, params: ProgressNotificationParam, _: NotificationContext<RoleClient>) {
         self.progress.lock().unwrap().push(params);
     }
+
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        self.tools_changed.notify_one();
+    }
 }
 
 async fn serve<S: ServerHandler + Send + 'static>(
+    factory: impl Fn() -> S + Send + Sync + 'static,
+) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    serve_on(listener, factory).await
+}
+
+async fn serve_on<S: ServerHandler + Send + 'static>(
+    listener: tokio::net::TcpListener,
     factory: impl Fn() -> S + Send + Sync + 'static,
 ) -> String {
     let service = StreamableHttpService::new(
@@ -107,7 +139,6 @@ async fn serve<S: ServerHandler + Send + 'static>(
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         axum::serve(listener, axum::Router::new().nest_service("/mcp", service)).await.unwrap();
@@ -129,7 +160,9 @@ fn upstream(name: &str, prefix: &str, url: &str) -> UpstreamConfig {
 }
 
 async fn gateway(upstreams: Vec<UpstreamConfig>) -> (Gateway, String) {
-    let gateway = Gateway::new("gw", Registry::builder().build(), Duration::from_secs(30));
+    // Trips at the third failure in a row, and probes again after 200 ms.
+    let config = toolbreaker::Config::new(3, Duration::from_millis(200), Duration::from_secs(5)).unwrap();
+    let gateway = Gateway::new("gw", Registry::new(config), Duration::from_secs(30));
     gateway
         .start(GatewayConfig { upstreams, registry: Default::default() })
         .await
@@ -174,4 +207,87 @@ async fn tools_are_listed_under_the_prefix_and_calls_relay_progress_and_sampling
 
     let unknown = service.call_tool(CallToolRequestParams::new("up.nothing")).await;
     assert!(unknown.is_err(), "{unknown:?}");
+}
+
+fn names(tools: &[Tool]) -> Vec<String> {
+    let mut names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_down_at_start_leaves_the_others_listed_and_its_tools_are_announced_when_it_comes() {
+    let up = serve(|| Up).await;
+    let free = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let late_addr = free.local_addr().unwrap();
+    drop(free);
+    let late_url = format!("http://{late_addr}/mcp");
+    let (gateway, url) = gateway(vec![upstream("up", "up.", &up), upstream("late", "late.", &late_url)]).await;
+    let (handler, service) = client(&url).await;
+    assert_eq!(names(&service.list_all_tools().await.unwrap()), ["up.ask", "up.echo"]);
+    let status = gateway.status();
+    assert_eq!(status["upstreams"][1]["tools"], 0, "{status}");
+    assert_eq!(status["upstreams"][1]["last_failure"], "connect", "{status}");
+
+    let listener = tokio::net::TcpListener::bind(late_addr).await.unwrap();
+    serve_on(listener, || Up).await;
+    tokio::time::timeout(Duration::from_secs(30), handler.tools_changed.notified())
+        .await
+        .expect("the client is told when the late upstream's tools become known");
+    assert_eq!(
+        names(&service.list_all_tools().await.unwrap()),
+        ["late.ask", "late.echo", "up.ask", "up.echo"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_upstream_is_not_asked_its_listing_is_the_last_good_one_and_a_blocked_read_carries_the_tool_result() {
+    let up = serve(|| Up).await;
+    let (gateway, url) = gateway(vec![upstream("up", "", &up)]).await;
+    let (_handler, service) = client(&url).await;
+    let resources = service.list_all_resources().await.unwrap();
+    assert_eq!(resources.len(), 1);
+    gateway.registry().get("up").force_open();
+
+    assert_eq!(names(&service.list_all_tools().await.unwrap()), ["ask", "echo"], "the last good listing");
+    let blocked = service.call_tool(CallToolRequestParams::new("echo")).await.unwrap();
+    assert_eq!(blocked.is_error, Some(true));
+    assert_eq!(blocked.structured_content.as_ref().unwrap()["status"], "blocked", "{blocked:?}");
+
+    let read = service
+        .read_resource(rmcp::model::ReadResourceRequestParams::new("mem://a"))
+        .await
+        .unwrap_err();
+    let rmcp::service::ServiceError::McpError(error) = read else { panic!("{read:?}") };
+    let data = error.data.expect("the ToolResult JSON");
+    assert_eq!((data["status"].as_str(), data["dependency"].as_str()), (Some("blocked"), Some("up")), "{data}");
+    assert_eq!(data["reason"], "isolated", "forced open by hand");
+
+    gateway.registry().get("up").force_closed();
+    let read = service.read_resource(rmcp::model::ReadResourceRequestParams::new("mem://a")).await.unwrap();
+    assert_eq!(read.contents.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_upstreams_showing_one_name_is_an_error_at_start_naming_both() {
+    let (a, b) = (serve(|| Up).await, serve(|| Up).await);
+    let gateway = Gateway::new("gw", Registry::builder().build(), Duration::from_secs(30));
+    let err = gateway
+        .start(GatewayConfig { upstreams: vec![upstream("a", "", &a), upstream("b", "", &b)], registry: Default::default() })
+        .await
+        .unwrap_err();
+    assert_eq!(err.upstreams, ("a".to_owned(), "b".to_owned()));
+    assert!(err.to_string().contains("`a`") && err.to_string().contains("`b`"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_the_config_hides_is_neither_listed_nor_callable() {
+    let up = serve(|| Up).await;
+    let mut config = upstream("up", "up.", &up);
+    config.deny = vec!["ask".into()];
+    let (_gateway, url) = gateway(vec![config]).await;
+    let (_handler, service) = client(&url).await;
+    assert_eq!(names(&service.list_all_tools().await.unwrap()), ["up.echo"]);
+    let hidden = service.call_tool(CallToolRequestParams::new("up.ask")).await;
+    assert!(matches!(hidden, Err(rmcp::service::ServiceError::McpError(ref e)) if e.code == rmcp::model::ErrorCode::INVALID_PARAMS), "{hidden:?}");
 }
