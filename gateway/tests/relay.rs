@@ -13,7 +13,9 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient, RoleServer, RunningService};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::{StreamableHttpClientTransport, StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::{
+    StreamableHttpClientTransport, StreamableHttpServerConfig, StreamableHttpService,
+};
 use rmcp::{ClientHandler, ErrorData, ServerHandler, ServiceExt};
 use toolbreaker::Registry;
 use toolbreaker_gateway::config::{GatewayConfig, Transport, UpstreamConfig};
@@ -26,7 +28,12 @@ struct Up;
 
 impl ServerHandler for Up {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
     }
 
     async fn list_resources(
@@ -34,7 +41,9 @@ impl ServerHandler for Up {
         _: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
-        Ok(rmcp::model::ListResourcesResult::with_all_items(vec![rmcp::model::Resource::new("mem://a", "a")]))
+        Ok(rmcp::model::ListResourcesResult::with_all_items(vec![
+            rmcp::model::Resource::new("mem://a", "a"),
+        ]))
     }
 
     async fn read_resource(
@@ -45,7 +54,12 @@ impl ServerHandler for Up {
         if request.uri != "mem://a" {
             return Err(ErrorData::resource_not_found("no such resource", None));
         }
-        Ok(rmcp::model::ReadResourceResult::new(vec![rmcp::model::ResourceContents::text("A", "mem://a")]).into())
+        Ok(
+            rmcp::model::ReadResourceResult::new(vec![rmcp::model::ResourceContents::text(
+                "A", "mem://a",
+            )])
+            .into(),
+        )
     }
 
     async fn list_tools(
@@ -53,7 +67,10 @@ impl ServerHandler for Up {
         _: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let schema = Arc::new(serde_json::Map::from_iter([("type".to_owned(), "object".into())]));
+        let schema = Arc::new(serde_json::Map::from_iter([(
+            "type".to_owned(),
+            "object".into(),
+        )]));
         Ok(ListToolsResult::with_all_items(vec![
             Tool::new("echo", "echo", schema.clone()),
             Tool::new("ask", "ask", schema),
@@ -75,14 +92,26 @@ impl ServerHandler for Up {
             }
             "ask" => {
                 if let Some(token) = context.meta.get_progress_token() {
-                    let _ = context.peer.notify_progress(ProgressNotificationParam::new(token, 0.5)).await;
+                    let _ = context
+                        .peer
+                        .notify_progress(ProgressNotificationParam::new(token, 0.5))
+                        .await;
                 }
                 let sampled = context
                     .peer
-                    .create_message(CreateMessageRequestParams::new(vec![SamplingMessage::user_text("hi")], 10))
+                    .create_message(CreateMessageRequestParams::new(
+                        vec![SamplingMessage::user_text("hi")],
+                        10,
+                    ))
                     .await
                     .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-                let text = sampled.message.content.first().and_then(|c| c.as_text()).map(|t| t.text.clone()).unwrap_or_default();
+                let text = sampled
+                    .message
+                    .content
+                    .first()
+                    .and_then(|c| c.as_text())
+                    .map(|t| t.text.clone())
+                    .unwrap_or_default();
                 CallToolResult::success(vec![ContentBlock::text(text)])
             }
             _ => return Err(ErrorData::invalid_params("no such tool", None)),
@@ -111,10 +140,17 @@ impl ClientHandler for Client {
         _: CreateMessageRequestParams,
         _: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        Ok(CreateMessageResult::new(SamplingMessage::assistant_text("sampled"), "m".into()))
+        Ok(CreateMessageResult::new(
+            SamplingMessage::assistant_text("sampled"),
+            "m".into(),
+        ))
     }
 
-    async fn on_progress(&self, params: ProgressNotificationParam, _: NotificationContext<RoleClient>) {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
         self.progress.lock().unwrap().push(params);
     }
 
@@ -141,7 +177,9 @@ async fn serve_on<S: ServerHandler + Send + 'static>(
     );
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
-        axum::serve(listener, axum::Router::new().nest_service("/mcp", service)).await.unwrap();
+        axum::serve(listener, axum::Router::new().nest_service("/mcp", service))
+            .await
+            .unwrap();
     });
     format!("http://{addr}/mcp")
 }
@@ -150,7 +188,10 @@ fn upstream(name: &str, prefix: &str, url: &str) -> UpstreamConfig {
     UpstreamConfig {
         name: name.into(),
         prefix: prefix.into(),
-        transport: Transport::Http { url: url.into(), headers: vec![] },
+        transport: Transport::Http {
+            url: url.into(),
+            headers: vec![],
+        },
         allow: None,
         deny: vec![],
         per_call_timeout: Duration::from_secs(10),
@@ -161,10 +202,14 @@ fn upstream(name: &str, prefix: &str, url: &str) -> UpstreamConfig {
 
 async fn gateway(upstreams: Vec<UpstreamConfig>) -> (Gateway, String) {
     // Trips at the third failure in a row, and probes again after 200 ms.
-    let config = toolbreaker::Config::new(3, Duration::from_millis(200), Duration::from_secs(5)).unwrap();
+    let config =
+        toolbreaker::Config::new(3, Duration::from_millis(200), Duration::from_secs(5)).unwrap();
     let gateway = Gateway::new("gw", Registry::new(config), Duration::from_secs(30));
     gateway
-        .start(GatewayConfig { upstreams, registry: Default::default() })
+        .start(GatewayConfig {
+            upstreams,
+            registry: Default::default(),
+        })
         .await
         .unwrap();
     let g = gateway.clone();
@@ -200,12 +245,25 @@ async fn tools_are_listed_under_the_prefix_and_calls_relay_progress_and_sampling
         .unwrap();
     assert_eq!(echoed.content[0].as_text().unwrap().text, "hello");
 
-    let asked = service.call_tool(CallToolRequestParams::new("up.ask")).await.unwrap();
-    assert_eq!(asked.content[0].as_text().unwrap().text, "sampled", "{asked:?}");
+    let asked = service
+        .call_tool(CallToolRequestParams::new("up.ask"))
+        .await
+        .unwrap();
+    assert_eq!(
+        asked.content[0].as_text().unwrap().text,
+        "sampled",
+        "{asked:?}"
+    );
     let progress = handler.progress.lock().unwrap().clone();
-    assert_eq!(progress.len(), 1, "the upstream's progress reached the client: {progress:?}");
+    assert_eq!(
+        progress.len(),
+        1,
+        "the upstream's progress reached the client: {progress:?}"
+    );
 
-    let unknown = service.call_tool(CallToolRequestParams::new("up.nothing")).await;
+    let unknown = service
+        .call_tool(CallToolRequestParams::new("up.nothing"))
+        .await;
     assert!(unknown.is_err(), "{unknown:?}");
 }
 
@@ -216,18 +274,29 @@ fn names(tools: &[Tool]) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_upstream_down_at_start_leaves_the_others_listed_and_its_tools_are_announced_when_it_comes() {
+async fn an_upstream_down_at_start_leaves_the_others_listed_and_its_tools_are_announced_when_it_comes()
+ {
     let up = serve(|| Up).await;
     let free = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let late_addr = free.local_addr().unwrap();
     drop(free);
     let late_url = format!("http://{late_addr}/mcp");
-    let (gateway, url) = gateway(vec![upstream("up", "up.", &up), upstream("late", "late.", &late_url)]).await;
+    let (gateway, url) = gateway(vec![
+        upstream("up", "up.", &up),
+        upstream("late", "late.", &late_url),
+    ])
+    .await;
     let (handler, service) = client(&url).await;
-    assert_eq!(names(&service.list_all_tools().await.unwrap()), ["up.ask", "up.echo"]);
+    assert_eq!(
+        names(&service.list_all_tools().await.unwrap()),
+        ["up.ask", "up.echo"]
+    );
     let status = gateway.status();
     assert_eq!(status["upstreams"][1]["tools"], 0, "{status}");
-    assert_eq!(status["upstreams"][1]["last_failure"], "connect", "{status}");
+    assert_eq!(
+        status["upstreams"][1]["last_failure"], "connect",
+        "{status}"
+    );
 
     let listener = tokio::net::TcpListener::bind(late_addr).await.unwrap();
     serve_on(listener, || Up).await;
@@ -241,7 +310,8 @@ async fn an_upstream_down_at_start_leaves_the_others_listed_and_its_tools_are_an
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_open_upstream_is_not_asked_its_listing_is_the_last_good_one_and_a_blocked_read_carries_the_tool_result() {
+async fn an_open_upstream_is_not_asked_its_listing_is_the_last_good_one_and_a_blocked_read_carries_the_tool_result()
+ {
     let up = serve(|| Up).await;
     let (gateway, url) = gateway(vec![upstream("up", "", &up)]).await;
     let (_handler, service) = client(&url).await;
@@ -249,22 +319,42 @@ async fn an_open_upstream_is_not_asked_its_listing_is_the_last_good_one_and_a_bl
     assert_eq!(resources.len(), 1);
     gateway.registry().get("up").force_open();
 
-    assert_eq!(names(&service.list_all_tools().await.unwrap()), ["ask", "echo"], "the last good listing");
-    let blocked = service.call_tool(CallToolRequestParams::new("echo")).await.unwrap();
+    assert_eq!(
+        names(&service.list_all_tools().await.unwrap()),
+        ["ask", "echo"],
+        "the last good listing"
+    );
+    let blocked = service
+        .call_tool(CallToolRequestParams::new("echo"))
+        .await
+        .unwrap();
     assert_eq!(blocked.is_error, Some(true));
-    assert_eq!(blocked.structured_content.as_ref().unwrap()["status"], "blocked", "{blocked:?}");
+    assert_eq!(
+        blocked.structured_content.as_ref().unwrap()["status"],
+        "blocked",
+        "{blocked:?}"
+    );
 
     let read = service
         .read_resource(rmcp::model::ReadResourceRequestParams::new("mem://a"))
         .await
         .unwrap_err();
-    let rmcp::service::ServiceError::McpError(error) = read else { panic!("{read:?}") };
+    let rmcp::service::ServiceError::McpError(error) = read else {
+        panic!("{read:?}")
+    };
     let data = error.data.expect("the ToolResult JSON");
-    assert_eq!((data["status"].as_str(), data["dependency"].as_str()), (Some("blocked"), Some("up")), "{data}");
+    assert_eq!(
+        (data["status"].as_str(), data["dependency"].as_str()),
+        (Some("blocked"), Some("up")),
+        "{data}"
+    );
     assert_eq!(data["reason"], "isolated", "forced open by hand");
 
     gateway.registry().get("up").force_closed();
-    let read = service.read_resource(rmcp::model::ReadResourceRequestParams::new("mem://a")).await.unwrap();
+    let read = service
+        .read_resource(rmcp::model::ReadResourceRequestParams::new("mem://a"))
+        .await
+        .unwrap();
     assert_eq!(read.contents.len(), 1);
 }
 
@@ -273,11 +363,17 @@ async fn two_upstreams_showing_one_name_is_an_error_at_start_naming_both() {
     let (a, b) = (serve(|| Up).await, serve(|| Up).await);
     let gateway = Gateway::new("gw", Registry::builder().build(), Duration::from_secs(30));
     let err = gateway
-        .start(GatewayConfig { upstreams: vec![upstream("a", "", &a), upstream("b", "", &b)], registry: Default::default() })
+        .start(GatewayConfig {
+            upstreams: vec![upstream("a", "", &a), upstream("b", "", &b)],
+            registry: Default::default(),
+        })
         .await
         .unwrap_err();
     assert_eq!(err.upstreams, ("a".to_owned(), "b".to_owned()));
-    assert!(err.to_string().contains("`a`") && err.to_string().contains("`b`"), "{err}");
+    assert!(
+        err.to_string().contains("`a`") && err.to_string().contains("`b`"),
+        "{err}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -288,6 +384,76 @@ async fn a_tool_the_config_hides_is_neither_listed_nor_callable() {
     let (_gateway, url) = gateway(vec![config]).await;
     let (_handler, service) = client(&url).await;
     assert_eq!(names(&service.list_all_tools().await.unwrap()), ["up.echo"]);
-    let hidden = service.call_tool(CallToolRequestParams::new("up.ask")).await;
-    assert!(matches!(hidden, Err(rmcp::service::ServiceError::McpError(ref e)) if e.code == rmcp::model::ErrorCode::INVALID_PARAMS), "{hidden:?}");
+    let hidden = service
+        .call_tool(CallToolRequestParams::new("up.ask"))
+        .await;
+    assert!(
+        matches!(hidden, Err(rmcp::service::ServiceError::McpError(ref e)) if e.code == rmcp::model::ErrorCode::INVALID_PARAMS),
+        "{hidden:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_adds_and_removes_upstreams_while_a_client_stays_connected_and_breakers_keep_their_state()
+ {
+    let (a, b) = (serve(|| Up).await, serve(|| Up).await);
+    let (gateway, url) = gateway(vec![upstream("a", "a.", &a)]).await;
+    let (handler, service) = client(&url).await;
+    assert_eq!(
+        names(&service.list_all_tools().await.unwrap()),
+        ["a.ask", "a.echo"]
+    );
+    gateway.registry().get("a").force_open();
+
+    let reloaded = gateway
+        .reload(GatewayConfig {
+            upstreams: vec![upstream("a", "a.", &a), upstream("b", "b.", &b)],
+            registry: Default::default(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(reloaded.added, ["b"]);
+    assert!(
+        reloaded.removed.is_empty() && reloaded.changed.is_empty(),
+        "{reloaded:?}"
+    );
+    tokio::time::timeout(Duration::from_secs(30), handler.tools_changed.notified())
+        .await
+        .expect("the connected client is told");
+    assert_eq!(
+        names(&service.list_all_tools().await.unwrap()),
+        ["a.ask", "a.echo", "b.ask", "b.echo"]
+    );
+    assert_eq!(
+        gateway.registry().get("a").state(),
+        toolbreaker::State::Open,
+        "a kept its state"
+    );
+
+    // A collision is refused, and nothing changes.
+    let clash = gateway
+        .reload(GatewayConfig {
+            upstreams: vec![upstream("a", "", &a), upstream("b", "", &b)],
+            registry: Default::default(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(clash.upstreams, ("a".to_owned(), "b".to_owned()));
+    assert_eq!(
+        names(&service.list_all_tools().await.unwrap()),
+        ["a.ask", "a.echo", "b.ask", "b.echo"]
+    );
+
+    let reloaded = gateway
+        .reload(GatewayConfig {
+            upstreams: vec![upstream("b", "b.", &b)],
+            registry: Default::default(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(reloaded.removed, ["a"]);
+    assert_eq!(
+        names(&service.list_all_tools().await.unwrap()),
+        ["b.ask", "b.echo"]
+    );
 }

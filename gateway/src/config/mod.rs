@@ -20,8 +20,16 @@ impl std::fmt::Debug for Secret {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Transport {
-    Http { url: String, headers: Vec<(String, Secret)> },
-    Stdio { command: String, args: Vec<String>, env: Vec<(String, Secret)>, cwd: Option<PathBuf> },
+    Http {
+        url: String,
+        headers: Vec<(String, Secret)>,
+    },
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, Secret)>,
+        cwd: Option<PathBuf>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]

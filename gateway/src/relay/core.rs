@@ -11,11 +11,11 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use futures::future::join_all;
+use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientRequest, ErrorCode, Prompt, Resource,
     ResourceTemplate, ServerResult, SetLevelRequest, Tool,
 };
-use rmcp::ErrorData;
 use tokio_util::sync::CancellationToken;
 use toolbreaker::{AgentRun, Registry, ToolResult};
 
@@ -61,11 +61,19 @@ impl Core {
     }
 
     pub(super) fn upstreams(&self) -> Upstreams {
-        Arc::clone(&self.upstreams.read().unwrap_or_else(std::sync::PoisonError::into_inner))
+        Arc::clone(
+            &self
+                .upstreams
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     pub(super) fn set_upstreams(&self, upstreams: Upstreams) {
-        *self.upstreams.write().unwrap_or_else(std::sync::PoisonError::into_inner) = upstreams;
+        *self
+            .upstreams
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = upstreams;
     }
 
     pub(super) fn session_closed(&self, id: SessionId) {
@@ -77,10 +85,13 @@ impl Core {
         tokio::spawn(async move {
             for uri in orphaned {
                 if let Some(upstream) = owner_of_uri(&upstreams, &uri) {
-                    let request = ClientRequest::UnsubscribeRequest(rmcp::model::UnsubscribeRequest::new(
-                        rmcp::model::UnsubscribeRequestParams::new(uri),
-                    ));
-                    let _ = upstream.request(request, None, &CancellationToken::new()).await;
+                    let request =
+                        ClientRequest::UnsubscribeRequest(rmcp::model::UnsubscribeRequest::new(
+                            rmcp::model::UnsubscribeRequestParams::new(uri),
+                        ));
+                    let _ = upstream
+                        .request(request, None, &CancellationToken::new())
+                        .await;
                 }
             }
         });
@@ -168,7 +179,9 @@ impl Core {
             if !visible(configs[i], rest) {
                 return Some(false);
             }
-            upstreams[i].known_tools().map(|tools| tools.iter().any(|t| t.name == rest))
+            upstreams[i]
+                .known_tools()
+                .map(|tools| tools.iter().any(|t| t.name == rest))
         })?;
         visible(configs[i], rest).then(|| (Arc::clone(&upstreams[i]), rest.to_owned()))
     }
@@ -186,7 +199,10 @@ impl Core {
         cancel: &CancellationToken,
     ) -> Result<CallToolResult, ErrorData> {
         let Some((upstream, name)) = self.resolve_tool(&params.name) else {
-            return Err(ErrorData::invalid_params(format!("unknown tool: {}", params.name), None));
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool: {}", params.name),
+                None,
+            ));
         };
         params.name = name.into();
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
@@ -195,16 +211,25 @@ impl Core {
     }
 
     /// The upstream and its own name for prompt `name`.
-    pub(super) async fn resolve_prompt(&self, name: &str) -> Result<(Arc<Upstream>, String), ErrorData> {
+    pub(super) async fn resolve_prompt(
+        &self,
+        name: &str,
+    ) -> Result<(Arc<Upstream>, String), ErrorData> {
         let upstreams = self.upstreams();
         let configs: Vec<_> = upstreams.iter().map(|u| u.config()).collect();
-        let known: Vec<Option<Vec<Prompt>>> = join_all(upstreams.iter().map(|u| u.list_prompts())).await;
+        let known: Vec<Option<Vec<Prompt>>> =
+            join_all(upstreams.iter().map(|u| u.list_prompts())).await;
         let found = resolve(&configs, name, |i, rest| {
-            known[i].as_ref().map(|prompts| prompts.iter().any(|p| p.name == rest))
+            known[i]
+                .as_ref()
+                .map(|prompts| prompts.iter().any(|p| p.name == rest))
         });
         match found {
             Some((i, rest)) => Ok((Arc::clone(&upstreams[i]), rest.to_owned())),
-            None => Err(ErrorData::invalid_params(format!("unknown prompt: {name}"), None)),
+            None => Err(ErrorData::invalid_params(
+                format!("unknown prompt: {name}"),
+                None,
+            )),
         }
     }
 
@@ -215,7 +240,12 @@ impl Core {
             return Ok(upstream);
         }
         // Not listed yet: list, then look again.
-        let _ = join_all(upstreams.iter().map(|u| async move { (u.list_resources().await, u.list_templates().await) })).await;
+        let _ = join_all(
+            upstreams
+                .iter()
+                .map(|u| async move { (u.list_resources().await, u.list_templates().await) }),
+        )
+        .await;
         owner_of_uri(&upstreams, uri).ok_or_else(|| {
             ErrorData::resource_not_found(format!("no upstream lists resource {uri}"), None)
         })
@@ -233,12 +263,21 @@ impl Core {
     ) -> Result<ServerResult, ErrorData> {
         match upstream.request(request, Some(origin), cancel).await {
             Ok(answer) => Ok(answer),
-            Err(Refusal::Blocked(blocked)) => Err(refusal(ToolResult::<()>::blocked(upstream.name(), blocked))),
+            Err(Refusal::Blocked(blocked)) => {
+                Err(refusal(ToolResult::<()>::blocked(upstream.name(), blocked)))
+            }
             Err(Refusal::Failed(rmcp::service::ServiceError::McpError(data))) => Err(data),
-            Err(Refusal::Failed(error @ rmcp::service::ServiceError::Cancelled { .. })) => Err(error_data(error)),
+            Err(Refusal::Failed(error @ rmcp::service::ServiceError::Cancelled { .. })) => {
+                Err(error_data(error))
+            }
             Err(Refusal::Failed(error)) => {
                 let outcome = upstream.config().classifier.error(&error);
-                Err(refusal(ToolResult::<()>::failed(upstream.name(), outcome, None, None)))
+                Err(refusal(ToolResult::<()>::failed(
+                    upstream.name(),
+                    outcome,
+                    None,
+                    None,
+                )))
             }
         }
     }
@@ -252,7 +291,10 @@ impl Core {
             .map(|u| {
                 let request = ClientRequest::SetLevelRequest(request.clone());
                 let origin = origin.clone();
-                async move { u.request(request, Some(origin), &CancellationToken::new()).await }
+                async move {
+                    u.request(request, Some(origin), &CancellationToken::new())
+                        .await
+                }
             });
         join_all(sends).await;
     }

@@ -85,7 +85,10 @@ impl Gateway {
         join_all(upstreams.iter().map(|u| u.list_tools())).await;
         if let Some((name, a, b)) = Core::collision(&upstreams) {
             upstreams.iter().for_each(|u| u.stop());
-            return Err(Collision { name, upstreams: (a, b) });
+            return Err(Collision {
+                name,
+                upstreams: (a, b),
+            });
         }
         upstreams.iter().for_each(Upstream::start);
         self.core.set_upstreams(Arc::new(upstreams));
@@ -118,6 +121,9 @@ impl Gateway {
                         reloaded.added.push(c.name.clone());
                     }
                     let upstream = Upstream::new(c, self.core.registry(), sessions.clone());
+                    if let Some(earlier) = found {
+                        upstream.inherit(earlier);
+                    }
                     fresh.push(Arc::clone(&upstream));
                     upstream
                 }
@@ -126,7 +132,10 @@ impl Gateway {
         join_all(fresh.iter().map(|u| u.list_tools())).await;
         if let Some((name, a, b)) = Core::collision(&next) {
             fresh.iter().for_each(|u| u.stop());
-            return Err(Collision { name, upstreams: (a, b) });
+            return Err(Collision {
+                name,
+                upstreams: (a, b),
+            });
         }
         self.core.registry().reload(config.registry);
         for upstream in old.iter() {

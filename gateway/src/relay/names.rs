@@ -34,10 +34,15 @@ pub fn resolve<'n>(
         .filter(|(_, rest)| !rest.is_empty())
         .collect();
     candidates.sort_by_key(|(i, _)| std::cmp::Reverse(upstreams[*i].prefix.len()));
-    if let Some(found) = candidates.iter().find(|(i, rest)| known(*i, rest) == Some(true)) {
+    if let Some(found) = candidates
+        .iter()
+        .find(|(i, rest)| known(*i, rest) == Some(true))
+    {
         return Some(*found);
     }
-    let mut unknown = candidates.iter().filter(|(i, rest)| known(*i, rest).is_none());
+    let mut unknown = candidates
+        .iter()
+        .filter(|(i, rest)| known(*i, rest).is_none());
     match (unknown.next(), unknown.next()) {
         (Some(only), None) => Some(*only),
         _ => None,
@@ -45,7 +50,9 @@ pub fn resolve<'n>(
 }
 
 /// The first name shown twice in `names` (each with its upstream), with both upstreams.
-pub fn collision<'a>(names: impl IntoIterator<Item = (&'a str, &'a str)>) -> Option<(String, &'a str, &'a str)> {
+pub fn collision<'a>(
+    names: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Option<(String, &'a str, &'a str)> {
     let mut seen = std::collections::HashMap::new();
     for (name, upstream) in names {
         if let Some(first) = seen.insert(name, upstream)
@@ -68,7 +75,10 @@ mod tests {
         UpstreamConfig {
             name: name.into(),
             prefix: prefix.into(),
-            transport: Transport::Http { url: "http://127.0.0.1:1/mcp".into(), headers: vec![] },
+            transport: Transport::Http {
+                url: "http://127.0.0.1:1/mcp".into(),
+                headers: vec![],
+            },
             allow: None,
             deny: vec![],
             per_call_timeout: Duration::from_secs(1),
@@ -89,17 +99,29 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_prefix_takes_what_it_lists_and_an_unknown_listing_takes_only_what_no_one_else_can() {
+    fn an_empty_prefix_takes_what_it_lists_and_an_unknown_listing_takes_only_what_no_one_else_can()
+    {
         let (plain, search) = (upstream("plain", ""), upstream("search", "search."));
         let all = [&plain, &search];
-        let known = |i: usize, rest: &str| Some(if i == 0 { rest == "echo" } else { rest == "query" });
+        let known = |i: usize, rest: &str| {
+            Some(if i == 0 {
+                rest == "echo"
+            } else {
+                rest == "query"
+            })
+        };
         assert_eq!(resolve(&all, "echo", known), Some((0, "echo")));
         assert_eq!(resolve(&all, "search.query", known), Some((1, "query")));
         assert_eq!(resolve(&all, "nothing", known), None);
-        let plain_unknown = |i: usize, rest: &str| if i == 0 { None } else { Some(rest == "query") };
+        let plain_unknown =
+            |i: usize, rest: &str| if i == 0 { None } else { Some(rest == "query") };
         assert_eq!(resolve(&all, "echo", plain_unknown), Some((0, "echo")));
         let both_unknown = |_: usize, _: &str| None;
-        assert_eq!(resolve(&all, "search.query", both_unknown), None, "two could take it");
+        assert_eq!(
+            resolve(&all, "search.query", both_unknown),
+            None,
+            "two could take it"
+        );
     }
 
     #[test]

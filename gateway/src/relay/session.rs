@@ -9,14 +9,13 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientRequest, CompleteRequest,
-    CompleteRequestParams, CompleteResult, GetPromptRequest, GetPromptRequestParams,
-    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams,
-    ReadResourceResponse, Reference, ServerCapabilities, ServerResult, SetLevelRequest,
-    SetLevelRequestParams, SubscribeRequest, SubscribeRequestParams, UnsubscribeRequest,
-    UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, ClientRequest, CompleteRequest, CompleteRequestParams,
+    CompleteResult, GetPromptRequest, GetPromptRequestParams, GetPromptResponse, Implementation,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequest, ReadResourceRequestParams, ReadResourceResponse, Reference,
+    ServerCapabilities, ServerResult, SetLevelRequest, SetLevelRequestParams, SubscribeRequest,
+    SubscribeRequestParams, UnsubscribeRequest, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler};
@@ -50,10 +49,14 @@ impl Session {
     }
 
     fn initialize(&self, requested: &ProtocolVersion) -> InitializeResult {
-        let version = [PROTOCOL, ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_03_26]
-            .into_iter()
-            .find(|v| v == requested)
-            .unwrap_or(PROTOCOL);
+        let version = [
+            PROTOCOL,
+            ProtocolVersion::V_2025_06_18,
+            ProtocolVersion::V_2025_03_26,
+        ]
+        .into_iter()
+        .find(|v| v == requested)
+        .unwrap_or(PROTOCOL);
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
@@ -79,8 +82,13 @@ impl Drop for Session {
 }
 
 /// The answer of the kind a request expects; another kind from the upstream is an error.
-fn expect<T>(answer: ServerResult, take: impl FnOnce(ServerResult) -> Option<T>) -> Result<T, ErrorData> {
-    take(answer).ok_or_else(|| ErrorData::internal_error("the upstream answered with another kind of result", None))
+fn expect<T>(
+    answer: ServerResult,
+    take: impl FnOnce(ServerResult) -> Option<T>,
+) -> Result<T, ErrorData> {
+    take(answer).ok_or_else(|| {
+        ErrorData::internal_error("the upstream answered with another kind of result", None)
+    })
 }
 
 impl ServerHandler for Session {
@@ -111,7 +119,10 @@ impl ServerHandler for Session {
     ) -> Result<CallToolResponse, ErrorData> {
         self.core.sessions().attach(self.id, &context.peer);
         let cancel = context.ct.clone();
-        let result = self.core.call_tool(params, self.origin(&context), &cancel).await?;
+        let result = self
+            .core
+            .call_tool(params, self.origin(&context), &cancel)
+            .await?;
         Ok(result.into())
     }
 
@@ -121,7 +132,9 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         self.core.sessions().attach(self.id, &context.peer);
-        Ok(ListResourcesResult::with_all_items(self.core.resources().await))
+        Ok(ListResourcesResult::with_all_items(
+            self.core.resources().await,
+        ))
     }
 
     async fn list_resource_templates(
@@ -130,7 +143,9 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         self.core.sessions().attach(self.id, &context.peer);
-        Ok(ListResourceTemplatesResult::with_all_items(self.core.templates().await))
+        Ok(ListResourceTemplatesResult::with_all_items(
+            self.core.templates().await,
+        ))
     }
 
     async fn read_resource(
@@ -141,7 +156,10 @@ impl ServerHandler for Session {
         self.core.sessions().attach(self.id, &context.peer);
         let upstream = self.core.upstream_of_uri(&params.uri).await?;
         let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
-        let answer = self.core.forward(&upstream, request, self.origin(&context), &context.ct).await?;
+        let answer = self
+            .core
+            .forward(&upstream, request, self.origin(&context), &context.ct)
+            .await?;
         expect(answer, |a| match a {
             ServerResult::ReadResourceResult(r) => Some(r.into()),
             _ => None,
@@ -160,7 +178,10 @@ impl ServerHandler for Session {
             return Ok(());
         }
         let request = ClientRequest::SubscribeRequest(SubscribeRequest::new(params));
-        let answer = self.core.forward(&upstream, request, self.origin(&context), &context.ct).await;
+        let answer = self
+            .core
+            .forward(&upstream, request, self.origin(&context), &context.ct)
+            .await;
         if answer.is_err() {
             self.core.sessions().unsubscribe(self.id, &uri);
         }
@@ -178,7 +199,10 @@ impl ServerHandler for Session {
             return Ok(());
         }
         let request = ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(params));
-        self.core.forward(&upstream, request, self.origin(&context), &context.ct).await.map(drop)
+        self.core
+            .forward(&upstream, request, self.origin(&context), &context.ct)
+            .await
+            .map(drop)
     }
 
     async fn list_prompts(
@@ -199,7 +223,10 @@ impl ServerHandler for Session {
         let (upstream, name) = self.core.resolve_prompt(&params.name).await?;
         params.name = name;
         let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
-        let answer = self.core.forward(&upstream, request, self.origin(&context), &context.ct).await?;
+        let answer = self
+            .core
+            .forward(&upstream, request, self.origin(&context), &context.ct)
+            .await?;
         expect(answer, |a| match a {
             ServerResult::GetPromptResult(r) => Some(r.into()),
             _ => None,
@@ -219,10 +246,18 @@ impl ServerHandler for Session {
                 upstream
             }
             Reference::Resource(resource) => self.core.upstream_of_uri(&resource.uri).await?,
-            _ => return Err(ErrorData::invalid_params("unknown completion reference", None)),
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    "unknown completion reference",
+                    None,
+                ));
+            }
         };
         let request = ClientRequest::CompleteRequest(CompleteRequest::new(params));
-        let answer = self.core.forward(&upstream, request, self.origin(&context), &context.ct).await?;
+        let answer = self
+            .core
+            .forward(&upstream, request, self.origin(&context), &context.ct)
+            .await?;
         expect(answer, |a| match a {
             ServerResult::CompleteResult(r) => Some(r),
             _ => None,
@@ -235,7 +270,9 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.core.sessions().attach(self.id, &context.peer);
-        self.core.set_level(SetLevelRequest::new(params), self.origin(&context)).await;
+        self.core
+            .set_level(SetLevelRequest::new(params), self.origin(&context))
+            .await;
         Ok(())
     }
 
@@ -249,6 +286,10 @@ impl ServerHandler for Session {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(&[PROTOCOL, ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_03_26])
+        Cow::Borrowed(&[
+            PROTOCOL,
+            ProtocolVersion::V_2025_06_18,
+            ProtocolVersion::V_2025_03_26,
+        ])
     }
 }

@@ -19,6 +19,7 @@
 
 use std::sync::Arc;
 
+use rmcp::ErrorData;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientResult, ErrorCode, GetExtensions, Implementation,
     ProtocolVersion, ServerNotification, ServerRequest,
@@ -27,7 +28,6 @@ use rmcp::service::{
     InboundStreamOrigin, NotificationContext, OriginatingRequestId, Peer, RequestContext,
     RoleClient, RoleServer, Service, ServiceError,
 };
-use rmcp::ErrorData;
 
 use super::routes::{Origin, Routes};
 use super::sessions::Sessions;
@@ -56,7 +56,8 @@ impl UpstreamHandler {
 
     /// The client request a message from the upstream belongs to, if one can be told.
     async fn origin(&self, extensions: &rmcp::model::Extensions) -> Option<Origin> {
-        if let Some(InboundStreamOrigin::OutboundRequest(id)) = extensions.get::<InboundStreamOrigin>()
+        if let Some(InboundStreamOrigin::OutboundRequest(id)) =
+            extensions.get::<InboundStreamOrigin>()
             && let Some(origin) = self.routes.by_request(id).await
         {
             return Some(origin);
@@ -174,6 +175,10 @@ impl Service<RoleClient> for UpstreamHandler {
     }
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        std::borrow::Cow::Borrowed(&[PROTOCOL, ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_03_26])
+        std::borrow::Cow::Borrowed(&[
+            PROTOCOL,
+            ProtocolVersion::V_2025_06_18,
+            ProtocolVersion::V_2025_03_26,
+        ])
     }
 }

@@ -68,7 +68,8 @@ pub async fn connect(
             }
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             config.custom_headers = custom;
-            let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+            let transport =
+                StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
             let service = serve_client(handler, transport)
                 .await
                 .map_err(|e| e.to_string())?;

@@ -63,7 +63,12 @@ impl Routes {
     }
 
     /// Records that the upstream's `request` (with its progress `token`) serves `origin`.
-    pub fn register(&self, request: RequestId, token: ProgressToken, origin: Origin) -> Registered<'_> {
+    pub fn register(
+        &self,
+        request: RequestId,
+        token: ProgressToken,
+        origin: Origin,
+    ) -> Registered<'_> {
         let mut table = self.table();
         table.by_token.insert(token.clone(), request.clone());
         table.by_request.insert(request.clone(), origin);
@@ -103,7 +108,12 @@ impl Routes {
 
     /// The client sessions with requests in flight here.
     pub fn sessions(&self) -> Vec<SessionId> {
-        let mut sessions: Vec<SessionId> = self.table().by_request.values().map(|o| o.session).collect();
+        let mut sessions: Vec<SessionId> = self
+            .table()
+            .by_request
+            .values()
+            .map(|o| o.session)
+            .collect();
         sessions.sort_unstable();
         sessions.dedup();
         sessions

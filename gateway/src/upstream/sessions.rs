@@ -65,7 +65,10 @@ impl Sessions {
 
     /// Every attached session's peer.
     pub fn peers(&self) -> Vec<Peer<RoleServer>> {
-        self.live().values().filter_map(|l| l.peer.clone()).collect()
+        self.live()
+            .values()
+            .filter_map(|l| l.peer.clone())
+            .collect()
     }
 
     /// Session `id`'s peer.

@@ -103,11 +103,15 @@ impl Upstream {
                 } else {
                     breaker.clone()
                 };
-                let classifier = tool.classifier.clone().unwrap_or_else(|| config.classifier.clone());
+                let classifier = tool
+                    .classifier
+                    .clone()
+                    .unwrap_or_else(|| config.classifier.clone());
                 (tool.name.clone(), (breaker, classifier))
             })
             .collect();
-        let guard = ToolGuard::new(config.per_call_timeout, RetryPolicy::none()).error_text(rejection_words as ErrorWords);
+        let guard = ToolGuard::new(config.per_call_timeout, RetryPolicy::none())
+            .error_text(rejection_words as ErrorWords);
         Arc::new(Upstream {
             name,
             breaker,
@@ -177,7 +181,11 @@ impl Upstream {
             let unknown = lock(&self.cache).tools.is_none();
             if needs_link || unknown {
                 let before = unknown;
-                let ok = if needs_link { self.link().await.is_ok() } else { true };
+                let ok = if needs_link {
+                    self.link().await.is_ok()
+                } else {
+                    true
+                };
                 let listed = ok && (!unknown || self.list_tools().await.is_some());
                 if before && lock(&self.cache).tools.is_some() {
                     for peer in self.sessions.peers() {
@@ -236,7 +244,11 @@ impl Upstream {
         if self.shutdown.is_cancelled() {
             return Err(ServiceError::TransportClosed);
         }
-        let handler = UpstreamHandler::new(self.name.clone(), self.routes.clone(), self.sessions.clone());
+        let handler = UpstreamHandler::new(
+            self.name.clone(),
+            self.routes.clone(),
+            self.sessions.clone(),
+        );
         match connect(&self.name, &self.config.transport, handler).await {
             Ok(link) => {
                 let link = Arc::new(link);
@@ -299,12 +311,22 @@ impl Upstream {
         origin: Option<Origin>,
         cancel: &CancellationToken,
     ) -> Result<ServerResult, Refusal> {
-        let permit = self.breaker.try_acquire().map_err(Refusal::Blocked)?;
+        let method = request.method().to_owned();
+        let permit = self.breaker.try_acquire().map_err(|blocked| {
+            self.count(&method, "blocked");
+            Refusal::Blocked(blocked)
+        })?;
         let timeout = self.config.per_call_timeout;
+        let started = std::time::Instant::now();
         let answer = match tokio::time::timeout(timeout, self.send(request, origin, cancel)).await {
             Ok(answer) => answer,
             Err(_) => Err(ServiceError::Timeout { timeout }),
         };
+        self.observe(
+            &method,
+            started.elapsed(),
+            if answer.is_ok() { "ok" } else { "error" },
+        );
         match &answer {
             Ok(_) => {
                 permit.record(Outcome::Success);
@@ -318,6 +340,29 @@ impl Upstream {
             }
         }
         answer.map_err(Refusal::Failed)
+    }
+
+    /// One forwarded request that reached the upstream: its latency and its result.
+    fn observe(&self, method: &str, elapsed: Duration, result: &'static str) {
+        metrics::histogram!(
+            "toolbreaker_gateway_request_duration_seconds",
+            "upstream" => self.name.to_string(),
+            "method" => method.to_owned()
+        )
+        .record(elapsed.as_secs_f64());
+        self.count(method, result);
+    }
+
+    /// One forwarded request, by result: `ok`, `error` (the upstream's, a timeout, a lost
+    /// connection), `blocked` (refused by the breaker: nothing sent) or `failed`.
+    fn count(&self, method: &str, result: &'static str) {
+        metrics::counter!(
+            "toolbreaker_gateway_requests_total",
+            "upstream" => self.name.to_string(),
+            "method" => method.to_owned(),
+            "result" => result
+        )
+        .increment(1);
     }
 
     fn note(&self, outcome: Outcome) {
@@ -341,23 +386,37 @@ impl Upstream {
             None => (&self.breaker, &self.config.classifier),
         };
         let mut params = Some(params);
+        let started = std::time::Instant::now();
         let result = self
             .guard
-            .call(run, breaker, toolbreaker::classify::with(classifier), || {
-                let params = params.take();
-                let origin = origin.clone();
-                async move {
-                    let params = params.ok_or(ServiceError::UnexpectedResponse)?;
-                    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-                    match self.send(request, origin, cancel).await? {
-                        ServerResult::CallToolResult(result) => Ok(result),
-                        _ => Err(ServiceError::UnexpectedResponse),
+            .call(
+                run,
+                breaker,
+                toolbreaker::classify::with(classifier),
+                || {
+                    let params = params.take();
+                    let origin = origin.clone();
+                    async move {
+                        let params = params.ok_or(ServiceError::UnexpectedResponse)?;
+                        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+                        match self.send(request, origin, cancel).await? {
+                            ServerResult::CallToolResult(result) => Ok(result),
+                            _ => Err(ServiceError::UnexpectedResponse),
+                        }
                     }
-                }
-            })
+                },
+            )
             .await;
-        if let toolbreaker::ToolResult::Failed { kind, .. } = &result {
-            *lock(&self.last_failure) = Some(kind.as_str());
+        match &result {
+            toolbreaker::ToolResult::Ok { .. } => {
+                self.observe("tools/call", started.elapsed(), "ok")
+            }
+            toolbreaker::ToolResult::Failed { kind, .. } => {
+                *lock(&self.last_failure) = Some(kind.as_str());
+                self.observe("tools/call", started.elapsed(), "failed");
+            }
+            toolbreaker::ToolResult::Blocked { .. } => self.count("tools/call", "blocked"),
+            _ => self.count("tools/call", "stopped"),
         }
         result.into()
     }
@@ -410,9 +469,15 @@ impl Upstream {
         }
         let listed = self
             .all_pages(
-                |p| ClientRequest::ListResourceTemplatesRequest(ListResourceTemplatesRequest::with_param(p)),
+                |p| {
+                    ClientRequest::ListResourceTemplatesRequest(
+                        ListResourceTemplatesRequest::with_param(p),
+                    )
+                },
                 |r| match r {
-                    ServerResult::ListResourceTemplatesResult(r) => Some((r.resource_templates, r.next_cursor)),
+                    ServerResult::ListResourceTemplatesResult(r) => {
+                        Some((r.resource_templates, r.next_cursor))
+                    }
                     _ => None,
                 },
             )
@@ -476,7 +541,10 @@ impl Upstream {
             }
             Ok(all)
         };
-        match tokio::time::timeout(timeout, pages).await.unwrap_or(Err(ServiceError::Timeout { timeout })) {
+        match tokio::time::timeout(timeout, pages)
+            .await
+            .unwrap_or(Err(ServiceError::Timeout { timeout }))
+        {
             Ok(all) => {
                 permit.record(Outcome::Success);
                 Some(all)
@@ -498,7 +566,9 @@ impl Upstream {
                 drop(permit);
                 None
             }
-            Err(blocked) => Some(u64::try_from(blocked.retry_after().as_millis()).unwrap_or(u64::MAX)),
+            Err(blocked) => {
+                Some(u64::try_from(blocked.retry_after().as_millis()).unwrap_or(u64::MAX))
+            }
         };
         let state = match state {
             State::Closed => "closed",
@@ -522,6 +592,18 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Upstream {
+    /// Takes `earlier`'s last good listings: a reloaded upstream whose breaker is open still
+    /// shows its tools, and a collision with them is still found.
+    pub fn inherit(&self, earlier: &Upstream) {
+        let earlier = lock(&earlier.cache);
+        let mut cache = lock(&self.cache);
+        cache.capabilities.clone_from(&earlier.capabilities);
+        cache.tools.clone_from(&earlier.tools);
+        cache.resources.clone_from(&earlier.resources);
+        cache.templates.clone_from(&earlier.templates);
+        cache.prompts.clone_from(&earlier.prompts);
+    }
+
     /// Whether the upstream's last resource listing holds `uri`.
     pub fn lists_resource(&self, uri: &str) -> bool {
         lock(&self.cache)
@@ -533,12 +615,15 @@ impl Upstream {
     /// Whether `uri` fits one of the upstream's resource templates (the text before the
     /// template's first `{`, when that is not empty).
     pub fn fits_template(&self, uri: &str) -> bool {
-        lock(&self.cache).templates.as_ref().is_some_and(|templates| {
-            templates.iter().any(|t| {
-                let stem = t.uri_template.split('{').next().unwrap_or_default();
-                !stem.is_empty() && uri.starts_with(stem)
+        lock(&self.cache)
+            .templates
+            .as_ref()
+            .is_some_and(|templates| {
+                templates.iter().any(|t| {
+                    let stem = t.uri_template.split('{').next().unwrap_or_default();
+                    !stem.is_empty() && uri.starts_with(stem)
+                })
             })
-        })
     }
 
     /// Tells the upstream that a client's roots changed, if it is connected.
