@@ -2,187 +2,15 @@
 //! sessions served by rmcp's Streamable HTTP service, an rmcp client.
 #![allow(deprecated)]
 
-use std::sync::{Arc, Mutex};
+mod common;
+
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
-    CreateMessageRequestParams, CreateMessageResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, SamplingMessage, ServerCapabilities,
-    ServerConfig, Tool,
-};
-use rmcp::service::{NotificationContext, RequestContext, RoleClient, RoleServer, RunningService};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::{
-    StreamableHttpClientTransport, StreamableHttpServerConfig, StreamableHttpService,
-};
-use rmcp::{ClientHandler, ErrorData, ServerHandler, ServiceExt};
+use common::{Up, client, serve, serve_on};
+use rmcp::model::{CallToolRequestParams, Tool};
 use toolbreaker::Registry;
 use toolbreaker_gateway::config::{GatewayConfig, Transport, UpstreamConfig};
 use toolbreaker_gateway::relay::Gateway;
-
-/// An upstream with `echo` (answers its `text`) and `ask` (reports progress, asks the client
-/// for a sample, answers it).
-#[derive(Clone)]
-struct Up;
-
-impl ServerHandler for Up {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_resources()
-                .build(),
-        )
-    }
-
-    async fn list_resources(
-        &self,
-        _: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
-        Ok(rmcp::model::ListResourcesResult::with_all_items(vec![
-            rmcp::model::Resource::new("mem://a", "a"),
-        ]))
-    }
-
-    async fn read_resource(
-        &self,
-        request: rmcp::model::ReadResourceRequestParams,
-        _: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
-        if request.uri != "mem://a" {
-            return Err(ErrorData::resource_not_found("no such resource", None));
-        }
-        Ok(
-            rmcp::model::ReadResourceResult::new(vec![rmcp::model::ResourceContents::text(
-                "A", "mem://a",
-            )])
-            .into(),
-        )
-    }
-
-    async fn list_tools(
-        &self,
-        _: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let schema = Arc::new(serde_json::Map::from_iter([(
-            "type".to_owned(),
-            "object".into(),
-        )]));
-        Ok(ListToolsResult::with_all_items(vec![
-            Tool::new("echo", "echo", schema.clone()),
-            Tool::new("ask", "ask", schema),
-        ]))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
-        let answer = match request.name.as_ref() {
-            "echo" => {
-                let text = request
-                    .arguments
-                    .and_then(|a| a.get("text").and_then(|t| t.as_str()).map(str::to_owned))
-                    .unwrap_or_default();
-                CallToolResult::success(vec![ContentBlock::text(text)])
-            }
-            "ask" => {
-                if let Some(token) = context.meta.get_progress_token() {
-                    let _ = context
-                        .peer
-                        .notify_progress(ProgressNotificationParam::new(token, 0.5))
-                        .await;
-                }
-                let sampled = context
-                    .peer
-                    .create_message(CreateMessageRequestParams::new(
-                        vec![SamplingMessage::user_text("hi")],
-                        10,
-                    ))
-                    .await
-                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-                let text = sampled
-                    .message
-                    .content
-                    .first()
-                    .and_then(|c| c.as_text())
-                    .map(|t| t.text.clone())
-                    .unwrap_or_default();
-                CallToolResult::success(vec![ContentBlock::text(text)])
-            }
-            _ => return Err(ErrorData::invalid_params("no such tool", None)),
-        };
-        Ok(answer.into())
-    }
-}
-
-/// A client that answers sampling with "sampled" and records progress.
-#[derive(Clone, Default)]
-struct Client {
-    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
-    tools_changed: Arc<tokio::sync::Notify>,
-}
-
-impl ClientHandler for Client {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::builder().enable_sampling().build(),
-            Implementation::new("test-client", "0"),
-        )
-    }
-
-    async fn create_message(
-        &self,
-        _: CreateMessageRequestParams,
-        _: RequestContext<RoleClient>,
-    ) -> Result<CreateMessageResult, ErrorData> {
-        Ok(CreateMessageResult::new(
-            SamplingMessage::assistant_text("sampled"),
-            "m".into(),
-        ))
-    }
-
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _: NotificationContext<RoleClient>,
-    ) {
-        self.progress.lock().unwrap().push(params);
-    }
-
-    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
-        self.tools_changed.notify_one();
-    }
-}
-
-async fn serve<S: ServerHandler + Send + 'static>(
-    factory: impl Fn() -> S + Send + Sync + 'static,
-) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    serve_on(listener, factory).await
-}
-
-async fn serve_on<S: ServerHandler + Send + 'static>(
-    listener: tokio::net::TcpListener,
-    factory: impl Fn() -> S + Send + Sync + 'static,
-) -> String {
-    let service = StreamableHttpService::new(
-        move || Ok(factory()),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
-    );
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        axum::serve(listener, axum::Router::new().nest_service("/mcp", service))
-            .await
-            .unwrap();
-    });
-    format!("http://{addr}/mcp")
-}
 
 fn upstream(name: &str, prefix: &str, url: &str) -> UpstreamConfig {
     UpstreamConfig {
@@ -217,19 +45,9 @@ async fn gateway(upstreams: Vec<UpstreamConfig>) -> (Gateway, String) {
     (gateway, url)
 }
 
-async fn client(url: &str) -> (Client, RunningService<RoleClient, Client>) {
-    let handler = Client::default();
-    let service = handler
-        .clone()
-        .serve(StreamableHttpClientTransport::from_uri(url.to_owned()))
-        .await
-        .unwrap();
-    (handler, service)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_are_listed_under_the_prefix_and_calls_relay_progress_and_sampling() {
-    let up = serve(|| Up).await;
+    let up = serve(|| Up { crashable: false }).await;
     let (_gateway, url) = gateway(vec![upstream("up", "up.", &up)]).await;
     let (handler, service) = client(&url).await;
     let tools = service.list_all_tools().await.unwrap();
@@ -276,7 +94,7 @@ fn names(tools: &[Tool]) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstream_down_at_start_leaves_the_others_listed_and_its_tools_are_announced_when_it_comes()
  {
-    let up = serve(|| Up).await;
+    let up = serve(|| Up { crashable: false }).await;
     let free = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let late_addr = free.local_addr().unwrap();
     drop(free);
@@ -299,7 +117,7 @@ async fn an_upstream_down_at_start_leaves_the_others_listed_and_its_tools_are_an
     );
 
     let listener = tokio::net::TcpListener::bind(late_addr).await.unwrap();
-    serve_on(listener, || Up).await;
+    serve_on(listener, || Up { crashable: false }).await;
     tokio::time::timeout(Duration::from_secs(30), handler.tools_changed.notified())
         .await
         .expect("the client is told when the late upstream's tools become known");
@@ -312,7 +130,7 @@ async fn an_upstream_down_at_start_leaves_the_others_listed_and_its_tools_are_an
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_open_upstream_is_not_asked_its_listing_is_the_last_good_one_and_a_blocked_read_carries_the_tool_result()
  {
-    let up = serve(|| Up).await;
+    let up = serve(|| Up { crashable: false }).await;
     let (gateway, url) = gateway(vec![upstream("up", "", &up)]).await;
     let (_handler, service) = client(&url).await;
     let resources = service.list_all_resources().await.unwrap();
@@ -360,7 +178,10 @@ async fn an_open_upstream_is_not_asked_its_listing_is_the_last_good_one_and_a_bl
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_upstreams_showing_one_name_is_an_error_at_start_naming_both() {
-    let (a, b) = (serve(|| Up).await, serve(|| Up).await);
+    let (a, b) = (
+        serve(|| Up { crashable: false }).await,
+        serve(|| Up { crashable: false }).await,
+    );
     let gateway = Gateway::new("gw", Registry::builder().build(), Duration::from_secs(30));
     let err = gateway
         .start(GatewayConfig {
@@ -378,7 +199,7 @@ async fn two_upstreams_showing_one_name_is_an_error_at_start_naming_both() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_the_config_hides_is_neither_listed_nor_callable() {
-    let up = serve(|| Up).await;
+    let up = serve(|| Up { crashable: false }).await;
     let mut config = upstream("up", "up.", &up);
     config.deny = vec!["ask".into()];
     let (_gateway, url) = gateway(vec![config]).await;
@@ -396,7 +217,10 @@ async fn a_tool_the_config_hides_is_neither_listed_nor_callable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_adds_and_removes_upstreams_while_a_client_stays_connected_and_breakers_keep_their_state()
  {
-    let (a, b) = (serve(|| Up).await, serve(|| Up).await);
+    let (a, b) = (
+        serve(|| Up { crashable: false }).await,
+        serve(|| Up { crashable: false }).await,
+    );
     let (gateway, url) = gateway(vec![upstream("a", "a.", &a)]).await;
     let (handler, service) = client(&url).await;
     assert_eq!(

@@ -1,0 +1,204 @@
+//! What the gateway's tests share: an rmcp upstream, served over Streamable HTTP or stdio, and
+//! an rmcp client.
+#![allow(deprecated, dead_code)]
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock,
+    CreateMessageRequestParams, CreateMessageResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, SamplingMessage, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient, RoleServer, RunningService};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{
+    StreamableHttpClientTransport, StreamableHttpServerConfig, StreamableHttpService,
+};
+use rmcp::{ClientHandler, ErrorData, ServerHandler, ServiceExt};
+
+/// An upstream with `echo` (answers its `text`) and `ask` (reports progress, asks the client
+/// for a sample, answers it).
+#[derive(Clone)]
+pub struct Up {
+    /// Whether it has `crash`, which ends the process (stdio upstreams only).
+    pub crashable: bool,
+}
+
+impl ServerHandler for Up {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+    }
+
+    async fn list_resources(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        Ok(rmcp::model::ListResourcesResult::with_all_items(vec![
+            rmcp::model::Resource::new("mem://a", "a"),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        if request.uri != "mem://a" {
+            return Err(ErrorData::resource_not_found("no such resource", None));
+        }
+        Ok(
+            rmcp::model::ReadResourceResult::new(vec![rmcp::model::ResourceContents::text(
+                "A", "mem://a",
+            )])
+            .into(),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let schema = Arc::new(serde_json::Map::from_iter([(
+            "type".to_owned(),
+            "object".into(),
+        )]));
+        Ok(ListToolsResult::with_all_items(vec![
+            Tool::new("echo", "echo", schema.clone()),
+            Tool::new("ask", "ask", schema),
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        let answer = match request.name.as_ref() {
+            "echo" => {
+                let text = request
+                    .arguments
+                    .and_then(|a| a.get("text").and_then(|t| t.as_str()).map(str::to_owned))
+                    .unwrap_or_default();
+                CallToolResult::success(vec![ContentBlock::text(text)])
+            }
+            "ask" => {
+                if let Some(token) = context.meta.get_progress_token() {
+                    let _ = context
+                        .peer
+                        .notify_progress(ProgressNotificationParam::new(token, 0.5))
+                        .await;
+                }
+                let sampled = context
+                    .peer
+                    .create_message(CreateMessageRequestParams::new(
+                        vec![SamplingMessage::user_text("hi")],
+                        10,
+                    ))
+                    .await
+                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                let text = sampled
+                    .message
+                    .content
+                    .first()
+                    .and_then(|c| c.as_text())
+                    .map(|t| t.text.clone())
+                    .unwrap_or_default();
+                CallToolResult::success(vec![ContentBlock::text(text)])
+            }
+            "crash" if self.crashable => std::process::exit(3),
+            _ => return Err(ErrorData::invalid_params("no such tool", None)),
+        };
+        Ok(answer.into())
+    }
+}
+
+/// A client that answers sampling with "sampled" and records progress.
+#[derive(Clone, Default)]
+pub struct Client {
+    pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    pub tools_changed: Arc<tokio::sync::Notify>,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::builder().enable_sampling().build(),
+            Implementation::new("test-client", "0"),
+        )
+    }
+
+    async fn create_message(
+        &self,
+        _: CreateMessageRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        Ok(CreateMessageResult::new(
+            SamplingMessage::assistant_text("sampled"),
+            "m".into(),
+        ))
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        self.tools_changed.notify_one();
+    }
+}
+
+pub async fn serve<S: ServerHandler + Send + 'static>(
+    factory: impl Fn() -> S + Send + Sync + 'static,
+) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    serve_on(listener, factory).await
+}
+
+pub async fn serve_on<S: ServerHandler + Send + 'static>(
+    listener: tokio::net::TcpListener,
+    factory: impl Fn() -> S + Send + Sync + 'static,
+) -> String {
+    let service = StreamableHttpService::new(
+        move || Ok(factory()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(listener, axum::Router::new().nest_service("/mcp", service))
+            .await
+            .unwrap();
+    });
+    format!("http://{addr}/mcp")
+}
+
+pub async fn client(url: &str) -> (Client, RunningService<RoleClient, Client>) {
+    let handler = Client::default();
+    let service = handler
+        .clone()
+        .serve(StreamableHttpClientTransport::from_uri(url.to_owned()))
+        .await
+        .unwrap();
+    (handler, service)
+}
+
+/// Serves an upstream with `crash` on this process's stdin and stdout, until stdin closes.
+pub async fn serve_stdio() {
+    let service = Up { crashable: true }
+        .serve((tokio::io::stdin(), tokio::io::stdout()))
+        .await
+        .expect("the gateway initializes");
+    let _ = service.waiting().await;
+}
