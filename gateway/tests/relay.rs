@@ -53,7 +53,7 @@ async fn tools_are_listed_under_the_prefix_and_calls_relay_progress_and_sampling
     let tools = service.list_all_tools().await.unwrap();
     let mut names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
     names.sort();
-    assert_eq!(names, ["up.ask", "up.echo"]);
+    assert_eq!(names, ["up.ask", "up.echo", "up.fail"]);
 
     let mut args = serde_json::Map::new();
     args.insert("text".into(), "hello".into());
@@ -107,7 +107,7 @@ async fn an_upstream_down_at_start_leaves_the_others_listed_and_its_tools_are_an
     let (handler, service) = client(&url).await;
     assert_eq!(
         names(&service.list_all_tools().await.unwrap()),
-        ["up.ask", "up.echo"]
+        ["up.ask", "up.echo", "up.fail"]
     );
     let status = gateway.status();
     assert_eq!(status["upstreams"][1]["tools"], 0, "{status}");
@@ -123,7 +123,14 @@ async fn an_upstream_down_at_start_leaves_the_others_listed_and_its_tools_are_an
         .expect("the client is told when the late upstream's tools become known");
     assert_eq!(
         names(&service.list_all_tools().await.unwrap()),
-        ["late.ask", "late.echo", "up.ask", "up.echo"]
+        [
+            "late.ask",
+            "late.echo",
+            "late.fail",
+            "up.ask",
+            "up.echo",
+            "up.fail"
+        ]
     );
 }
 
@@ -139,7 +146,7 @@ async fn an_open_upstream_is_not_asked_its_listing_is_the_last_good_one_and_a_bl
 
     assert_eq!(
         names(&service.list_all_tools().await.unwrap()),
-        ["ask", "echo"],
+        ["ask", "echo", "fail"],
         "the last good listing"
     );
     let blocked = service
@@ -204,7 +211,10 @@ async fn a_tool_the_config_hides_is_neither_listed_nor_callable() {
     config.deny = vec!["ask".into()];
     let (_gateway, url) = gateway(vec![config]).await;
     let (_handler, service) = client(&url).await;
-    assert_eq!(names(&service.list_all_tools().await.unwrap()), ["up.echo"]);
+    assert_eq!(
+        names(&service.list_all_tools().await.unwrap()),
+        ["up.echo", "up.fail"]
+    );
     let hidden = service
         .call_tool(CallToolRequestParams::new("up.ask"))
         .await;
@@ -225,7 +235,7 @@ async fn a_reload_adds_and_removes_upstreams_while_a_client_stays_connected_and_
     let (handler, service) = client(&url).await;
     assert_eq!(
         names(&service.list_all_tools().await.unwrap()),
-        ["a.ask", "a.echo"]
+        ["a.ask", "a.echo", "a.fail"]
     );
     gateway.registry().get("a").force_open();
 
@@ -246,7 +256,7 @@ async fn a_reload_adds_and_removes_upstreams_while_a_client_stays_connected_and_
         .expect("the connected client is told");
     assert_eq!(
         names(&service.list_all_tools().await.unwrap()),
-        ["a.ask", "a.echo", "b.ask", "b.echo"]
+        ["a.ask", "a.echo", "a.fail", "b.ask", "b.echo", "b.fail"]
     );
     assert_eq!(
         gateway.registry().get("a").state(),
@@ -265,7 +275,7 @@ async fn a_reload_adds_and_removes_upstreams_while_a_client_stays_connected_and_
     assert_eq!(clash.upstreams, ("a".to_owned(), "b".to_owned()));
     assert_eq!(
         names(&service.list_all_tools().await.unwrap()),
-        ["a.ask", "a.echo", "b.ask", "b.echo"]
+        ["a.ask", "a.echo", "a.fail", "b.ask", "b.echo", "b.fail"]
     );
 
     let reloaded = gateway
@@ -278,6 +288,40 @@ async fn a_reload_adds_and_removes_upstreams_while_a_client_stays_connected_and_
     assert_eq!(reloaded.removed, ["a"]);
     assert_eq!(
         names(&service.list_all_tools().await.unwrap()),
-        ["b.ask", "b.echo"]
+        ["b.ask", "b.echo", "b.fail"]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_upstream_is_probed_with_mcp_ping_when_its_cooldown_ends_and_closes_without_a_client_call()
+ {
+    let up = serve(|| Up { crashable: false }).await;
+    let (gateway, url) = gateway(vec![upstream("up", "up.", &up)]).await;
+    let (_handler, service) = client(&url).await;
+    for _ in 0..3 {
+        let failed = service
+            .call_tool(CallToolRequestParams::new("up.fail"))
+            .await
+            .unwrap();
+        assert_eq!(
+            failed.structured_content.as_ref().unwrap()["status"],
+            "failed",
+            "{failed:?}"
+        );
+    }
+    let breaker = gateway.registry().get("up");
+    assert_eq!(
+        breaker.state(),
+        toolbreaker::State::Open,
+        "three internal errors in a row trip it"
+    );
+    // No client calls from here on: the health check (MCP ping) is the probe.
+    let closed = async {
+        while breaker.state() != toolbreaker::State::Closed {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), closed)
+        .await
+        .expect("the ping probe closes it after the 200 ms cooldown");
 }

@@ -91,6 +91,7 @@ impl Gateway {
             });
         }
         upstreams.iter().for_each(Upstream::start);
+        upstreams.iter().for_each(|u| health_check(&self.core, u));
         self.core.set_upstreams(Arc::new(upstreams));
         Ok(())
     }
@@ -148,6 +149,7 @@ impl Gateway {
             }
         }
         fresh.iter().for_each(Upstream::start);
+        fresh.iter().for_each(|u| health_check(&self.core, u));
         self.core.set_upstreams(Arc::new(next));
         for peer in self.core.sessions().peers() {
             let _ = peer.notify_tool_list_changed().await;
@@ -187,5 +189,30 @@ impl Gateway {
     /// Ends every upstream's connection and background task (stdio children are ended).
     pub fn shutdown(&self) {
         self.core.upstreams().iter().for_each(|u| u.stop());
+    }
+}
+
+/// Makes MCP `ping` the health check of `upstream`'s breaker: when its cooldown ends, the
+/// gateway pings the upstream in force under that name (after a reload, the new one) as the
+/// probe, so no client's call is spent on it. A breaker that has a health check already (the
+/// name was served before a reload) keeps it: it looks the upstream up by name too.
+fn health_check(core: &Arc<Core>, upstream: &Upstream) {
+    let weak = Arc::downgrade(core);
+    let name = upstream.name().to_owned();
+    let check = move || {
+        let current = weak
+            .upgrade()
+            .and_then(|core| core.upstreams().iter().find(|u| u.name() == name).cloned());
+        async move {
+            match current {
+                Some(upstream) => upstream.ping().await,
+                None => toolbreaker::Outcome::Ignored,
+            }
+        }
+    };
+    if let Err(error) = upstream.breaker().start_health_check(check)
+        && error.problem() != toolbreaker::config::Problem::Duplicate
+    {
+        tracing::warn!(upstream = %upstream.name(), %error, "no health check: the breaker's probe stays a client's call");
     }
 }

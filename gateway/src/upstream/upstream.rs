@@ -626,6 +626,21 @@ impl Upstream {
             })
     }
 
+    /// The upstream's health check, run as its breaker's probe when a cooldown ends: MCP
+    /// `ping` on its connection (reconnecting first, or restarting a stdio upstream), its
+    /// outcome classified as any request's. A probe that is not a client's call.
+    pub async fn ping(&self) -> Outcome {
+        let ping = ClientRequest::PingRequest(rmcp::model::PingRequest::default());
+        match self.send(ping, None, &CancellationToken::new()).await {
+            Ok(_) => Outcome::Success,
+            Err(error) => {
+                let outcome = self.config.classifier.error(&error);
+                self.note(outcome);
+                outcome
+            }
+        }
+    }
+
     /// Tells the upstream that a client's roots changed, if it is connected.
     pub async fn roots_changed(&self) {
         let link = lock(&self.link).clone();

@@ -70,10 +70,15 @@ impl ServerHandler for Up {
             "type".to_owned(),
             "object".into(),
         )]));
-        Ok(ListToolsResult::with_all_items(vec![
+        let mut tools = vec![
             Tool::new("echo", "echo", schema.clone()),
-            Tool::new("ask", "ask", schema),
-        ]))
+            Tool::new("ask", "ask", schema.clone()),
+            Tool::new("fail", "answers an internal error", schema.clone()),
+        ];
+        if self.crashable {
+            tools.push(Tool::new("crash", "ends the upstream's process", schema));
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -114,6 +119,7 @@ impl ServerHandler for Up {
                 CallToolResult::success(vec![ContentBlock::text(text)])
             }
             "crash" if self.crashable => std::process::exit(3),
+            "fail" => return Err(ErrorData::internal_error("the upstream is failing", None)),
             _ => return Err(ErrorData::invalid_params("no such tool", None)),
         };
         Ok(answer.into())
