@@ -235,3 +235,222 @@ impl Args {
 fn usage(kind: ErrorKind, message: String) -> clap::Error {
     Args::command().error(kind, message)
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::{Args, LogFormat};
+    use crate::config::Format;
+
+    fn args(extra: &[&str]) -> Result<Args, clap::Error> {
+        let mut argv = vec!["toolbreaker-gateway"];
+        argv.extend_from_slice(extra);
+        Args::try_parse_from(argv)
+    }
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "GW_TOKEN" => Some("s3cr3t".to_owned()),
+            "GW_EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let a = args(&["--config", "gateway.toml"]).unwrap();
+        assert_eq!(a.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!((a.log.as_str(), a.log_format), ("info", LogFormat::Text));
+        assert_eq!((a.max_request_bytes, a.drain_timeout_ms), (4 << 20, 10_000));
+        assert!(!a.stdio && a.redis.is_none() && a.auth_token_env.is_none());
+        assert!(a.allowed_hosts.is_empty() && a.allowed_origins.is_empty());
+        assert_eq!(a.config_source(), ("gateway.toml".into(), Format::Toml));
+        assert_eq!(a.validate_with(&env).map_err(|e| e.to_string()), Ok(()));
+        assert_eq!(a.auth_token_with(&env).unwrap(), None);
+    }
+
+    #[test]
+    fn exactly_one_config_source() {
+        let err = args(&[]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(
+            err.to_string()
+                .contains("--config <FILE>|--mcp-config <FILE>"),
+            "{err}"
+        );
+        let err = args(&["--config", "a.toml", "--mcp-config", "b.json"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("cannot be used with"), "{err}");
+        let a = args(&["--mcp-config", "mcp.json"]).unwrap();
+        assert_eq!(
+            a.config_source(),
+            ("mcp.json".into(), Format::McpServersJson)
+        );
+    }
+
+    #[test]
+    fn a_public_listen_address_requires_a_token() {
+        let public = args(&["--config", "g.toml", "--listen", "0.0.0.0:8080"]).unwrap();
+        let err = public.validate_with(&env).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        let shown = err.to_string();
+        assert!(
+            shown.contains(
+                "--listen 0.0.0.0:8080 is not a loopback address: it requires --auth-token-env VAR"
+            ),
+            "{shown}"
+        );
+        let unset = args(&[
+            "--config",
+            "g",
+            "--listen",
+            "10.0.0.1:80",
+            "--auth-token-env",
+            "GW_NONE",
+        ])
+        .unwrap();
+        let err = unset.validate_with(&env).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(
+            err.to_string()
+                .contains("--auth-token-env GW_NONE: the environment variable GW_NONE is not set"),
+            "{err}"
+        );
+        let empty = args(&[
+            "--config",
+            "g",
+            "--listen",
+            "10.0.0.1:80",
+            "--auth-token-env",
+            "GW_EMPTY",
+        ])
+        .unwrap();
+        assert!(
+            empty
+                .validate_with(&env)
+                .unwrap_err()
+                .to_string()
+                .contains("GW_EMPTY is empty")
+        );
+        let set = args(&[
+            "--config",
+            "g",
+            "--listen",
+            "[::]:80",
+            "--auth-token-env",
+            "GW_TOKEN",
+        ])
+        .unwrap();
+        assert!(set.validate_with(&env).is_ok());
+        assert_eq!(
+            set.auth_token_with(&env).unwrap().unwrap().expose(),
+            "s3cr3t"
+        );
+        // Loopback in both families needs none; a token named on loopback must still be set.
+        for listen in ["127.0.0.1:9000", "[::1]:9000"] {
+            assert!(
+                args(&["--config", "g", "--listen", listen])
+                    .unwrap()
+                    .validate_with(&env)
+                    .is_ok()
+            );
+        }
+        let loopback_unset = args(&["--config", "g", "--auth-token-env", "GW_NONE"]).unwrap();
+        assert!(loopback_unset.validate_with(&env).is_err());
+        assert!(
+            args(&["--config", "g", "--listen", "localhost:80"]).is_err(),
+            "IP:PORT only"
+        );
+    }
+
+    #[test]
+    fn other_flags_are_checked() {
+        let a = args(&[
+            "--config",
+            "g",
+            "--stdio",
+            "--log-format",
+            "json",
+            "--allowed-host",
+            "a:1",
+            "--allowed-host",
+            "b",
+            "--allowed-origin",
+            "https://x",
+            "--drain-timeout-ms",
+            "0",
+            "--max-request-bytes",
+            "1024",
+        ])
+        .unwrap();
+        assert!(a.stdio && a.log_format == LogFormat::Json);
+        assert_eq!((a.allowed_hosts.len(), a.allowed_origins.len()), (2, 1));
+        assert_eq!(
+            (a.drain_timeout().as_millis(), a.max_request_bytes),
+            (0, 1024)
+        );
+        assert_eq!(
+            args(&["--config", "g", "--stdio", "--listen", "127.0.0.1:1"])
+                .unwrap_err()
+                .exit_code(),
+            2
+        );
+        assert_eq!(
+            args(&["--config", "g", "--max-request-bytes", "0"])
+                .unwrap_err()
+                .exit_code(),
+            2
+        );
+        assert_eq!(
+            args(&["--config", "g", "--log-format", "xml"])
+                .unwrap_err()
+                .exit_code(),
+            2
+        );
+        let bad_log = args(&["--config", "g", "--log", "info,[=="]).unwrap();
+        let err = bad_log.validate_with(&env).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("--log \"info,[==\" is not a valid filter"),
+            "{err}"
+        );
+        let redis = args(&["--config", "g", "--redis", "http://h:6379"]).unwrap();
+        assert!(
+            redis
+                .validate_with(&env)
+                .unwrap_err()
+                .to_string()
+                .contains("--redis must be a redis://")
+        );
+        let redis = args(&["--config", "g", "--redis", "redis://127.0.0.1:6379/0"]).unwrap();
+        assert!(redis.validate_with(&env).is_ok());
+    }
+
+    #[test]
+    fn help_names_every_flag() {
+        Args::command().debug_assert();
+        let help = Args::command().render_long_help().to_string();
+        for flag in [
+            "--config",
+            "--mcp-config",
+            "--listen",
+            "--stdio",
+            "--redis",
+            "--log ",
+            "--log-format",
+            "--auth-token-env",
+            "--max-request-bytes",
+            "--drain-timeout-ms",
+            "--allowed-host",
+            "--allowed-origin",
+            "--help",
+            "--version",
+            "[default: 127.0.0.1:8080]",
+            "[default: 4194304]",
+            "SIGHUP",
+        ] {
+            assert!(help.contains(flag), "--help lacks {flag}:\n{help}");
+        }
+    }
+}

@@ -111,8 +111,8 @@ fn write_upstream(text: &mut String, upstream: &UpstreamBreakers) {
         // upstream's (a section sets one window).
         let tool_window = tool.settings.iter().any(|s| s.key.starts_with("window_"));
         let inherited = upstream.settings.iter().filter(|s| {
-            !tool.settings.iter().any(|t| t.key == s.key)
-                && !(tool_window && s.key.starts_with("window_"))
+            let replaced = tool.settings.iter().any(|t| t.key == s.key);
+            !(replaced || tool_window && s.key.starts_with("window_"))
         });
         write_keys(text, inherited.chain(tool.settings.iter()));
     }
@@ -194,5 +194,116 @@ fn crate_problem(error: &ConfigFileError) -> String {
     match shown.strip_prefix(&prefix) {
         Some(problem) => problem.to_owned(),
         None => shown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::BREAKER_KEYS;
+    use crate::config::GatewayConfig;
+
+    fn refused(text: &str) -> String {
+        GatewayConfig::from_toml_str(text)
+            .expect_err(text)
+            .to_string()
+    }
+
+    const A: &str = "[upstreams.search]\nurl = \"http://127.0.0.1:9/mcp\"\n";
+
+    /// Every breaker error names the gateway's section and key, with the line the key is on,
+    /// and never the crate's `[dependencies...]` layout.
+    #[test]
+    fn errors_name_the_gateways_section_and_key() {
+        assert_eq!(
+            refused(&format!("{A}cooldown_ms = 0\n")),
+            "line 3: [upstreams.search] cooldown_ms: it must be at least 1 ms"
+        );
+        assert_eq!(
+            refused(&format!("{A}failure_threshold = -1\n")),
+            "line 3: [upstreams.search] failure_threshold: must be a whole number of failures \
+             from 1 to 4294967295, not -1"
+        );
+        assert_eq!(
+            refused(&format!("[default]\nprobes = 0\n{A}")),
+            "line 2: [default] probes: it must be at least 1"
+        );
+        assert_eq!(
+            refused(&format!(
+                "{A}[upstreams.search.tools.query]\nfailure_rate = 1.5\n"
+            )),
+            "line 4: [upstreams.search.tools.query] failure_rate: it must be a ratio above 0 and at most 1"
+        );
+        assert_eq!(
+            refused(&format!("{A}slow_call_rate = 0.5\n")),
+            "line 3: [upstreams.search] slow_call_rate: the slow-call rule needs \
+             `slow_call_threshold_ms` as well"
+        );
+        // A fault that shows only in the tool's section, from a key its upstream set: the tool's
+        // section, the line of the key.
+        let err = refused(&format!(
+            "{A}failure_rate = 0.5\nminimum_calls = 30\n[upstreams.search.tools.query]\nwindow_calls = 20\n"
+        ));
+        assert!(
+            err.starts_with("line 4: [upstreams.search.tools.query] minimum_calls: "),
+            "{err}"
+        );
+        for key in BREAKER_KEYS {
+            for value in ["-1", "\"x\"", "0"] {
+                let Err(err) = GatewayConfig::from_toml_str(&format!("{A}{key} = {value}\n"))
+                else {
+                    continue;
+                };
+                let shown = err.to_string();
+                assert!(
+                    !shown.contains("dependencies") && !shown.contains("invalid breaker"),
+                    "{shown}"
+                );
+                assert_eq!(
+                    (err.section(), err.key()),
+                    (Some("upstreams.search"), Some(key)),
+                    "{shown}"
+                );
+            }
+        }
+    }
+
+    /// The first fault in the file is the one reported, whichever name sorts first.
+    #[test]
+    fn the_first_fault_in_file_order_is_reported() {
+        let err = refused(
+            "[upstreams.zeta]\ncommand = \"z\"\nprobes = 0\n[upstreams.alpha]\ncommand = \"a\"\nprobes = 0\n",
+        );
+        assert!(err.starts_with("line 3: [upstreams.zeta] probes:"), "{err}");
+    }
+
+    #[test]
+    fn tools_inherit_the_upstreams_keys_and_may_change_its_window() {
+        let config = GatewayConfig::from_toml_str(&format!(
+            "[default]\ncooldown_ms = 7000\n{A}failure_threshold = 3\nfailure_rate = 0.5\n\
+             window_calls = 40\n[upstreams.search.tools.query]\nwindow_ms = 60000\nprobes = 2\n\
+             [upstreams.b]\ncommand = \"b\"\n"
+        ))
+        .unwrap();
+        let registry = &config.registry;
+        let query = registry.config_for("search.query");
+        assert_eq!(query.failure_threshold(), Some(3));
+        assert_eq!(query.failure_rate(), Some(0.5));
+        assert_eq!(
+            query.window(),
+            Some(toolbreaker::Window::Time(Duration::from_secs(60)))
+        );
+        assert_eq!(
+            (query.probes(), query.cooldown()),
+            (2, Duration::from_secs(7))
+        );
+        let search = registry.config_for("search");
+        assert_eq!(
+            (search.probes(), search.window()),
+            (1, Some(toolbreaker::Window::Calls(40)))
+        );
+        assert_eq!(registry.config_for("b").cooldown(), Duration::from_secs(7));
+        assert_eq!(registry.config_for("b").failure_threshold(), Some(5));
     }
 }

@@ -18,14 +18,19 @@ use std::path::{Path, PathBuf};
 ///
 /// It never shows a secret: a value read from the environment is named, not printed.
 #[derive(Debug)]
-pub struct GatewayConfigError {
-    pub(super) path: Option<PathBuf>,
-    pub(super) line: Option<usize>,
-    pub(super) section: Option<String>,
-    pub(super) key: Option<String>,
-    pub(super) json: bool,
-    pub(super) problem: String,
-    pub(super) io: Option<std::io::Error>,
+pub struct GatewayConfigError(Box<Details>);
+
+/// What a [`GatewayConfigError`] holds (boxed: an error is one pointer on the happy path's
+/// `Result`).
+#[derive(Debug)]
+struct Details {
+    path: Option<PathBuf>,
+    line: Option<usize>,
+    section: Option<String>,
+    key: Option<String>,
+    json: bool,
+    problem: String,
+    io: Option<std::io::Error>,
 }
 
 impl GatewayConfigError {
@@ -36,7 +41,7 @@ impl GatewayConfigError {
         line: Option<usize>,
         problem: impl Into<String>,
     ) -> Self {
-        GatewayConfigError {
+        GatewayConfigError(Box::new(Details {
             path: None,
             line,
             section,
@@ -44,7 +49,7 @@ impl GatewayConfigError {
             json: false,
             problem: problem.into(),
             io: None,
-        }
+        }))
     }
 
     /// An error in the `mcpServers` JSON, in `section`, at `key`, on `line`.
@@ -54,60 +59,68 @@ impl GatewayConfigError {
         line: Option<usize>,
         problem: impl Into<String>,
     ) -> Self {
-        GatewayConfigError {
-            json: true,
-            ..GatewayConfigError::toml(section, key, line, problem)
-        }
+        let mut error = GatewayConfigError::toml(section, key, line, problem);
+        error.0.json = true;
+        error
+    }
+
+    /// The file at `path` could not be read.
+    pub(super) fn unreadable(path: &Path, io: std::io::Error) -> Self {
+        let mut error =
+            GatewayConfigError::toml(None, None, None, format!("cannot read the file: {io}"));
+        error.0.io = Some(io);
+        error.in_file(path)
     }
 
     /// The same error, read from the file at `path`.
     pub(super) fn in_file(mut self, path: &Path) -> Self {
-        self.path = Some(path.to_owned());
+        self.0.path = Some(path.to_owned());
         self
     }
 
     /// The file it was read from, if it was read from one.
     pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref()
+        self.0.path.as_deref()
     }
 
     /// The 1-based line at fault, when the parser or the file tells it.
     pub fn line(&self) -> Option<usize> {
-        self.line
+        self.0.line
     }
 
     /// The section at fault, as a dotted path: `upstreams.search`,
     /// `upstreams.search.tools.query`, `default`, `mcpServers.search`; `None` for the file as a
     /// whole or its top level.
     pub fn section(&self) -> Option<&str> {
-        self.section.as_deref()
+        self.0.section.as_deref()
     }
 
     /// The key at fault (`cooldown_ms`, `headers.Authorization`, an unknown key), if one is.
     pub fn key(&self) -> Option<&str> {
-        self.key.as_deref()
+        self.0.key.as_deref()
     }
 
     /// What is wrong, without the file, line, section and key.
     pub fn problem(&self) -> &str {
-        &self.problem
+        &self.0.problem
     }
 
     /// The error reading the file, when that is what failed (its text is in the `Display`).
     pub fn io_error(&self) -> Option<&std::io::Error> {
-        self.io.as_ref()
+        self.0.io.as_ref()
     }
 }
 
 impl fmt::Display for GatewayConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (&self.path, self.line) {
+        let d = &self.0;
+        match (&d.path, d.line) {
             (Some(path), Some(line)) => write!(f, "{}:{line}: ", path.display())?,
             (Some(path), None) => write!(f, "{}: ", path.display())?,
             (None, Some(line)) => write!(f, "line {line}: ")?,
             (None, None) => {}
         }
-        match (&self.section, &self.key, self.json) {
+        match (&d.section, &d.key, d.json) {
             (Some(section), Some(key), false) => write!(f, "[{section}] {key}: ")?,
             (Some(section), None, false) => write!(f, "[{section}]: ")?,
             (Some(section), Some(key), true) => write!(f, "{section}.{key}: ")?,
@@ -115,7 +128,7 @@ impl fmt::Display for GatewayConfigError {
             (None, Some(key), _) => write!(f, "{key}: ")?,
             (None, None, _) => {}
         }
-        f.write_str(&self.problem)
+        f.write_str(&d.problem)
     }
 }
 
@@ -123,7 +136,7 @@ impl std::error::Error for GatewayConfigError {
     /// The cause of the I/O error that stopped the file being read, if it has one (the I/O
     /// error's own text is already in this error's `Display`).
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.io.as_ref()?.source()
+        self.0.io.as_ref()?.source()
     }
 }
 

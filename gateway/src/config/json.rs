@@ -362,3 +362,180 @@ fn locate(text: &str, name: &str, key: Option<&str>) -> Option<usize> {
     }
     Some(text[..at].bytes().filter(|&b| b == b'\n').count() + 1)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{GatewayConfig, Transport};
+
+    fn env(name: &str) -> Option<String> {
+        (name == "API_KEY").then(|| "k3y".to_owned())
+    }
+
+    fn parse(text: &str) -> Result<GatewayConfig, String> {
+        GatewayConfig::from_mcp_servers_json_str_with(text, env).map_err(|e| e.to_string())
+    }
+
+    /// Claude Desktop's file: the app's own settings beside `mcpServers`, stdio servers.
+    #[test]
+    fn reads_claude_desktops_file() {
+        let config = parse(
+            r#"{
+  "globalShortcut": "Alt+Space",
+  "mcpServers": {
+    "filesystem": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop"]
+    },
+    "github": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-github"],
+      "env": { "GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_example" }
+    }
+  }
+}"#,
+        )
+        .unwrap();
+        let names: Vec<&str> = config.upstreams.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["filesystem", "github"]);
+        let Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } = &config.upstreams[1].transport
+        else {
+            panic!("stdio");
+        };
+        assert_eq!((command.as_str(), args.len(), cwd), ("npx", 2, &None));
+        assert_eq!(env[0].0, "GITHUB_PERSONAL_ACCESS_TOKEN");
+        assert_eq!(env[0].1.expose(), "ghp_example");
+        assert!(!format!("{config:?}").contains("ghp_example"));
+        assert_eq!(config.upstreams[0].prefix, "filesystem.");
+        assert_eq!(config.registry, toolbreaker::RegistryConfig::default());
+    }
+
+    /// Cursor's and Claude Code's files: `url` servers with headers, `type`, `${env:VAR}` and
+    /// `${VAR:-default}`, in file order (not sorted), a disabled entry skipped.
+    #[test]
+    fn reads_cursors_and_claude_codes_files() {
+        let config = parse(
+            r#"{"mcpServers": {
+  "zeta": { "url": "https://mcp.example.com/mcp", "headers": { "Authorization": "Bearer ${env:API_KEY}" } },
+  "api-server": { "type": "http", "url": "${API_BASE_URL:-https://api.example.com}/mcp" },
+  "local": { "type": "stdio", "command": "python", "args": ["server.py"], "cwd": "/srv" },
+  "off": { "command": "never", "disabled": true }
+}}"#,
+        )
+        .unwrap();
+        let names: Vec<&str> = config.upstreams.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["zeta", "api-server", "local"]);
+        let Transport::Http { url, headers } = &config.upstreams[0].transport else {
+            panic!("http");
+        };
+        assert_eq!(
+            (url.as_str(), headers[0].1.expose()),
+            ("https://mcp.example.com/mcp", "Bearer k3y")
+        );
+        assert!(
+            matches!(&config.upstreams[1].transport, Transport::Http { url, .. } if url == "https://api.example.com/mcp")
+        );
+        assert!(
+            matches!(&config.upstreams[2].transport, Transport::Stdio { cwd: Some(cwd), .. } if cwd.as_os_str() == "/srv")
+        );
+    }
+
+    #[test]
+    fn refuses_unknown_and_unsupported_keys_naming_them() {
+        assert_eq!(
+            parse("{\"mcpServers\": {\n  \"files\": {\n    \"comand\": \"npx\"\n  }\n}}")
+                .unwrap_err(),
+            "line 3: mcpServers.files.comand: unknown key `comand` (did you mean `command`?); \
+             expected `command`, `args`, `env`, `cwd`, `url`, `headers`, `type`, `disabled`"
+        );
+        assert_eq!(
+            parse(r#"{"mcpServers": {"a": {"command": "x", "envFile": ".env"}}}"#).unwrap_err(),
+            "line 1: mcpServers.a.envFile: is not supported: give the variables in `env`"
+        );
+        assert_eq!(
+            parse(r#"{"mcpServers": {"a": {"url": "https://h/sse", "type": "sse"}}}"#).unwrap_err(),
+            "line 1: mcpServers.a.type: the legacy SSE transport is not supported: give the \
+             server's Streamable HTTP endpoint, with `\"type\": \"http\"`"
+        );
+        assert_eq!(
+            parse(r#"{"mcpServers": {"a": {"url": "https://h/mcp", "auth": {"CLIENT_ID": "x"}}}}"#)
+                .unwrap_err(),
+            "line 1: mcpServers.a.auth: OAuth is not supported: give a token in `headers` \
+             (\"Authorization\": \"Bearer ${VAR}\")"
+        );
+        assert_eq!(
+            parse(r#"{"mcpServers": {"a": {"command": "x", "type": "stdoi"}}}"#).unwrap_err(),
+            "line 1: mcpServers.a.type: `stdoi` (did you mean `stdio`?) must be one of `stdio`, \
+             `http`, `streamable-http`, `streamableHttp`, `sse`"
+        );
+    }
+
+    #[test]
+    fn refuses_bad_entries() {
+        let cases = [
+            (
+                r#"{"mcpServers": {"a": {"url": "https://h/mcp", "command": "x"}}}"#,
+                "line 1: mcpServers.a.command: a server has a `url` (Streamable HTTP) or a `command` (stdio), not both",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"args": ["x"]}}}"#,
+                "line 1: mcpServers.a: needs a `command` (a stdio child process) or a `url` (a Streamable HTTP server)",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"url": "ws://h/mcp"}}}"#,
+                "line 1: mcpServers.a.url: must be an http:// or https:// URL (Streamable HTTP), not ws:",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"type": "stdio", "url": "https://h/mcp"}}}"#,
+                "line 1: mcpServers.a.type: says `stdio`, but the server has a `url` and no `command`",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "headers": {}}}}"#,
+                "line 1: mcpServers.a.headers: is for an HTTP server (`url`), not one with a `command`",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "env": {"K": "${SECRET}"}}}}"#,
+                "line 1: mcpServers.a.env: K: environment variable SECRET is not set",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "args": "-v"}}}"#,
+                "line 1: mcpServers.a.args: must be a list of strings, not a string",
+            ),
+            (
+                r#"{"mcpServers": {"Zuplo MCP": {"url": "https://h/mcp"}}}"#,
+                "line 1: mcpServers.\"Zuplo MCP\": the upstream name \"Zuplo MCP\" must be non-empty, with no `.`, whitespace or control character (it names the upstream's breaker and prefixes its tools)",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x"}, "a": {"command": "y"}}}"#,
+                "line 1: mcpServers.a: the server \"a\" is defined more than once",
+            ),
+            (
+                r#"{"mcpServers": {"a": ["x"]}}"#,
+                "line 1: mcpServers.a: must be an object, not a list",
+            ),
+            (
+                r#"{"mcpServers": {}}"#,
+                "mcpServers: names no server (or only disabled ones): expected at least one entry",
+            ),
+            (
+                r#"{"mcpServer": {}}"#,
+                "no `mcpServers` object (`mcpServer` is misspelt?): expected {\"mcpServers\": {\"NAME\": {...}}}",
+            ),
+            (
+                "{\"mcpServers\": {\n\"a\": {\"command\": \"x\",}}}",
+                "line 2: trailing comma",
+            ),
+            (
+                r#"{"mcpServers": []}"#,
+                "line 1: invalid type: sequence, expected `mcpServers` to be an object of servers by name",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse(text).unwrap_err(), want, "{text}");
+        }
+    }
+}

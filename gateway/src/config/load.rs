@@ -161,11 +161,8 @@ impl GatewayConfig {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<GatewayConfig, GatewayConfigError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| GatewayConfigError {
-            problem: format!("cannot read the file: {e}"),
-            io: Some(e),
-            ..GatewayConfigError::toml(None, None, None, "").in_file(path)
-        })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| GatewayConfigError::unreadable(path, e))?;
         let env: Env<'_> = env;
         let parsed = match format {
             Format::Toml => toml_file::parse(&text, env),
@@ -177,5 +174,104 @@ impl GatewayConfig {
     /// The upstream named `name`.
     pub fn upstream(&self, name: &str) -> Option<&super::UpstreamConfig> {
         self.upstreams.iter().find(|u| u.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::ErrorKind;
+    use std::path::PathBuf;
+
+    use super::Format;
+    use crate::config::{GatewayConfig, Transport};
+
+    /// A file of this test's own under the system's temporary directory.
+    fn file(name: &str, text: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("toolbreaker-gateway-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "TOKEN" => Some("one".to_owned()),
+            "TOKEN2" => Some("two".to_owned()),
+            _ => None,
+        }
+    }
+
+    const FILE: &str = "[upstreams.a]\nurl = \"http://127.0.0.1:1/mcp\"\nheaders = { X = \"${TOKEN}\" }\n\
+                        [upstreams.b]\ncommand = \"b\"\n";
+
+    #[test]
+    fn loads_either_form_from_a_file_and_names_it_in_errors() {
+        let toml = file("gateway.toml", FILE);
+        let config = GatewayConfig::load_with(&toml, Format::Toml, &env).unwrap();
+        assert_eq!(config.upstreams.len(), 2);
+        let json = file(
+            "mcp.json",
+            r#"{"mcpServers": {"m": {"url": "http://127.0.0.1:2/mcp"}}}"#,
+        );
+        let config = GatewayConfig::load_with(&json, Format::McpServersJson, &env).unwrap();
+        assert_eq!(
+            config.upstream("m").map(|u| u.transport.kind()),
+            Some("http")
+        );
+
+        let bad = file(
+            "bad.toml",
+            "[upstreams.a]\nurl = \"http://h/mcp\"\nheaders = { X = \"${NOPE}\" }\n",
+        );
+        let err = GatewayConfig::load_with(&bad, Format::Toml, &env).unwrap_err();
+        assert_eq!(err.path(), Some(bad.as_path()));
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}:3: [upstreams.a] headers.X: environment variable NOPE is not set",
+                bad.display()
+            )
+        );
+        let missing = toml.with_file_name("missing.toml");
+        let err = GatewayConfig::load_with(&missing, Format::Toml, &env).unwrap_err();
+        assert_eq!(err.io_error().map(|e| e.kind()), Some(ErrorKind::NotFound));
+        assert!(
+            err.to_string()
+                .starts_with(&format!("{}: cannot read the file: ", missing.display())),
+            "{err}"
+        );
+        let err = GatewayConfig::load_with(&json, Format::Toml, &env).unwrap_err();
+        assert_eq!(err.line(), Some(1), "JSON is not TOML: {err}");
+        std::fs::remove_dir_all(toml.parent().unwrap()).unwrap();
+    }
+
+    /// A reload compares upstreams by name: a changed secret or transport is a changed upstream;
+    /// a changed breaker key leaves the upstreams equal and changes only the registry.
+    #[test]
+    fn a_reload_tells_changed_upstreams_from_unchanged() {
+        let old = GatewayConfig::from_toml_str_with(FILE, env).unwrap();
+        let same = GatewayConfig::from_toml_str_with(FILE, env).unwrap();
+        assert_eq!(old, same);
+        let token =
+            GatewayConfig::from_toml_str_with(&FILE.replace("${TOKEN}", "${TOKEN2}"), env).unwrap();
+        assert_ne!(
+            old.upstream("a"),
+            token.upstream("a"),
+            "the header's value changed"
+        );
+        assert_eq!(old.upstream("b"), token.upstream("b"));
+        let breaker =
+            GatewayConfig::from_toml_str_with(&format!("{FILE}cooldown_ms = 5\n"), env).unwrap();
+        assert_eq!(old.upstreams, breaker.upstreams);
+        assert_ne!(old.registry, breaker.registry);
+        let moved =
+            GatewayConfig::from_toml_str_with(&FILE.replace("127.0.0.1:1", "127.0.0.1:3"), env)
+                .unwrap();
+        assert!(
+            matches!(&moved.upstream("a").unwrap().transport, Transport::Http { url, .. } if url.contains(":3/"))
+        );
+        assert_ne!(old.upstream("a"), moved.upstream("a"));
     }
 }
