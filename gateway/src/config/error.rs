@@ -17,6 +17,17 @@ use std::path::{Path, PathBuf};
 /// ```
 ///
 /// It never shows a secret: a value read from the environment is named, not printed.
+///
+/// # Examples
+///
+/// ```
+/// use toolbreaker_gateway::config::GatewayConfig;
+///
+/// let text = "[upstreams.search]\nurl = \"http://127.0.0.1:9/mcp\"\ncooldown_ms = 0\n";
+/// let err = GatewayConfig::from_toml_str(text).unwrap_err();
+/// assert_eq!((err.section(), err.key(), err.line()), (Some("upstreams.search"), Some("cooldown_ms"), Some(3)));
+/// assert_eq!(err.to_string(), "line 3: [upstreams.search] cooldown_ms: it must be at least 1 ms");
+/// ```
 #[derive(Debug)]
 pub struct GatewayConfigError(Box<Details>);
 

@@ -35,6 +35,23 @@ pub struct GatewayConfig {
 /// Equal when every setting is (secrets compared by value), so a reload tells a changed
 /// upstream (reconnect it) from an unchanged one (keep its connection). Breaker settings are not
 /// here but in [`GatewayConfig::registry`]: a changed cooldown needs no reconnection.
+///
+/// # Examples
+///
+/// ```
+/// use toolbreaker_gateway::config::GatewayConfig;
+///
+/// let config = GatewayConfig::from_toml_str(
+///     "[upstreams.search]\nurl = \"http://127.0.0.1:9000/mcp\"\ndeny = [\"drop_index\"]\n\
+///      [upstreams.search.tools.query]\ncooldown_ms = 1000\n",
+/// )?;
+/// let search = config.upstream("search").unwrap();
+/// assert!(search.exposes("query") && !search.exposes("drop_index"));
+/// assert_eq!(search.breaker_name("query"), "search.query", "its own breaker");
+/// assert_eq!(search.breaker_name("suggest"), "search", "the upstream's");
+/// assert_eq!(search.transport.kind(), "http");
+/// # Ok::<(), toolbreaker_gateway::config::GatewayConfigError>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UpstreamConfig {
     /// The upstream's name: non-empty, with no `.`, whitespace or control character. Its
