@@ -2,6 +2,7 @@
 //! each upstream behind its own circuit breaker. The binary `toolbreaker-gateway` runs this
 //! library; tests and examples run the same code.
 
+pub mod cli;
 pub mod config;
 pub mod relay;
 pub mod upstream;

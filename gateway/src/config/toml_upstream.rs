@@ -1,0 +1,630 @@
+//! One `[upstreams.NAME]` section of the TOML file, with its `tools.TOOL` sections.
+
+use std::ops::Range;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use toml::Spanned;
+use toml::de::{DeString, DeValue};
+use toolbreaker::mcp::McpClassifier;
+
+use super::breakers::{BREAKER_KEYS, Setting, ToolBreakers, UpstreamBreakers};
+use super::error::{GatewayConfigError, path_part};
+use super::rules::{self, backticked, unknown_word};
+use super::toml_file::{Doc, entries, string, strings, table};
+use super::types::DEFAULT_PER_CALL_TIMEOUT;
+use super::{Secret, ToolConfig, Transport, UpstreamConfig};
+
+/// An `[upstreams.NAME]` section's own keys (besides the breaker keys).
+const UPSTREAM_KEYS: [&str; 13] = [
+    "url",
+    "headers",
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "prefix",
+    "allow",
+    "deny",
+    "per_call_timeout_ms",
+    "tool_error",
+    "error_codes",
+    "tools",
+];
+
+/// A `[upstreams.NAME.tools.TOOL]` section's own keys (besides the breaker keys).
+const TOOL_KEYS: [&str; 3] = ["own_breaker", "tool_error", "error_codes"];
+
+/// One `[upstreams.NAME]` section.
+pub(super) fn upstream(
+    doc: &Doc<'_>,
+    name: &Spanned<DeString<'_>>,
+    value: &Spanned<DeValue<'_>>,
+) -> Result<(UpstreamConfig, UpstreamBreakers), GatewayConfigError> {
+    let upstream_name: &str = name.get_ref();
+    let section = format!("upstreams.{}", path_part(upstream_name));
+    let here = name.span();
+    rules::upstream_name(upstream_name)
+        .map_err(|p| doc.err(Some(&section), None, here.clone(), p))?;
+    let body = table(doc, Some("upstreams"), upstream_name, here.clone(), value)?;
+    let err = |key: &str, span: Range<usize>, problem: String| {
+        doc.err(Some(&section), Some(key), span, problem)
+    };
+    let mut url = None;
+    let mut command = None;
+    let mut headers = None;
+    let mut args = None;
+    let mut env = None;
+    let mut cwd = None;
+    let mut prefix = format!("{upstream_name}.");
+    let mut allow: Option<Vec<String>> = None;
+    let mut deny = Vec::new();
+    let mut deny_span = here.clone();
+    let mut per_call_timeout = DEFAULT_PER_CALL_TIMEOUT;
+    let mut classifier = McpClassifier::new();
+    let mut tools_table = None;
+    let mut settings = Vec::new();
+    for (k, v) in entries(body) {
+        let key: &str = k.get_ref();
+        let span = k.span();
+        let value = v.get_ref();
+        let at = |p: String| err(key, span.clone(), p);
+        match key {
+            "url" => {
+                url = Some((
+                    doc.expand(string(value).map_err(at)?, &section, key, span.clone())?,
+                    span,
+                ))
+            }
+            "command" => {
+                let text = doc.expand(string(value).map_err(at)?, &section, key, span.clone())?;
+                if text.is_empty() {
+                    return Err(at("must name a program, not be empty".to_owned()));
+                }
+                command = Some((text, span));
+            }
+            "headers" | "env" => {
+                let pairs = secrets(doc, &section, key, span.clone(), value)?;
+                if key == "headers" {
+                    headers = Some((pairs, span));
+                } else {
+                    env = Some((pairs, span));
+                }
+            }
+            "args" => {
+                let list = strings(value).map_err(at)?;
+                let list = list
+                    .iter()
+                    .map(|a| doc.expand(a, &section, key, span.clone()));
+                args = Some((list.collect::<Result<Vec<_>, _>>()?, span));
+            }
+            "cwd" => {
+                let text = doc.expand(string(value).map_err(at)?, &section, key, span.clone())?;
+                cwd = Some((PathBuf::from(text), span));
+            }
+            "prefix" => {
+                let text = string(value).map_err(at)?;
+                rules::prefix(text).map_err(at)?;
+                prefix = text.to_owned();
+            }
+            "allow" | "deny" => {
+                let list = strings(value).map_err(at)?;
+                for tool in &list {
+                    rules::tool_name(tool).map_err(at)?;
+                }
+                let list = list.into_iter().map(str::to_owned).collect();
+                if key == "allow" {
+                    allow = Some(list);
+                } else {
+                    deny = list;
+                    deny_span = span;
+                }
+            }
+            "per_call_timeout_ms" => per_call_timeout = millis(value).map_err(at)?,
+            "tool_error" => {
+                classifier =
+                    classifier.tool_error(rules::outcome(string(value).map_err(at)?).map_err(at)?);
+            }
+            "error_codes" => classifier = codes(doc, &section, span.clone(), value, classifier)?,
+            "tools" => tools_table = Some((table(doc, Some(&section), key, span, v)?, k)),
+            key if BREAKER_KEYS.contains(&key) => {
+                settings.push(Setting::new(key, value, doc.line(span)))
+            }
+            other => {
+                let known = UPSTREAM_KEYS.iter().chain(BREAKER_KEYS.iter()).copied();
+                return Err(at(format!(
+                    "unknown key {}; expected {} or a breaker key ({})",
+                    unknown_word(other, known),
+                    backticked(UPSTREAM_KEYS),
+                    backticked(BREAKER_KEYS)
+                )));
+            }
+        }
+    }
+    let transport = match (url, command) {
+        (Some((url, span)), None) => {
+            rules::url(&url).map_err(|p| err("url", span.clone(), p))?;
+            for (key, given) in [
+                ("args", args.map(|a| a.1)),
+                ("env", env.map(|e| e.1)),
+                ("cwd", cwd.map(|c| c.1)),
+            ] {
+                if let Some(span) = given {
+                    return Err(err(
+                        key,
+                        span,
+                        "is for a stdio upstream (`command`), not one with a `url`".to_owned(),
+                    ));
+                }
+            }
+            let headers = headers.map(|h| h.0).unwrap_or_default();
+            Transport::Http { url, headers }
+        }
+        (None, Some((command, _))) => {
+            if let Some((_, span)) = headers {
+                return Err(err(
+                    "headers",
+                    span,
+                    "is for an HTTP upstream (`url`), not one with a `command`".to_owned(),
+                ));
+            }
+            Transport::Stdio {
+                command,
+                args: args.map(|a| a.0).unwrap_or_default(),
+                env: env.map(|e| e.0).unwrap_or_default(),
+                cwd: cwd.map(|c| c.0),
+            }
+        }
+        (Some(_), Some((_, span))) => {
+            return Err(err(
+                "command",
+                span,
+                "an upstream has a `url` (Streamable HTTP) or a `command` (stdio), not both"
+                    .to_owned(),
+            ));
+        }
+        (None, None) => {
+            return Err(doc.err(
+                Some(&section),
+                None,
+                here,
+                "needs a `url` (a Streamable HTTP server) or a `command` (a stdio child process)",
+            ));
+        }
+    };
+    if let Some(both) = allow
+        .as_ref()
+        .and_then(|a| a.iter().find(|t| deny.contains(t)))
+    {
+        return Err(doc.err(
+            Some(&section),
+            Some("deny"),
+            deny_span,
+            format!("the tool `{both}` is in both `allow` and `deny`"),
+        ));
+    }
+    let mut upstream = UpstreamConfig {
+        name: upstream_name.to_owned(),
+        prefix,
+        transport,
+        allow,
+        deny,
+        per_call_timeout,
+        classifier,
+        tools: Vec::new(),
+    };
+    let mut tool_breakers = Vec::new();
+    for (tool_key, tool_value) in tools_table.map(|(t, _)| entries(t)).unwrap_or_default() {
+        let (tool, own) = tool(doc, &upstream, tool_key, tool_value)?;
+        if tool.own_breaker {
+            tool_breakers.push(own);
+        }
+        upstream.tools.push(tool);
+    }
+    let own = UpstreamBreakers {
+        name: upstream_name.to_owned(),
+        line: doc.line(here),
+        settings,
+        tools: tool_breakers,
+    };
+    Ok((upstream, own))
+}
+
+/// One `[upstreams.NAME.tools.TOOL]` section.
+fn tool(
+    doc: &Doc<'_>,
+    upstream: &UpstreamConfig,
+    name: &Spanned<DeString<'_>>,
+    value: &Spanned<DeValue<'_>>,
+) -> Result<(ToolConfig, ToolBreakers), GatewayConfigError> {
+    let tool_name: &str = name.get_ref();
+    let section = format!(
+        "upstreams.{}.tools.{}",
+        path_part(&upstream.name),
+        path_part(tool_name)
+    );
+    let here = name.span();
+    rules::tool_name(tool_name).map_err(|p| doc.err(Some(&section), None, here.clone(), p))?;
+    if !upstream.exposes(tool_name) {
+        let problem = format!(
+            "the tool `{tool_name}` is hidden by the upstream's `allow` or `deny`: its section would never be used"
+        );
+        return Err(doc.err(Some(&section), None, here, problem));
+    }
+    let body = table(
+        doc,
+        Some(&format!("upstreams.{}.tools", path_part(&upstream.name))),
+        tool_name,
+        here.clone(),
+        value,
+    )?;
+    let mut own_breaker = None;
+    let mut classifier: Option<McpClassifier> = None;
+    let mut settings = Vec::new();
+    for (k, v) in entries(body) {
+        let key: &str = k.get_ref();
+        let span = k.span();
+        let value = v.get_ref();
+        let at = |p: String| doc.err(Some(&section), Some(key), span.clone(), p);
+        let base = || {
+            classifier
+                .clone()
+                .unwrap_or_else(|| upstream.classifier.clone())
+        };
+        match key {
+            "own_breaker" => {
+                let on = value.as_bool().ok_or_else(|| {
+                    at(format!(
+                        "must be true or false, not {}",
+                        rules::a(value.type_str())
+                    ))
+                })?;
+                own_breaker = Some((on, span));
+            }
+            "tool_error" => {
+                let outcome = rules::outcome(string(value).map_err(at)?).map_err(at)?;
+                classifier = Some(base().tool_error(outcome));
+            }
+            "error_codes" => classifier = Some(codes(doc, &section, span, value, base())?),
+            key if BREAKER_KEYS.contains(&key) => {
+                settings.push(Setting::new(key, value, doc.line(span)))
+            }
+            other => {
+                let known = TOOL_KEYS.iter().chain(BREAKER_KEYS.iter()).copied();
+                return Err(at(format!(
+                    "unknown key {}; expected {} or a breaker key ({})",
+                    unknown_word(other, known),
+                    backticked(TOOL_KEYS),
+                    backticked(BREAKER_KEYS)
+                )));
+            }
+        }
+    }
+    let own_breaker = match own_breaker {
+        Some((false, _)) if !settings.is_empty() => {
+            let key = settings[0].key.clone();
+            let problem = "sets a breaker key, so the tool has a breaker of its own: `own_breaker = false` contradicts it";
+            return Err(GatewayConfigError::toml(
+                Some(section),
+                Some(&key),
+                Some(settings[0].line),
+                problem,
+            ));
+        }
+        Some((on, _)) => on,
+        None => !settings.is_empty(),
+    };
+    if !own_breaker && classifier.is_none() {
+        let problem = "sets nothing: give it breaker keys (or `own_breaker = true`) for a breaker of its own, or `tool_error` / `error_codes`";
+        return Err(doc.err(Some(&section), None, here, problem));
+    }
+    let breakers = ToolBreakers {
+        name: tool_name.to_owned(),
+        line: doc.line(here),
+        settings,
+    };
+    Ok((
+        ToolConfig {
+            name: tool_name.to_owned(),
+            own_breaker,
+            classifier,
+        },
+        breakers,
+    ))
+}
+
+/// A table of names to string values, each expanded into a [`Secret`] (`headers`, `env`).
+fn secrets(
+    doc: &Doc<'_>,
+    section: &str,
+    key: &str,
+    span: Range<usize>,
+    value: &DeValue<'_>,
+) -> Result<Vec<(String, Secret)>, GatewayConfigError> {
+    let Some(table) = value.as_table() else {
+        let problem = format!(
+            "must be a table of names to strings, not {}",
+            rules::a(value.type_str())
+        );
+        return Err(doc.err(Some(section), Some(key), span, problem));
+    };
+    let mut pairs = Vec::new();
+    for (name, v) in entries(table) {
+        let name: &str = name.get_ref();
+        let field = format!("{key}.{name}");
+        let at = |p: String| doc.err(Some(section), Some(&field), span.clone(), p);
+        let text = doc.expand(
+            string(v.get_ref()).map_err(at)?,
+            section,
+            &field,
+            span.clone(),
+        )?;
+        if key == "headers" {
+            rules::header(name, &text).map_err(at)?;
+        } else if name.is_empty() || name.contains(['=', '\0']) {
+            return Err(at(format!("{name:?} is not an environment variable name")));
+        }
+        pairs.push((name.to_owned(), Secret::new(text)));
+    }
+    Ok(pairs)
+}
+
+/// `error_codes = { -32002 = "unavailable" }`: each code's outcome, over `classifier`.
+fn codes(
+    doc: &Doc<'_>,
+    section: &str,
+    span: Range<usize>,
+    value: &DeValue<'_>,
+    mut classifier: McpClassifier,
+) -> Result<McpClassifier, GatewayConfigError> {
+    let Some(table) = value.as_table() else {
+        let problem = format!(
+            "must be a table of JSON-RPC error codes to outcomes, not {}",
+            rules::a(value.type_str())
+        );
+        return Err(doc.err(Some(section), Some("error_codes"), span, problem));
+    };
+    for (code, v) in entries(table) {
+        let field = format!("error_codes.{}", code.get_ref());
+        let at = |p: String| doc.err(Some(section), Some(&field), code.span(), p);
+        let number = code.get_ref().parse::<i32>().map_err(|_| {
+            at("is not a JSON-RPC error code (a whole number such as -32603)".to_owned())
+        })?;
+        let outcome = rules::outcome(string(v.get_ref()).map_err(at)?).map_err(at)?;
+        classifier = classifier.code(number, outcome);
+    }
+    Ok(classifier)
+}
+
+/// A whole number of milliseconds from 1 to the crate's largest duration.
+fn millis(value: &DeValue<'_>) -> Result<Duration, String> {
+    let max = toolbreaker::config::MAX_DURATION.as_millis();
+    let range = format!("must be a whole number of ms from 1 to {max}");
+    let Some(integer) = value.as_integer() else {
+        return Err(format!("{range}, not {}", rules::a(value.type_str())));
+    };
+    match i128::from_str_radix(integer.as_str(), integer.radix()) {
+        Ok(ms) if ms >= 1 && ms as u128 <= max => Ok(Duration::from_millis(ms as u64)),
+        _ => Err(format!("{range}, not {integer}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::GatewayConfig;
+
+    fn env(name: &str) -> Option<String> {
+        (name == "TOKEN").then(|| "t0k".to_owned())
+    }
+
+    fn refused(text: &str) -> String {
+        GatewayConfig::from_toml_str_with(text, env)
+            .expect_err(text)
+            .to_string()
+    }
+
+    const HTTP: &str = "url = \"http://127.0.0.1:9/mcp\"\n";
+
+    #[test]
+    fn a_name_holds_no_dot_or_whitespace() {
+        for (header, shown) in [
+            ("[upstreams.\"a.b\"]", "[upstreams.\"a.b\"]"),
+            ("[upstreams.\"a b\"]", "[upstreams.\"a b\"]"),
+            ("[upstreams.\"\"]", "[upstreams.\"\"]"),
+        ] {
+            let err = refused(&format!("{header}\n{HTTP}"));
+            assert!(
+                err.starts_with(&format!("line 1: {shown}: the upstream name")),
+                "{err}"
+            );
+            assert!(err.ends_with("must be non-empty, with no `.`, whitespace or control character (it names the upstream's breaker and prefixes its tools)"), "{err}");
+        }
+        // Unquoted dots make a nested table: `a` has a key `b`.
+        let err = refused(&format!("[upstreams.a.b]\n{HTTP}"));
+        assert!(
+            err.starts_with("line 1: [upstreams.a] b: unknown key `b`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn exactly_one_of_url_and_command() {
+        assert_eq!(
+            refused("[upstreams.a]\nurl = \"http://h/mcp\"\ncommand = \"x\"\n"),
+            "line 3: [upstreams.a] command: an upstream has a `url` (Streamable HTTP) or a \
+             `command` (stdio), not both"
+        );
+        assert_eq!(
+            refused("[upstreams.a]\nprefix = \"x.\"\n"),
+            "line 1: [upstreams.a]: needs a `url` (a Streamable HTTP server) or a `command` (a \
+             stdio child process)"
+        );
+        assert_eq!(
+            refused(&format!("[upstreams.a]\n{HTTP}args = [\"-v\"]\n")),
+            "line 3: [upstreams.a] args: is for a stdio upstream (`command`), not one with a `url`"
+        );
+        assert_eq!(
+            refused("[upstreams.a]\ncommand = \"x\"\nheaders = { X = \"1\" }\n"),
+            "line 3: [upstreams.a] headers: is for an HTTP upstream (`url`), not one with a `command`"
+        );
+        assert_eq!(
+            refused("[upstreams.a]\ncommand = \"\"\n"),
+            "line 2: [upstreams.a] command: must name a program, not be empty"
+        );
+    }
+
+    #[test]
+    fn a_url_is_http_or_https() {
+        assert_eq!(
+            refused("[upstreams.a]\nurl = \"ftp://h/mcp\"\n"),
+            "line 2: [upstreams.a] url: must be an http:// or https:// URL (Streamable HTTP), not ftp:"
+        );
+        assert_eq!(
+            refused("[upstreams.a]\nurl = \"localhost:8080/mcp\"\n"),
+            "line 2: [upstreams.a] url: must be an http:// or https:// URL (Streamable HTTP), not localhost:"
+        );
+        assert_eq!(
+            refused("[upstreams.a]\nurl = \"/mcp\"\n"),
+            "line 2: [upstreams.a] url: not a valid URL: relative URL without a base"
+        );
+    }
+
+    #[test]
+    fn variables_are_expanded_and_an_unset_one_is_named() {
+        let config = GatewayConfig::from_toml_str_with(
+            "[upstreams.a]\nurl = \"${BASE:-http://127.0.0.1:7}/mcp\"\n\
+             headers = { Authorization = \"Bearer ${TOKEN}\" }\n\
+             [upstreams.b]\ncommand = \"${env:TOKEN}\"\nargs = [\"--key=${TOKEN}\"]\nenv = { K = \"${TOKEN}\" }\ncwd = \"/tmp/${TOKEN}\"\n",
+            env,
+        )
+        .unwrap();
+        let shown = format!("{:?}", config.upstreams);
+        assert!(
+            shown.contains("http://127.0.0.1:7/mcp") && shown.contains("\"--key=t0k\""),
+            "{shown}"
+        );
+        assert!(shown.contains("(\"Authorization\", <redacted>)"), "{shown}");
+        assert_eq!(
+            refused(
+                "[upstreams.search]\nurl = \"http://h/mcp\"\nheaders = { Authorization = \"Bearer ${SEARCH_TOKEN}\" }\n"
+            ),
+            "line 3: [upstreams.search] headers.Authorization: environment variable SEARCH_TOKEN is not set"
+        );
+        assert_eq!(
+            refused("[upstreams.a]\ncommand = \"x\"\nenv = { K = \"${NOPE}\" }\n"),
+            "line 3: [upstreams.a] env.K: environment variable NOPE is not set"
+        );
+        assert_eq!(
+            refused("[upstreams.a]\ncommand = \"x\"\nargs = [\"${NOPE}\"]\n"),
+            "line 3: [upstreams.a] args: environment variable NOPE is not set"
+        );
+        assert_eq!(
+            refused("[upstreams.a]\nurl = \"http://h/mcp\"\nheaders = { \"Bad Name\" = \"1\" }\n"),
+            "line 3: [upstreams.a] headers.Bad Name: \"Bad Name\" is not a valid HTTP header name"
+        );
+    }
+
+    #[test]
+    fn two_upstreams_with_one_prefix_are_named_both() {
+        assert_eq!(
+            refused(&format!(
+                "[upstreams.a]\n{HTTP}prefix = \"x.\"\n[upstreams.b]\ncommand = \"c\"\nprefix = \"x.\"\n"
+            )),
+            "line 4: [upstreams.b] prefix: upstreams `a` and `b` both have the prefix \"x.\"; a \
+             non-empty prefix belongs to one upstream"
+        );
+        assert_eq!(
+            refused(&format!(
+                "[upstreams.a]\n{HTTP}[upstreams.b]\n{HTTP}prefix = \"a.\"\n"
+            )),
+            "line 3: [upstreams.b] prefix: upstreams `a` and `b` both have the prefix \"a.\"; a \
+             non-empty prefix belongs to one upstream"
+        );
+        let config = GatewayConfig::from_toml_str(&format!(
+            "[upstreams.a]\n{HTTP}prefix = \"\"\n[upstreams.b]\n{HTTP}prefix = \"\"\n"
+        ))
+        .unwrap();
+        assert_eq!(config.upstreams.len(), 2, "empty prefixes may be shared");
+        assert!(
+            refused(&format!("[upstreams.a]\n{HTTP}prefix = \"a b\"\n"))
+                .contains("must hold no whitespace")
+        );
+    }
+
+    #[test]
+    fn allow_deny_and_tool_sections_agree() {
+        assert_eq!(
+            refused(&format!(
+                "[upstreams.a]\n{HTTP}allow = [\"x\", \"y\"]\ndeny = [\"y\"]\n"
+            )),
+            "line 4: [upstreams.a] deny: the tool `y` is in both `allow` and `deny`"
+        );
+        assert_eq!(
+            refused(&format!(
+                "[upstreams.a]\n{HTTP}deny = [\"t\"]\n[upstreams.a.tools.t]\ncooldown_ms = 5\n"
+            )),
+            "line 4: [upstreams.a.tools.t]: the tool `t` is hidden by the upstream's `allow` or \
+             `deny`: its section would never be used"
+        );
+        assert_eq!(
+            refused(&format!("[upstreams.a]\n{HTTP}[upstreams.a.tools.t]\n")),
+            "line 3: [upstreams.a.tools.t]: sets nothing: give it breaker keys (or `own_breaker = \
+             true`) for a breaker of its own, or `tool_error` / `error_codes`"
+        );
+        assert_eq!(
+            refused(&format!(
+                "[upstreams.a]\n{HTTP}[upstreams.a.tools.t]\nown_breaker = false\nprobes = 2\n"
+            )),
+            "line 5: [upstreams.a.tools.t] probes: sets a breaker key, so the tool has a breaker \
+             of its own: `own_breaker = false` contradicts it"
+        );
+        assert_eq!(
+            refused(&format!("[upstreams.a]\n{HTTP}allow = [\"\"]\n")),
+            "line 3: [upstreams.a] allow: the tool name \"\" must be non-empty, with no whitespace or control character"
+        );
+        assert_eq!(
+            refused(&format!("[upstreams.a]\n{HTTP}deny = \"x\"\n")),
+            "line 3: [upstreams.a] deny: must be a list of strings, not a string"
+        );
+        let config = GatewayConfig::from_toml_str(&format!(
+            "[upstreams.a]\n{HTTP}[upstreams.a.tools.t]\nown_breaker = true\n"
+        ))
+        .unwrap();
+        assert!(config.upstreams[0].tools[0].own_breaker);
+        let own: Vec<&str> = config.registry.dependencies().map(|(n, _)| n).collect();
+        assert_eq!(
+            own,
+            ["a.t"],
+            "a breaker of its own on the upstream's settings"
+        );
+    }
+
+    #[test]
+    fn timeouts_and_codes_are_checked() {
+        assert_eq!(
+            refused(&format!("[upstreams.a]\n{HTTP}per_call_timeout_ms = 0\n")),
+            "line 3: [upstreams.a] per_call_timeout_ms: must be a whole number of ms from 1 to \
+             1099511627776, not 0"
+        );
+        assert_eq!(
+            refused(&format!(
+                "[upstreams.a]\n{HTTP}per_call_timeout_ms = \"5s\"\n"
+            )),
+            "line 3: [upstreams.a] per_call_timeout_ms: must be a whole number of ms from 1 to \
+             1099511627776, not a string"
+        );
+        assert_eq!(
+            refused(&format!(
+                "[upstreams.a]\n{HTTP}error_codes = {{ internal = \"other\" }}\n"
+            )),
+            "line 3: [upstreams.a] error_codes.internal: is not a JSON-RPC error code (a whole \
+             number such as -32603)"
+        );
+        assert_eq!(
+            refused(&format!(
+                "[upstreams.a]\n{HTTP}error_codes = {{ -32603 = 1 }}\n"
+            )),
+            "line 3: [upstreams.a] error_codes.-32603: must be a string, not an integer"
+        );
+    }
+}

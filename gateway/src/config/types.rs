@@ -1,0 +1,156 @@
+//! The gateway's configuration as the relay consumes it: [`GatewayConfig`], one
+//! [`UpstreamConfig`] per upstream, its [`Transport`] and its [`ToolConfig`]s.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use toolbreaker::RegistryConfig;
+use toolbreaker::mcp::McpClassifier;
+
+use super::Secret;
+
+/// The per-call timeout of an upstream that sets no `per_call_timeout_ms`: 10 s, the
+/// `GuardedClient` default.
+pub const DEFAULT_PER_CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A whole gateway configuration, read from the TOML file or an `mcpServers` JSON file
+/// ([`from_toml_str`](Self::from_toml_str), [`from_mcp_servers_json_str`](Self::from_mcp_servers_json_str),
+/// [`load`](Self::load)); valid in full once made.
+///
+/// `registry` holds the breaker settings under the names the relay asks the registry for:
+/// one dependency per upstream, named as the upstream (`search`), and one per tool given a
+/// breaker of its own, named `upstream.tool` (`search.query`: the name
+/// `GuardedClientBuilder::tool_breaker` uses). Its `[default]` is the file's `[default]`. Put
+/// it in force with `Registry::reload` on a reload: breakers keep their state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GatewayConfig {
+    /// The upstreams, in file order; names are unique.
+    pub upstreams: Vec<UpstreamConfig>,
+    /// The breakers' settings (see above).
+    pub registry: RegistryConfig,
+}
+
+/// One upstream MCP server: `[upstreams.NAME]`, or one entry of `mcpServers`.
+///
+/// Equal when every setting is (secrets compared by value), so a reload tells a changed
+/// upstream (reconnect it) from an unchanged one (keep its connection). Breaker settings are not
+/// here but in [`GatewayConfig::registry`]: a changed cooldown needs no reconnection.
+///
+/// # Examples
+///
+/// ```
+/// use toolbreaker_gateway::config::GatewayConfig;
+///
+/// let config = GatewayConfig::from_toml_str(
+///     "[upstreams.search]\nurl = \"http://127.0.0.1:9000/mcp\"\ndeny = [\"drop_index\"]\n\
+///      [upstreams.search.tools.query]\ncooldown_ms = 1000\n",
+/// )?;
+/// let search = config.upstream("search").unwrap();
+/// assert!(search.exposes("query") && !search.exposes("drop_index"));
+/// assert_eq!(search.breaker_name("query"), "search.query", "its own breaker");
+/// assert_eq!(search.breaker_name("suggest"), "search", "the upstream's");
+/// assert_eq!(search.transport.kind(), "http");
+/// # Ok::<(), toolbreaker_gateway::config::GatewayConfigError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpstreamConfig {
+    /// The upstream's name: non-empty, with no `.`, whitespace or control character. Its
+    /// breaker's name, and the default prefix.
+    pub name: String,
+    /// What the gateway puts before each of the upstream's tool (and prompt) names: by default
+    /// `NAME.`; `""` passes names as they are.
+    pub prefix: String,
+    /// How the gateway reaches it.
+    pub transport: Transport,
+    /// The only tools shown and callable (the upstream's own names); `None`: every tool not in
+    /// `deny`.
+    pub allow: Option<Vec<String>>,
+    /// Tools hidden and refused (the upstream's own names).
+    pub deny: Vec<String>,
+    /// How long one call may take (`per_call_timeout_ms`; default [`DEFAULT_PER_CALL_TIMEOUT`]).
+    pub per_call_timeout: Duration,
+    /// The upstream's classification: the crate's table with the file's `tool_error` and
+    /// `error_codes` overrides.
+    pub classifier: McpClassifier,
+    /// The tools with a section of their own (`[upstreams.NAME.tools.TOOL]`), in file order.
+    pub tools: Vec<ToolConfig>,
+}
+
+/// One tool's own settings: `[upstreams.NAME.tools.TOOL]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolConfig {
+    /// The tool's name as the upstream lists it (no prefix).
+    pub name: String,
+    /// Whether the tool has a breaker of its own (the registry's `upstream.tool`): true when its
+    /// section sets any breaker key, or `own_breaker = true`.
+    pub own_breaker: bool,
+    /// Its own classification (the upstream's, with the tool's overrides over it), when its
+    /// section sets `tool_error` or `error_codes`; `None`: the upstream's.
+    pub classifier: Option<McpClassifier>,
+}
+
+/// How the gateway reaches an upstream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// A Streamable HTTP server.
+    Http {
+        /// Its MCP endpoint, an `http://` or `https://` URL (after `${VAR}` expansion). It may
+        /// be logged: credentials belong in `headers`.
+        url: String,
+        /// Headers sent with every request (name, value), in file order.
+        headers: Vec<(String, Secret)>,
+    },
+    /// A child process speaking MCP on its stdin and stdout.
+    Stdio {
+        /// The program (looked up on `PATH` when it holds no `/`).
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Environment variables set for it (name, value), over the gateway's own.
+        env: Vec<(String, Secret)>,
+        /// Its working directory; `None`: the gateway's.
+        cwd: Option<PathBuf>,
+    },
+}
+
+impl Transport {
+    /// `"http"` or `"stdio"`, as `/status` shows it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Transport::Http { .. } => "http",
+            Transport::Stdio { .. } => "stdio",
+        }
+    }
+}
+
+impl UpstreamConfig {
+    /// Whether the config shows and lets clients call the upstream's tool `tool` (its own
+    /// name): in `allow` (when set) and not in `deny`.
+    pub fn exposes(&self, tool: &str) -> bool {
+        self.allow
+            .as_ref()
+            .is_none_or(|allow| allow.iter().any(|t| t == tool))
+            && !self.deny.iter().any(|t| t == tool)
+    }
+
+    /// The tool's own section, if it has one.
+    pub fn tool(&self, tool: &str) -> Option<&ToolConfig> {
+        self.tools.iter().find(|t| t.name == tool)
+    }
+
+    /// The registry's name for the breaker that guards `tool`: `upstream.tool` when the tool
+    /// has a breaker of its own, else the upstream's name.
+    pub fn breaker_name(&self, tool: &str) -> String {
+        match self.tool(tool) {
+            Some(t) if t.own_breaker => format!("{}.{tool}", self.name),
+            _ => self.name.clone(),
+        }
+    }
+
+    /// The classification of `tool`'s calls: its own, else the upstream's.
+    pub fn classifier_for(&self, tool: &str) -> &McpClassifier {
+        self.tool(tool)
+            .and_then(|t| t.classifier.as_ref())
+            .unwrap_or(&self.classifier)
+    }
+}
