@@ -19,7 +19,7 @@ use rmcp::model::{
 use tokio_util::sync::CancellationToken;
 use toolbreaker::{AgentRun, Registry, ToolResult};
 
-use super::names::{collision, exposed, resolve, visible};
+use super::names::{collision, exposed, resolve};
 use crate::upstream::{Origin, Refusal, SessionId, Sessions, Upstream, error_data};
 
 /// The upstreams in force, in configuration order.
@@ -106,7 +106,7 @@ impl Core {
         let mut tools = Vec::new();
         for (upstream, listed) in upstreams.iter().zip(listed) {
             for mut tool in listed.unwrap_or_default() {
-                if !visible(upstream.config(), &tool.name) {
+                if !upstream.config().exposes(&tool.name) {
                     continue;
                 }
                 let name = exposed(upstream.config(), &tool.name);
@@ -129,7 +129,7 @@ impl Core {
                 u.known_tools()
                     .unwrap_or_default()
                     .into_iter()
-                    .filter(|t| visible(u.config(), &t.name))
+                    .filter(|t| u.config().exposes(&t.name))
                     .map(|t| (exposed(u.config(), &t.name), u.name().to_owned()))
                     .collect::<Vec<_>>()
             })
@@ -176,14 +176,16 @@ impl Core {
         let upstreams = self.upstreams();
         let configs: Vec<_> = upstreams.iter().map(|u| u.config()).collect();
         let (i, rest) = resolve(&configs, name, |i, rest| {
-            if !visible(configs[i], rest) {
+            if !configs[i].exposes(rest) {
                 return Some(false);
             }
             upstreams[i]
                 .known_tools()
                 .map(|tools| tools.iter().any(|t| t.name == rest))
         })?;
-        visible(configs[i], rest).then(|| (Arc::clone(&upstreams[i]), rest.to_owned()))
+        configs[i]
+            .exposes(rest)
+            .then(|| (Arc::clone(&upstreams[i]), rest.to_owned()))
     }
 
     /// Calls tool `params.name` on its upstream, through its breaker.

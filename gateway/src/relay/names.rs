@@ -3,16 +3,6 @@
 
 use crate::config::UpstreamConfig;
 
-/// Whether `tool` (the upstream's own name) is shown and callable: in `allow` when there is an
-/// allow list, and never in `deny`.
-pub fn visible(config: &UpstreamConfig, tool: &str) -> bool {
-    config
-        .allow
-        .as_ref()
-        .is_none_or(|allow| allow.iter().any(|a| a == tool))
-        && !config.deny.iter().any(|d| d == tool)
-}
-
 /// The name clients see for the upstream's `name`.
 pub fn exposed(config: &UpstreamConfig, name: &str) -> String {
     format!("{}{name}", config.prefix)
@@ -125,15 +115,9 @@ mod tests {
     }
 
     #[test]
-    fn allow_and_deny_hide_tools() {
-        let mut c = upstream("s", "s.");
-        assert!(visible(&c, "x"));
-        c.deny = vec!["x".into()];
-        assert!(!visible(&c, "x"));
-        c.deny.clear();
-        c.allow = Some(vec!["y".into()]);
-        assert!(!visible(&c, "x") && visible(&c, "y"));
-        assert_eq!(exposed(&c, "y"), "s.y");
+    fn a_name_is_shown_under_the_prefix() {
+        assert_eq!(exposed(&upstream("s", "s."), "y"), "s.y");
+        assert_eq!(exposed(&upstream("s", ""), "y"), "y");
     }
 
     #[test]

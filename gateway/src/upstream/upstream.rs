@@ -99,7 +99,7 @@ impl Upstream {
             .iter()
             .map(|tool| {
                 let breaker = if tool.own_breaker {
-                    registry.get(&format!("{}.{}", config.name, tool.name))
+                    registry.get(&config.breaker_name(&tool.name))
                 } else {
                     breaker.clone()
                 };
