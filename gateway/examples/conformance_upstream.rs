@@ -22,6 +22,8 @@
 
 #[path = "conformance_upstream/catalog.rs"]
 mod catalog;
+#[path = "conformance_upstream/http.rs"]
+mod http;
 #[path = "conformance_upstream/server.rs"]
 mod server;
 #[path = "conformance_upstream/sessions.rs"]
@@ -30,19 +32,11 @@ mod sessions;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Duration;
 
 use clap::Parser;
 use rmcp::ServiceExt;
-use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 
 use server::{Shared, Upstream};
-use sessions::Sessions;
-
-/// How long a client waits before it resumes a stream the server closed (the priming event's
-/// `retry`).
-const SSE_RETRY: Duration = Duration::from_millis(100);
 
 /// The MCP conformance suite's upstream server.
 #[derive(Parser, Debug)]
@@ -92,18 +86,7 @@ async fn serve_http(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
-    let sessions = Arc::new(Sessions::default());
-    let shared = Shared::new(crash_after, Some(sessions.clone()));
-    let mut hosts = vec!["localhost".to_owned(), "127.0.0.1".into(), "::1".into()];
-    hosts.push(addr.ip().to_string());
-    let config = StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(true)
-        .with_sse_retry(Some(SSE_RETRY))
-        .with_allowed_hosts(hosts);
-    let ending = config.cancellation_token.clone();
-    let service =
-        StreamableHttpService::new(move || Ok(Upstream::new(shared.clone())), sessions, config);
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let (router, ending) = http::router(addr, crash_after);
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "http://{addr}/mcp")?;
     stdout.flush()?;

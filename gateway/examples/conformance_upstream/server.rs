@@ -183,17 +183,22 @@ impl Upstream {
             .and_then(|parts| parts.headers.get("mcp-session-id"))
             .and_then(|value| value.to_str().ok())
             .map(|id| -> rmcp::transport::streamable_http_server::SessionId { id.into() });
-        if let (Some(sessions), Some(session)) = (&self.shared.sessions, session) {
-            let closed = sessions.close_stream(&session, &context.id, STEP * 2).await;
-            if let Closed::Resumed(resumed) = closed {
-                let _ = tokio::time::timeout(RESUME_WAIT, resumed.notified()).await;
-                sessions.forget(&session);
-            }
+        let mut how = "No event stream was closed (stdio, or no session).";
+        if let (Some(sessions), Some(session)) = (&self.shared.sessions, session)
+            && let Closed::Resumed(resumed) =
+                sessions.close_stream(&session, &context.id, STEP * 2).await
+        {
+            let waited = tokio::time::timeout(RESUME_WAIT, resumed.notified()).await;
+            sessions.forget(&session);
+            how = match waited {
+                Ok(()) => "The event stream was closed mid-call and the client resumed it.",
+                Err(_) => "The event stream was closed mid-call; the client did not resume it.",
+            };
         }
-        text(
+        text(&format!(
             "Reconnection test completed successfully. If you received this, the client \
-             properly reconnected after stream closure.",
-        )
+             properly reconnected after stream closure. {how}"
+        ))
     }
 
     /// The result of tool `name`, as wire JSON; `None` if there is no such tool.
