@@ -47,6 +47,12 @@ while [[ $# -gt 0 ]]; do
         *) echo "check.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
+for tool in node npm; do
+    if ! command -v "$tool" >/dev/null; then
+        echo "check.sh: $tool is not installed (the suite needs Node.js 20 or later)" >&2
+        exit 2
+    fi
+done
 if [[ -n "$gateway_cmd" && -n "$gateway_url" ]]; then
     echo "check.sh: give --gateway-cmd or --gateway-url, not both" >&2
     exit 2
