@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# The MCP conformance check: builds the conformance upstream (the `conformance_upstream`
+# example of toolbreaker-gateway), starts it on a free loopback port, runs every server scenario
+# of the pinned suite against it directly (run.sh) and prints the tally; then, when given a
+# gateway, runs them again through the gateway and fails if any scenario that passed directly
+# fails through it.
+#
+#   gateway/conformance/check.sh [--out DIR] [--gateway-cmd CMD | --gateway-url URL]
+#
+#   --out DIR          where the results go (default: a new temporary directory):
+#                      DIR/direct/ and DIR/gateway/ (run.sh's tally.json, tally.tsv, raw/,
+#                      logs/), DIR/comparison.json, and each process's stdout/stderr.
+#   --gateway-cmd CMD  a shell command that starts the gateway in front of the upstream. It
+#                      runs with UPSTREAM_URL set to the upstream's MCP URL, must serve it with
+#                      `prefix = ""`, and must print the gateway's MCP URL
+#                      (http://127.0.0.1:PORT/mcp) as its first line on stdout. It is started
+#                      in its own process group, which is ended (children included) on exit.
+#   --gateway-url URL  a gateway already running in front of an upstream (no upstream is
+#                      started for the second run; the direct run still uses this script's).
+#   Environment: GATEWAY_CMD and GATEWAY_URL stand for the options; UPSTREAM_BIN skips the
+#   build and runs that executable; SCENARIOS, SCENARIO_TIMEOUT, CONFORMANCE_BIN go to run.sh;
+#   START_TIMEOUT (default 60 s) bounds the wait for each server's URL, BUILD_TIMEOUT (default
+#   1800 s) the build, RUN_TIMEOUT (default 1800 s) each run of the suite.
+#
+# A gateway command, for example (the gateway's own flags are its business):
+#   GATEWAY_CMD='cfg=$(mktemp) && printf "[upstreams.conformance]\nurl = \"%s\"\nprefix = \"\"\n" \
+#     "$UPSTREAM_URL" >"$cfg" && exec target/debug/toolbreaker-gateway --config "$cfg" \
+#     --listen 127.0.0.1:0' gateway/conformance/check.sh
+#
+# Exit status: 0 when every scenario passed directly and (with a gateway) every one of them
+# passed through it; 1 when not; 2 when something could not be built or started.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+out=""
+gateway_cmd="${GATEWAY_CMD:-}"
+gateway_url="${GATEWAY_URL:-}"
+start_timeout="${START_TIMEOUT:-60}"
+
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --out) out="$2"; shift 2 ;;
+        --gateway-cmd) gateway_cmd="$2"; shift 2 ;;
+        --gateway-url) gateway_url="$2"; shift 2 ;;
+        -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "check.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+for tool in node npm; do
+    if ! command -v "$tool" >/dev/null; then
+        echo "check.sh: $tool is not installed (the suite needs Node.js 20 or later)" >&2
+        exit 2
+    fi
+done
+if [[ -n "$gateway_cmd" && -n "$gateway_url" ]]; then
+    echo "check.sh: give --gateway-cmd or --gateway-url, not both" >&2
+    exit 2
+fi
+if [[ -z "$out" ]]; then
+    out="$(mktemp -d "${TMPDIR:-/tmp}/mcp-conformance.XXXXXX")" || exit 2
+fi
+mkdir -p "$out" || exit 2
+out="$(cd "$out" && pwd)"
+
+# Process groups this script started; each is ended, children included, whatever way it exits.
+groups=()
+cleanup() {
+    local group
+    for group in "${groups[@]}"; do
+        kill -TERM -- "-$group" 2>/dev/null || kill -TERM "$group" 2>/dev/null
+    done
+    for group in "${groups[@]}"; do
+        # Up to 5 s for a graceful end, then SIGKILL.
+        for _ in $(seq 50); do
+            kill -0 "$group" 2>/dev/null || kill -0 -- "-$group" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL -- "-$group" 2>/dev/null || kill -KILL "$group" 2>/dev/null
+    done
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# Starts `bash -c CMD` in its own process group (stdout to $out/NAME.out, stderr to
+# $out/NAME.err) and waits for its first stdout line, the MCP URL, which it sets as $started_url.
+# Not to be called in a subshell: the group must be recorded here for cleanup.
+started_url=""
+start() {
+    local name="$1" command="$2" pid url=""
+    if command -v setsid >/dev/null; then
+        setsid bash -c "$command" >"$out/$name.out" 2>"$out/$name.err" </dev/null &
+    else
+        bash -c "$command" >"$out/$name.out" 2>"$out/$name.err" </dev/null &
+    fi
+    pid=$!
+    groups+=("$pid")
+    for _ in $(seq $((start_timeout * 10))); do
+        url="$(head -n 1 "$out/$name.out" 2>/dev/null)"
+        [[ -n "$url" ]] && break
+        if ! kill -0 "$pid" 2>/dev/null; then
+            echo "check.sh: the $name ended before printing its URL; its stderr:" >&2
+            tail -n 20 "$out/$name.err" >&2
+            return 1
+        fi
+        sleep 0.1
+    done
+    if [[ ! "$url" =~ ^https?:// ]]; then
+        echo "check.sh: the $name printed no URL within ${start_timeout} s (got '$url')" >&2
+        return 1
+    fi
+    started_url="$url"
+}
+
+# The suite against URL into $out/NAME; its status (0 all passed, 1 some failed, 2 not run).
+suite() {
+    local name="$1" url="$2"
+    echo "== the suite against the $name: $url" >&2
+    timeout --kill-after=10 "${RUN_TIMEOUT:-1800}" "$here/run.sh" "$url" "$out/$name"
+}
+
+upstream_bin="${UPSTREAM_BIN:-}"
+if [[ -z "$upstream_bin" ]]; then
+    echo "== building the conformance upstream" >&2
+    # The executable's path comes from cargo's own report, so any target dir works.
+    upstream_bin="$(cd "$root" && timeout "${BUILD_TIMEOUT:-1800}" "${CARGO:-cargo}" build \
+        -p toolbreaker-gateway --example conformance_upstream \
+        --message-format=json-render-diagnostics \
+        | node -e '
+            let exe = "";
+            require("readline").createInterface({ input: process.stdin })
+              .on("line", (line) => {
+                try {
+                  const m = JSON.parse(line);
+                  if (m.reason === "compiler-artifact" && m.target.name === "conformance_upstream" && m.executable) exe = m.executable;
+                } catch {}
+              })
+              .on("close", () => console.log(exe));
+        ')"
+    if [[ -z "$upstream_bin" || ! -x "$upstream_bin" ]]; then
+        echo "check.sh: building the conformance upstream failed" >&2
+        exit 2
+    fi
+fi
+
+export CONFORMANCE_UPSTREAM="$upstream_bin"
+start upstream 'exec "$CONFORMANCE_UPSTREAM" --listen 127.0.0.1:0' || exit 2
+upstream_url="$started_url"
+export UPSTREAM_URL="$upstream_url"
+suite direct "$upstream_url"
+direct_status=$?
+[[ $direct_status -eq 2 ]] && exit 2
+
+if [[ -z "$gateway_cmd" && -z "$gateway_url" ]]; then
+    echo "== no gateway given (--gateway-cmd or --gateway-url): direct run only; results in $out" >&2
+    exit "$direct_status"
+fi
+
+if [[ -n "$gateway_cmd" ]]; then
+    start gateway "$gateway_cmd" || exit 2
+    gateway_url="$started_url"
+fi
+suite gateway "$gateway_url"
+[[ $? -eq 2 ]] && exit 2
+
+node "$here/compare.mjs" "$out/direct/tally.json" "$out/gateway/tally.json" "$out/comparison.json"
+compare_status=$?
+echo "== results in $out" >&2
+if [[ $compare_status -ne 0 || $direct_status -ne 0 ]]; then
+    exit 1
+fi
+exit 0
