@@ -1,5 +1,5 @@
 //! `toolbreaker-gateway`: see `--help`, and the commented `gateway.toml` beside this package.
 
 fn main() -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+    toolbreaker_gateway::run::main()
 }
