@@ -1,6 +1,9 @@
 //! What the serve tests share: a small rmcp handler whose `slow` tool waits for the test to let
 //! it through, and a gateway app served on a loopback port.
 
+// Shared with `serve_logs.rs`, which uses part of it.
+#![allow(dead_code)]
+
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
