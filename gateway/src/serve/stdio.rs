@@ -9,12 +9,23 @@ use rmcp::{ServerHandler, ServiceExt};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::oneshot;
 
-/// Serves `handler` to the one client on this process's stdin and stdout, as
-/// [`serve_io`] does.
+/// Serves `handler` to the one client on this process's stdin and stdout, as [`serve_io`]
+/// does.
+///
+/// When both are pipes (as an MCP client starts a stdio server) they are read and written
+/// without blocking (rmcp's `stdio_pipes`), so nothing is left reading stdin once this returns
+/// and the runtime shuts down at once. Otherwise (a terminal, a file, another platform than
+/// Linux) stdin is read on Tokio's blocking pool, whose read cannot be cancelled: after a
+/// shutdown, dropping the runtime may wait for a line of input, so the binary should end the
+/// process (or shut the runtime down with a timeout) once this returns.
 ///
 /// # Errors
 ///
 /// As [`serve_io`].
+///
+/// # Panics
+///
+/// Called outside a Tokio runtime with I/O enabled.
 ///
 /// # Examples
 ///
@@ -36,7 +47,8 @@ pub async fn serve_stdio<S: ServerHandler>(
     handler: S,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    serve_io(handler, tokio::io::stdin(), tokio::io::stdout(), shutdown).await
+    let (input, output) = rmcp::transport::stdio_pipes();
+    serve_io(handler, input, output, shutdown).await
 }
 
 /// Serves `handler` to the one client that writes newline-delimited JSON-RPC to `input` and
