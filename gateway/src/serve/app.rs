@@ -1,0 +1,164 @@
+//! The gateway's HTTP routes: `/mcp`, `/healthz`, `/status` and `/metrics`.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::{HeaderValue, header};
+use axum::middleware::from_fn_with_state;
+use axum::response::{IntoResponse, Json, Response};
+use axum::routing::get;
+use metrics_exporter_prometheus::PrometheusHandle;
+use rmcp::ServerHandler;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+use toolbreaker::mcp::MCP_PATH;
+
+use super::auth::require_bearer;
+use super::hosts::{AdmittedHosts, require_admitted_host};
+use super::in_flight::{InFlight, track};
+use super::options::HttpOptions;
+
+/// What `/status` answers: called on each request, its JSON is the body (the relay's view of
+/// its upstreams).
+pub type StatusFn = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
+
+/// The gateway's HTTP application: the routes, and what [`serve`](super::serve) needs to shut
+/// them down.
+///
+/// - `/mcp`: MCP's Streamable HTTP transport with sessions (an `Mcp-Session-Id` per client,
+///   so the server can send requests and notifications to it), one handler per session made by
+///   the factory. rmcp checks there that `Host` is admitted and `Origin`, if present, too
+///   (`403 Forbidden` otherwise: [`HttpOptions::effective_hosts`],
+///   [`HttpOptions::effective_origins`]), and answers `413 Payload Too Large` to a body over
+///   [`HttpOptions::max_request_bytes`].
+/// - `/healthz`: `200 ok`, always, without a token: the process is up and serving.
+/// - `/status`: the JSON of the [`StatusFn`] (`application/json`).
+/// - `/metrics`: the process's Prometheus recorder ([`prometheus_handle`]) in Prometheus's text
+///   format.
+///
+/// With [`HttpOptions::auth_token`] set, `/mcp`, `/status` and `/metrics` answer
+/// `401 Unauthorized` (with `WWW-Authenticate: Bearer`) to a request without
+/// `Authorization: Bearer TOKEN`; `/status` and `/metrics` also answer `403` to a `Host` that
+/// is not admitted.
+///
+/// [`prometheus_handle`]: super::prometheus_handle
+pub struct HttpApp {
+    router: Router,
+    sessions: CancellationToken,
+    in_flight: InFlight,
+    drain: Duration,
+}
+
+impl HttpApp {
+    /// The routes of `options`, whose MCP sessions are served by handlers that `factory` makes
+    /// (one per session, at its `initialize`), with `/status` answered by `status`.
+    ///
+    /// # Errors
+    ///
+    /// - `options` are bad ([`HttpOptions::check`]): an `io::Error` of kind `InvalidInput`
+    ///   whose inner error is the [`OptionsError`](super::OptionsError);
+    /// - the Prometheus recorder cannot be installed ([`prometheus_handle`]'s error: another
+    ///   global `metrics` recorder was installed first).
+    ///
+    /// [`prometheus_handle`]: super::prometheus_handle
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rmcp::ServerHandler;
+    /// use toolbreaker_gateway::serve::{HttpApp, HttpOptions};
+    ///
+    /// #[derive(Clone)]
+    /// struct Nothing;
+    /// impl ServerHandler for Nothing {}
+    ///
+    /// let options = HttpOptions::new("127.0.0.1:0".parse().unwrap());
+    /// let status = Arc::new(|| serde_json::json!({"upstreams": []}));
+    /// let app = HttpApp::new(&options, || Ok(Nothing), status).unwrap();
+    /// assert!(!app.sessions().is_cancelled());
+    /// ```
+    pub fn new<S, F>(options: &HttpOptions, factory: F, status: StatusFn) -> io::Result<HttpApp>
+    where
+        S: ServerHandler + Send + 'static,
+        F: Fn() -> Result<S, io::Error> + Send + Sync + 'static,
+    {
+        options
+            .check()
+            .map_err(|error| io::Error::new(io::ErrorKind::InvalidInput, error))?;
+        let metrics = super::prometheus_handle()?;
+        let hosts = options.effective_hosts();
+        let sessions = CancellationToken::new();
+        let config = StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(true)
+            .with_allowed_hosts(hosts.iter().cloned())
+            .with_allowed_origins(options.effective_origins())
+            .enforce_origin_validation()
+            .with_max_request_body_bytes(options.max_request_bytes)
+            .with_cancellation_token(sessions.clone());
+        let mcp =
+            StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
+        let observed = Router::new()
+            .route("/status", get(move || status_json(status.clone())))
+            .route("/metrics", get(move || render_metrics(metrics.clone())))
+            .layer(from_fn_with_state(
+                AdmittedHosts::new(&hosts),
+                require_admitted_host,
+            ));
+        let mut guarded = Router::new().route_service(MCP_PATH, mcp).merge(observed);
+        if let Some(token) = &options.auth_token {
+            guarded = guarded.layer(from_fn_with_state(token.clone(), require_bearer));
+        }
+        let in_flight = InFlight::new();
+        let router = guarded
+            .route("/healthz", get(|| async { "ok" }))
+            .layer(from_fn_with_state((in_flight.clone(), MCP_PATH), track));
+        Ok(HttpApp {
+            router,
+            sessions,
+            in_flight,
+            drain: options.drain,
+        })
+    }
+
+    /// The routes, to serve with [`serve`](super::serve) or to merge into a larger router
+    /// (serving them some other way, ending the MCP sessions is the caller's:
+    /// [`sessions`](Self::sessions)).
+    pub fn router(&self) -> Router {
+        self.router.clone()
+    }
+
+    /// The token that ends every MCP session of these routes when cancelled: their streams
+    /// close and their handlers' calls are cancelled. [`serve`](super::serve) cancels it once
+    /// it has drained.
+    pub fn sessions(&self) -> CancellationToken {
+        self.sessions.clone()
+    }
+
+    /// How many requests are in flight now (MCP's standalone streams aside).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.count()
+    }
+
+    /// What [`serve`](super::serve) takes apart.
+    pub(crate) fn into_parts(self) -> (Router, CancellationToken, InFlight, Duration) {
+        (self.router, self.sessions, self.in_flight, self.drain)
+    }
+}
+
+async fn status_json(status: StatusFn) -> Json<serde_json::Value> {
+    Json(status())
+}
+
+async fn render_metrics(metrics: PrometheusHandle) -> Response {
+    metrics.run_upkeep();
+    let mut response = metrics.render().into_response();
+    let text_format = HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8");
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, text_format);
+    response
+}

@@ -1,0 +1,26 @@
+//! How the gateway is served, whatever its MCP handler does.
+//!
+//! - Over HTTP: [`HttpApp`] is the axum router: `/mcp` (MCP's Streamable HTTP transport, with
+//!   sessions), `/healthz`, `/status` and `/metrics`, behind the bearer token, the `Host` and
+//!   `Origin` checks of MCP's DNS-rebinding rule and the request size limit of [`HttpOptions`].
+//!   [`serve`] runs it on a listener until a shutdown signal ([`shutdown_signal`]), then drains
+//!   the requests in flight up to [`HttpOptions::drain`] and ends the MCP sessions.
+//! - Over stdio: [`serve_stdio`] serves one client on stdin and stdout ([`serve_io`] on any
+//!   pair of streams).
+//! - Metrics: [`prometheus_handle`] installs the process's Prometheus recorder once.
+
+mod app;
+mod auth;
+mod hosts;
+mod in_flight;
+mod metrics;
+mod options;
+mod shutdown;
+mod stdio;
+
+pub use self::app::{HttpApp, StatusFn};
+pub use self::auth::BearerToken;
+pub use self::metrics::{LATENCY_BUCKETS, prometheus_handle};
+pub use self::options::{HttpOptions, OptionsError};
+pub use self::shutdown::{serve, shutdown_signal};
+pub use self::stdio::{serve_io, serve_stdio};
