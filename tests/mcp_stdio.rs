@@ -41,7 +41,7 @@ use common::{
     wait_until, wait_until_within,
 };
 use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ServiceError, ServiceExt};
 use serde_json::{Value, json};
@@ -102,7 +102,7 @@ async fn serve_gateway() {
     let transport = StreamableHttpClientTransport::from_uri(url);
     let upstream = ().serve(transport).await.expect("the gateway's upstream");
     let registry = Registry::builder().build();
-    let search = GuardedClient::builder("search", upstream.peer().clone(), &registry)
+    let search = GuardedClient::builder("search", upstream, &registry)
         .build()
         .unwrap();
     let gateway = McpGateway::builder().upstream(search).build().unwrap();
@@ -110,7 +110,6 @@ async fn serve_gateway() {
         .serve_stdio()
         .await
         .expect("the gateway serves stdio");
-    drop(upstream);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -156,6 +155,10 @@ fn scenarios() -> Vec<Scenario> {
         scenario("gateway_child_lists_and_forwards_over_stdio", || {
             Box::pin(gateway_child_lists_and_forwards_over_stdio())
         }),
+        scenario(
+            "a_client_made_in_a_helper_keeps_its_child_until_its_last_clone",
+            || Box::pin(a_client_made_in_a_helper_keeps_its_child_until_its_last_clone()),
+        ),
         scenario(
             "gateway_child_stdin_closed_cancels_the_upstream_call",
             || Box::pin(gateway_child_stdin_closed_cancels_the_upstream_call()),
@@ -288,10 +291,10 @@ async fn exit_of(child: &mut tokio::process::Child, within: Duration) -> ExitSta
         .expect("the child's exit status")
 }
 
-/// What the upstream child behind `service` has seen (its [`common::STATS`] tool, called on
-/// the raw peer: past the breaker, never counted).
-async fn stats(service: &RunningService<RoleClient, ()>) -> Value {
-    let answer = tokio::time::timeout(WAIT, service.peer().call_tool(stats_call()))
+/// What the upstream child behind `peer` has seen (its [`common::STATS`] tool, called on the
+/// raw peer: past the breaker, never counted).
+async fn stats(peer: &Peer<RoleClient>) -> Value {
+    let answer = tokio::time::timeout(WAIT, peer.call_tool(stats_call()))
         .await
         .expect("stats within the wait")
         .expect("the child answers stats");
@@ -302,20 +305,16 @@ fn stats_call() -> CallToolRequestParams {
     CallToolRequestParams::new(common::STATS)
 }
 
-/// How many `tools/call` reached the child behind `service`.
-async fn child_calls(service: &RunningService<RoleClient, ()>) -> u64 {
-    stats(service).await["calls"].as_u64().unwrap()
+/// How many `tools/call` reached the child behind `peer`.
+async fn child_calls(peer: &Peer<RoleClient>) -> u64 {
+    stats(peer).await["calls"].as_u64().unwrap()
 }
 
 /// Polls the child's counts every few ms until `condition` holds on them, within [`WAIT`].
-async fn wait_for_child(
-    service: &RunningService<RoleClient, ()>,
-    what: &str,
-    condition: impl Fn(&Value) -> bool,
-) {
+async fn wait_for_child(peer: &Peer<RoleClient>, what: &str, condition: impl Fn(&Value) -> bool) {
     let deadline = Instant::now() + WAIT;
     loop {
-        let counts = stats(service).await;
+        let counts = stats(peer).await;
         if condition(&counts) {
             return;
         }
@@ -350,7 +349,7 @@ async fn open_by_internal_errors(client: &GuardedClient) {
 async fn breaker_opens_when_the_child_is_killed_and_sends_nothing_more() {
     let (registry, mock) = registry();
     let (service, mut child) = spawn_own_child(child_command("upstream")).await;
-    let client = guarded("search", &service, &registry);
+    let client = guarded("search", service, &registry);
     assert_answered(
         &client.call_tool(&run(), doing("query", "answer")).await,
         "query",
@@ -360,7 +359,7 @@ async fn breaker_opens_when_the_child_is_killed_and_sends_nothing_more() {
         let client = client.clone();
         async move { client.call_tool(&run(), doing("query", "hang")).await }
     });
-    wait_for_child(&service, "the call to hang", |c| c["waiting"] == 1).await;
+    wait_for_child(client.peer(), "the call to hang", |c| c["waiting"] == 1).await;
     child.start_kill().expect("kill the child");
     let status = exit_of(&mut child, WAIT).await;
     assert!(!status.success(), "killed: {status}");
@@ -370,7 +369,7 @@ async fn breaker_opens_when_the_child_is_killed_and_sends_nothing_more() {
         .expect("the call in flight ends when the child dies")
         .unwrap();
     assert_failed(&failed, "search", "connect");
-    let raw = service.peer().call_tool(doing("query", "answer")).await;
+    let raw = client.peer().call_tool(doing("query", "answer")).await;
     assert!(
         matches!(raw, Err(ServiceError::TransportClosed)),
         "a dead child's transport is closed: {raw:?}"
@@ -388,14 +387,14 @@ async fn breaker_opens_when_the_child_is_killed_and_sends_nothing_more() {
 
     // The supervisor restarts the server: a new process, a new client, the same breaker.
     let recovered = spawn_upstream().await;
-    let new_client = guarded("search", &recovered, &registry);
+    let new_client = guarded("search", recovered, &registry);
     assert!(Arc::ptr_eq(new_client.breaker(), client.breaker()));
     for _ in 0..10 {
         let blocked = new_client.call_tool(&run(), doing("query", "answer")).await;
         assert_blocked(&blocked, "search", "dependency_open");
     }
     assert_eq!(
-        child_calls(&recovered).await,
+        child_calls(new_client.peer()).await,
         0,
         "the open breaker sent it nothing"
     );
@@ -408,13 +407,13 @@ async fn breaker_opens_when_the_child_is_killed_and_sends_nothing_more() {
         State::Open,
         "the dead client's probe reopened it"
     );
-    assert_eq!(child_calls(&recovered).await, 0);
+    assert_eq!(child_calls(new_client.peer()).await, 0);
 
     mock.increment(COOLDOWN);
     let probe = new_client.call_tool(&run(), doing("query", "answer")).await;
     assert_answered(&probe, "query");
     assert_eq!(new_client.breaker().state(), State::Closed);
-    assert_eq!(child_calls(&recovered).await, 1, "the probe alone");
+    assert_eq!(child_calls(new_client.peer()).await, 1, "the probe alone");
 }
 
 /// A blocked call's `CallToolResult` over stdio, exactly: `isError: true`, the message as its
@@ -423,7 +422,7 @@ async fn breaker_opens_when_the_child_is_killed_and_sends_nothing_more() {
 async fn blocked_call_result_has_the_exact_shape() {
     let (registry, mock) = registry();
     let service = spawn_upstream().await;
-    let client = guarded("search", &service, &registry);
+    let client = guarded("search", service, &registry);
     open_by_internal_errors(&client).await;
     mock.increment(Duration::from_millis(1000));
 
@@ -448,7 +447,7 @@ async fn blocked_call_result_has_the_exact_shape() {
         }))
     );
     assert_eq!(
-        child_calls(&service).await,
+        child_calls(client.peer()).await,
         u64::from(THRESHOLD),
         "nothing sent"
     );
@@ -459,11 +458,11 @@ async fn blocked_call_result_has_the_exact_shape() {
 async fn tool_error_answers_never_trip() {
     let (registry, _mock) = registry();
     let service = spawn_upstream().await;
-    let client = guarded("search", &service, &registry);
+    let client = guarded("search", service, &registry);
     let calls = 4 * THRESHOLD;
     for _ in 0..calls {
         let guarded = client.call_tool(&run(), doing("query", "tool_error")).await;
-        let raw = service
+        let raw = client
             .peer()
             .call_tool(doing("query", "tool_error"))
             .await
@@ -472,7 +471,7 @@ async fn tool_error_answers_never_trip() {
         assert_eq!(text_of(&guarded), "no such city");
         assert_eq!(client.breaker().state(), State::Closed);
     }
-    assert_eq!(child_calls(&service).await, 2 * u64::from(calls));
+    assert_eq!(child_calls(client.peer()).await, 2 * u64::from(calls));
 }
 
 /// The child is killed and the breaker opens; the restarted child is the recovered server.
@@ -482,7 +481,7 @@ async fn tool_error_answers_never_trip() {
 async fn exactly_one_probe_reaches_the_restarted_child_and_closes() {
     let (registry, mock) = registry();
     let (service, mut child) = spawn_own_child(child_command("upstream")).await;
-    let client = guarded("search", &service, &registry);
+    let client = guarded("search", service, &registry);
     child.start_kill().expect("kill the child");
     exit_of(&mut child, WAIT).await;
     for _ in 0..THRESHOLD {
@@ -492,7 +491,7 @@ async fn exactly_one_probe_reaches_the_restarted_child_and_closes() {
     assert_eq!(client.breaker().state(), State::Open);
 
     let recovered = spawn_upstream().await;
-    let client = guarded("search", &recovered, &registry);
+    let client = guarded("search", recovered, &registry);
     mock.increment(COOLDOWN);
     assert_eq!(client.breaker().state(), State::HalfOpen);
 
@@ -512,13 +511,16 @@ async fn exactly_one_probe_reaches_the_restarted_child_and_closes() {
             .unwrap();
         assert_blocked(&result, "search", "probe_in_flight");
     }
-    wait_for_child(&recovered, "the probe at the child", |c| c["waiting"] == 1).await;
+    wait_for_child(client.peer(), "the probe at the child", |c| {
+        c["waiting"] == 1
+    })
+    .await;
     assert_eq!(
-        child_calls(&recovered).await,
+        child_calls(client.peer()).await,
         1,
         "one call reached the child"
     );
-    recovered
+    client
         .peer()
         .call_tool(CallToolRequestParams::new(common::OPEN_GATE))
         .await
@@ -530,7 +532,7 @@ async fn exactly_one_probe_reaches_the_restarted_child_and_closes() {
     assert_answered(&probe, "query");
     assert_eq!(client.breaker().state(), State::Closed);
     assert_eq!(
-        child_calls(&recovered).await,
+        child_calls(client.peer()).await,
         1,
         "exactly one call reached the child"
     );
@@ -543,7 +545,7 @@ async fn exactly_one_probe_reaches_the_restarted_child_and_closes() {
 async fn a_cancelled_probe_frees_the_slot() {
     let (registry, mock) = registry();
     let service = spawn_upstream().await;
-    let client = guarded("search", &service, &registry);
+    let client = guarded("search", service, &registry);
     open_by_internal_errors(&client).await;
     mock.increment(COOLDOWN);
 
@@ -551,9 +553,9 @@ async fn a_cancelled_probe_frees_the_slot() {
     let probe = client.call_tool(&probe_run, doing("query", "hang"));
     tokio::select! {
         result = probe => panic!("the probe hangs until cancelled: {result:?}"),
-        () = wait_for_child(&service, "the probe to hang", |c| c["waiting"] == 1) => {}
+        () = wait_for_child(client.peer(), "the probe to hang", |c| c["waiting"] == 1) => {}
     }
-    wait_for_child(&service, "the child to see the cancellation", |c| {
+    wait_for_child(client.peer(), "the child to see the cancellation", |c| {
         c["cancelled"] == 1
     })
     .await;
@@ -562,7 +564,52 @@ async fn a_cancelled_probe_frees_the_slot() {
     let probe = client.call_tool(&run(), doing("query", "answer")).await;
     assert_answered(&probe, "query");
     assert_eq!(client.breaker().state(), State::Closed);
-    assert_eq!(child_calls(&service).await, u64::from(THRESHOLD) + 2);
+    assert_eq!(child_calls(client.peer()).await, u64::from(THRESHOLD) + 2);
+}
+
+/// An upstream child and the client of it guarded as `search`, made in a helper that returns
+/// them without the rmcp service: the service leaves inside the client (an earlier API took the
+/// peer, and dropping the service here closed the child's stdin).
+async fn guarded_child_from_a_helper(
+    registry: &Registry,
+) -> (GuardedClient, tokio::process::Child) {
+    let (service, child) = spawn_own_child(child_command("upstream")).await;
+    (guarded("search", service, registry), child)
+}
+
+/// A client made in a helper that returns it alone keeps its child: every call reaches the
+/// child and is answered, and the breaker records no failure (a closed transport would fail
+/// each as a counted `connect` and open the breaker of a healthy child). A clone keeps the
+/// connection when the original is dropped; dropping the last closes the child's stdin, and
+/// the child exits cleanly.
+async fn a_client_made_in_a_helper_keeps_its_child_until_its_last_clone() {
+    let registry = Registry::builder().metrics(true).build();
+    let (client, mut child) = guarded_child_from_a_helper(&registry).await;
+    let calls = 2 * THRESHOLD;
+    for _ in 0..calls {
+        assert_answered(
+            &client.call_tool(&run(), doing("query", "answer")).await,
+            "query",
+        );
+    }
+    assert_eq!(client.breaker().state(), State::Closed);
+    assert_eq!(child_calls(client.peer()).await, u64::from(calls));
+
+    let clone = client.clone();
+    drop(client);
+    let answer = clone.call_tool(&run(), doing("query", "answer")).await;
+    assert_answered(&answer, "query");
+    let metrics = clone.breaker().metrics().unwrap();
+    assert_eq!(metrics.failures.total(), 0, "{metrics:?}");
+    assert_eq!(metrics.successes, u64::from(calls) + 1, "{metrics:?}");
+    assert_eq!(metrics.state, State::Closed);
+    assert!(child.try_wait().unwrap().is_none(), "the child runs");
+    drop(clone);
+    let status = exit_of(&mut child, WAIT).await;
+    assert!(
+        status.success(),
+        "its stdin closed, the child exits cleanly: {status}"
+    );
 }
 
 /// A gateway child on stdio in front of an upstream this process serves over Streamable HTTP:

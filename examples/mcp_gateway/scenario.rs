@@ -11,7 +11,6 @@ use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use rmcp::service::{RoleClient, RunningService};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -238,7 +237,6 @@ pub struct Stack {
     /// The HTTP client every MCP client of the demo shares.
     pub http: reqwest::Client,
     timeline: Arc<Timeline>,
-    upstream_clients: Vec<RunningService<RoleClient, ()>>,
     gateway_stop: watch::Sender<bool>,
     gateway_task: JoinHandle<io::Result<()>>,
 }
@@ -263,19 +261,18 @@ impl Stack {
         );
         let http = agents::http_client()?;
         let mut servers = Vec::with_capacity(Upstream::ALL.len());
-        let mut upstream_clients = Vec::with_capacity(Upstream::ALL.len());
         let mut gateway = McpGateway::builder()
             .name("toolbreaker-mcp-gateway")
             .call_time_limit(CALL_TIME_LIMIT);
         for upstream in Upstream::ALL {
             let server = UpstreamServer::spawn(upstream, registry.get(upstream.name())).await?;
             let client = agents::connect(http.clone(), &server.url, UPSTREAM_IN_FLIGHT).await?;
-            let guarded = GuardedClient::builder(upstream.name(), client.peer().clone(), &registry)
+            // The gateway owns its client of each upstream: the connection ends with it.
+            let guarded = GuardedClient::builder(upstream.name(), client, &registry)
                 .guard(ToolGuard::new(PER_CALL_TIMEOUT, retry_policy()))
                 .build()?;
             gateway = gateway.upstream(guarded);
             servers.push(server);
-            upstream_clients.push(client);
         }
         let gateway = gateway.build()?;
         let listener = crate::listen::tcp((Ipv4Addr::LOCALHOST, port)).await?;
@@ -290,7 +287,6 @@ impl Stack {
             gateway_url: format!("http://{addr}{MCP_PATH}"),
             http,
             timeline,
-            upstream_clients,
             gateway_stop,
             gateway_task,
         })
@@ -345,11 +341,7 @@ impl Stack {
                 warnings.push(format!("gateway did not stop within {GRACE:?}"));
             }
         }
-        for client in self.upstream_clients {
-            if tokio::time::timeout(GRACE, client.cancel()).await.is_err() {
-                warnings.push(format!("an upstream client did not stop within {GRACE:?}"));
-            }
-        }
+        // The gateway's task owned its clients of the upstreams: their connections end with it.
         let mut reached = Vec::with_capacity(self.servers.len());
         for server in self.servers {
             let (counts, stopped) = server.shutdown(GRACE).await;

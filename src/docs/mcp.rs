@@ -23,7 +23,8 @@
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     let registry = Registry::builder().build(); // or a fleet-mode registry: it works as it is
 //!     let search = ().serve(StreamableHttpClientTransport::from_uri("http://127.0.0.1:9001/mcp")).await?;
-//!     let search = GuardedClient::builder("search", search.peer().clone(), &registry).build()?;
+//!     // The client owns the connection: it lives as long as any clone of `search`.
+//!     let search = GuardedClient::builder("search", search, &registry).build()?;
 //!
 //!     // An agent's tool call: blocked at once, without sending, while the server's breaker is open.
 //!     let run = AgentRun::new("run-1", Duration::from_secs(60), 20);

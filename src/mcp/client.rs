@@ -1,20 +1,23 @@
 //! [`GuardedClient`]: an rmcp client whose every `call_tool` goes through the guard pipeline.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use rmcp::ServiceError;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ListToolsResult, PaginatedRequestParams, Tool,
 };
-use rmcp::service::{Peer, RoleClient};
+use rmcp::service::{Peer, RoleClient, RunningService, Service};
 
 use super::classify::McpClassifier;
-use crate::agent::{AgentRun, Attempt, RetryPolicy, ToolGuard, ToolResult};
+use crate::agent::{AgentRun, Attempt, ToolGuard, ToolResult};
 use crate::breaker::CircuitBreaker;
-use crate::config::{ConfigError, Problem, duration_field, name_field};
 use crate::registry::Registry;
+
+mod builder;
+
+pub use self::builder::GuardedClientBuilder;
 
 /// How a [`GuardedClient`] words an error for the model: a function from rmcp's error to the
 /// words to show, or `None` for the failure's kind (and HTTP status) only.
@@ -86,6 +89,16 @@ pub fn rejection_words(error: &ServiceError) -> Option<String> {
 /// A registry in fleet mode (feature `redis`) works as it is: the breakers are the registry's,
 /// shared with every instance.
 ///
+/// # The connection
+///
+/// The client owns the rmcp service it was built from ([`builder`](Self::builder)), and with
+/// it the connection: it stays open as long as any clone of the client lives, and closes when
+/// the last one is dropped. A client made in a helper function and returned alone keeps working;
+/// handing the builder the peer alone, whose service the helper would drop (every call then a
+/// counted `connect` failure), does not compile.
+/// [`builder_caller_keeps_alive`](Self::builder_caller_keeps_alive) is for a caller that owns the
+/// service itself.
+///
 /// # The transport under it
 ///
 /// The per-call timeout covers the whole of `Peer::call_tool`, including any wait inside the
@@ -108,7 +121,7 @@ pub fn rejection_words(error: &ServiceError) -> Option<String> {
 /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
 /// let registry = Registry::builder().build();
 /// let service = ().serve(StreamableHttpClientTransport::from_uri("http://127.0.0.1:8080/mcp")).await?;
-/// let search = GuardedClient::builder("search", service.peer().clone(), &registry).build()?;
+/// let search = GuardedClient::builder("search", service, &registry).build()?;
 ///
 /// let run = AgentRun::new("run-1", Duration::from_secs(60), 20);
 /// let answer = search.call_tool(&run, CallToolRequestParams::new("query")).await;
@@ -126,10 +139,16 @@ pub struct GuardedClient {
 struct Inner {
     server: String,
     peer: Peer<RoleClient>,
+    /// The running service `peer` belongs to, when the client owns it: dropped with the last
+    /// clone, which ends the connection.
+    _connection: Option<Connection>,
     server_route: Route,
     tools: HashMap<String, Route>,
     guard: ToolGuard<ErrorWords>,
 }
+
+/// An rmcp `RunningService` of any handler, kept only to keep it alive.
+type Connection = Box<dyn Any + Send + Sync>;
 
 /// A tool's breaker and classification.
 #[derive(Clone, Debug)]
@@ -138,42 +157,83 @@ struct Route {
     classifier: McpClassifier,
 }
 
-/// Builds a [`GuardedClient`]; from [`GuardedClient::builder`].
-#[derive(Debug)]
-#[must_use]
-pub struct GuardedClientBuilder<'r> {
-    server: String,
-    peer: Peer<RoleClient>,
-    registry: &'r Registry,
-    guard: ToolGuard,
-    words: ErrorWords,
-    classifier: McpClassifier,
-    tool_breakers: Vec<String>,
-    tool_classifiers: Vec<(String, McpClassifier)>,
-}
-
-/// The default guard: attempts of at most 10 s, no retries (a tool call may have effects; see
-/// [`GuardedClientBuilder::guard`]).
-const DEFAULT_PER_CALL_TIMEOUT: Duration = Duration::from_secs(10);
-
 impl GuardedClient {
     /// A client for the MCP server `server` (a name for breakers, metrics and the model: no
-    /// `.`, no whitespace), reached through `peer`, with breakers from `registry`.
-    pub fn builder(
+    /// `.`, no whitespace), reached through `service` (an rmcp client of any handler, the
+    /// handshake done), with breakers from `registry`.
+    ///
+    /// The client owns `service`: the connection stays open as long as any clone of the client
+    /// lives, and is closed (rmcp cancels the service) when the last one is dropped.
+    ///
+    /// # Examples
+    ///
+    /// A helper that connects and returns the client alone: the connection lives in it.
+    ///
+    /// ```no_run
+    /// use rmcp::{ServiceExt, transport::StreamableHttpClientTransport};
+    /// use toolbreaker::{Registry, mcp::GuardedClient};
+    ///
+    /// async fn search(registry: &Registry) -> Result<GuardedClient, Box<dyn std::error::Error>> {
+    ///     let transport = StreamableHttpClientTransport::from_uri("http://127.0.0.1:9001/mcp");
+    ///     let service = ().serve(transport).await?;
+    ///     Ok(GuardedClient::builder("search", service, registry).build()?)
+    /// }
+    /// ```
+    ///
+    /// Handing it the peer alone, whose service would be dropped at the end of the helper and
+    /// every call then fail as a counted `connect` failure, does not compile:
+    ///
+    /// ```compile_fail,E0308
+    /// use rmcp::{ServiceExt, transport::StreamableHttpClientTransport};
+    /// use toolbreaker::{Registry, mcp::GuardedClient};
+    ///
+    /// async fn search(registry: &Registry) -> Result<GuardedClient, Box<dyn std::error::Error>> {
+    ///     let transport = StreamableHttpClientTransport::from_uri("http://127.0.0.1:9001/mcp");
+    ///     let service = ().serve(transport).await?;
+    ///     Ok(GuardedClient::builder("search", service.peer().clone(), registry).build()?)
+    /// }
+    /// ```
+    pub fn builder<S: Service<RoleClient>>(
+        server: impl Into<String>,
+        service: RunningService<RoleClient, S>,
+        registry: &Registry,
+    ) -> GuardedClientBuilder<'_> {
+        let peer = service.peer().clone();
+        GuardedClientBuilder::new(server.into(), peer, Some(Box::new(service)), registry)
+    }
+
+    /// A client for `server` over `peer` alone, for a caller that keeps the connection alive
+    /// itself: one that closes the service at a time of its choosing, or awaits its end
+    /// (`RunningService::waiting`) to reconnect. Otherwise as [`builder`](Self::builder).
+    ///
+    /// The client does not own the connection. Once the `RunningService` that `peer` belongs to
+    /// is dropped or closed, every call fails at once as a counted `connect` failure, and the
+    /// breaker opens on a server that is healthy. Keep the service alive as long as the client
+    /// (and every clone of it) is used, or use [`builder`](Self::builder).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use rmcp::{ServiceExt, transport::StreamableHttpClientTransport};
+    /// use toolbreaker::{Registry, mcp::GuardedClient};
+    ///
+    /// # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+    /// let registry = Registry::builder().build();
+    /// let service = ().serve(StreamableHttpClientTransport::from_uri("http://127.0.0.1:9001/mcp")).await?;
+    /// let search =
+    ///     GuardedClient::builder_caller_keeps_alive("search", service.peer().clone(), &registry)
+    ///         .build()?;
+    /// // ... calls through `search` ...
+    /// drop(search);
+    /// service.cancel().await?; // the connection closes here, after its last use
+    /// # Ok(()) }
+    /// ```
+    pub fn builder_caller_keeps_alive(
         server: impl Into<String>,
         peer: Peer<RoleClient>,
         registry: &Registry,
     ) -> GuardedClientBuilder<'_> {
-        GuardedClientBuilder {
-            server: server.into(),
-            peer,
-            registry,
-            guard: ToolGuard::new(DEFAULT_PER_CALL_TIMEOUT, RetryPolicy::none()),
-            words: rejection_words,
-            classifier: McpClassifier::new(),
-            tool_breakers: Vec::new(),
-            tool_classifiers: Vec::new(),
-        }
+        GuardedClientBuilder::new(server.into(), peer, None, registry)
     }
 
     /// The server's name.
@@ -289,94 +349,5 @@ impl GuardedClient {
     /// rmcp's, as it reports them.
     pub async fn list_all_tools(&self) -> Result<Vec<Tool>, ServiceError> {
         self.inner.peer.list_all_tools().await
-    }
-}
-
-impl<'r> GuardedClientBuilder<'r> {
-    /// The pipeline's per-call timeout and retry policy (default: 10 s, no retries). The words
-    /// shown for an error stay this builder's ([`error_text`](Self::error_text)).
-    ///
-    /// Retries are off by default because a tool call may have effects and a failed attempt may
-    /// still have run: a timeout, an internal error or a connection cut mid-answer all come after
-    /// the server had the request, and a retry runs the tool again. Give a [`RetryPolicy`] to a
-    /// server whose tools are safe to repeat (read-only, or idempotent: MCP's `readOnlyHint` and
-    /// `idempotentHint` annotations say so, as hints).
-    pub fn guard(mut self, guard: ToolGuard) -> Self {
-        self.guard = guard;
-        self
-    }
-
-    /// What the model reads of an error besides its kind: [`rejection_words`] by default;
-    /// `|_| None` shows nothing but the kind and status.
-    pub fn error_text(mut self, words: ErrorWords) -> Self {
-        self.words = words;
-        self
-    }
-
-    /// The server's classification (default: [`McpClassifier::new`]), for every tool without
-    /// one of its own.
-    pub fn classifier(mut self, classifier: McpClassifier) -> Self {
-        self.classifier = classifier;
-        self
-    }
-
-    /// `tool` gets a breaker of its own: the registry's breaker named `server.tool`, so one
-    /// tool's outage leaves the server's other tools open to calls.
-    pub fn tool_breaker(mut self, tool: impl Into<String>) -> Self {
-        self.tool_breakers.push(tool.into());
-        self
-    }
-
-    /// `tool`'s own classification, in place of the server's: for a tool whose `isError`
-    /// answers relay its own upstream's outage, say.
-    pub fn tool_classifier(mut self, tool: impl Into<String>, classifier: McpClassifier) -> Self {
-        self.tool_classifiers.push((tool.into(), classifier));
-        self
-    }
-
-    /// The client.
-    ///
-    /// # Errors
-    ///
-    /// A [`ConfigError`] naming `server` ([`Problem::Empty`]) when the server's name is empty or
-    /// holds a `.`, whitespace or a control character (a gateway names tools `server.tool`), or
-    /// `per_call_timeout` when the guard's is zero or too long.
-    pub fn build(self) -> Result<GuardedClient, ConfigError> {
-        // A gateway names tools `server.tool`: the name holds no `.` either.
-        name_field("server", &self.server)?;
-        if self.server.contains('.') {
-            return Err(ConfigError::new("server", Problem::Empty));
-        }
-        duration_field("per_call_timeout", self.guard.per_call_timeout())?;
-        let server_route = Route {
-            breaker: self.registry.get(&self.server),
-            classifier: self.classifier,
-        };
-        let mut tools: HashMap<String, Route> = HashMap::new();
-        for tool in self.tool_breakers {
-            let breaker = self.registry.get(&format!("{}.{tool}", self.server));
-            tools.insert(
-                tool,
-                Route {
-                    breaker,
-                    classifier: server_route.classifier.clone(),
-                },
-            );
-        }
-        for (tool, classifier) in self.tool_classifiers {
-            tools
-                .entry(tool)
-                .or_insert_with(|| server_route.clone())
-                .classifier = classifier;
-        }
-        Ok(GuardedClient {
-            inner: Arc::new(Inner {
-                server: self.server,
-                peer: self.peer,
-                server_route,
-                tools,
-                guard: self.guard.error_text(self.words),
-            }),
-        })
     }
 }

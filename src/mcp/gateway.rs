@@ -56,7 +56,7 @@ pub const MCP_PATH: &str = "/mcp";
 /// let registry = Registry::builder().build();
 /// let search = ().serve(StreamableHttpClientTransport::from_uri("http://127.0.0.1:9001/mcp")).await?;
 /// let gateway = McpGateway::builder()
-///     .upstream(GuardedClient::builder("search", search.peer().clone(), &registry).build()?)
+///     .upstream(GuardedClient::builder("search", search, &registry).build()?)
 ///     .build()?;
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 /// gateway.serve_http(listener, std::future::pending()).await?;

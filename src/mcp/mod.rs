@@ -2,10 +2,10 @@
 //! through its server's breaker, and an MCP gateway puts breakers in front of upstream MCP
 //! servers. Built on `rmcp`, the official Rust SDK.
 //!
-//! - [`GuardedClient`]: an rmcp client's peer whose every `call_tool` goes through the guard
-//!   pipeline ([`ToolGuard`](crate::ToolGuard)): the run's deadline and budgets, the server's
-//!   breaker (one per server, or per tool where configured), the per-call timeout,
-//!   classification and bounded retry. Tools are still listed through it.
+//! - [`GuardedClient`]: an rmcp client, owning its connection, whose every `call_tool` goes
+//!   through the guard pipeline ([`ToolGuard`](crate::ToolGuard)): the run's deadline and
+//!   budgets, the server's breaker (one per server, or per tool where configured), the per-call
+//!   timeout, classification and bounded retry. Tools are still listed through it.
 //! - [`McpClassifier`]: what a call's result says about the server's health (the table is on
 //!   its page). A tool's own `isError` answer proves the server reachable and never counts by
 //!   default; a transport that closed or failed, a timeout and an internal error do.

@@ -63,13 +63,13 @@ pub fn no_retries() -> ToolGuard {
     ToolGuard::new(CALL_TIMEOUT, RetryPolicy::none())
 }
 
-/// `service`'s peer guarded as the server `server`, with breakers from `registry`.
+/// `service` guarded as the server `server`, with breakers from `registry`: the client owns it.
 pub fn guarded(
     server: &str,
-    service: &RunningService<RoleClient, ()>,
+    service: RunningService<RoleClient, ()>,
     registry: &Registry,
 ) -> GuardedClient {
-    GuardedClient::builder(server, service.peer().clone(), registry)
+    GuardedClient::builder(server, service, registry)
         .guard(no_retries())
         .build()
         .unwrap()

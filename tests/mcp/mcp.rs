@@ -58,7 +58,6 @@ struct One {
     registry: toolbreaker::Registry,
     mock: Arc<toolbreaker::quanta::Mock>,
     upstream: Upstream,
-    service: RunningService<RoleClient, ()>,
     client: GuardedClient,
 }
 
@@ -67,12 +66,11 @@ impl One {
         let (registry, mock) = registry();
         let upstream = Upstream::start(tools).await;
         let service = connect(&upstream.url).await;
-        let client = guarded("search", &service, &registry);
+        let client = guarded("search", service, &registry);
         One {
             registry,
             mock,
             upstream,
-            service,
             client,
         }
     }
@@ -135,7 +133,6 @@ struct Fronted {
     mock: Arc<toolbreaker::quanta::Mock>,
     gateway: Gateway,
     client: RunningService<RoleClient, ()>,
-    _upstream_services: [RunningService<RoleClient, ()>; 2],
 }
 
 impl Fronted {
@@ -146,8 +143,8 @@ impl Fronted {
         let weather = Upstream::start(&["forecast"]).await;
         let search_service = connect(&search.url).await;
         let weather_service = connect(&weather.url).await;
-        let search_client = guarded("search", &search_service, &registry);
-        let weather_client = guarded("weather", &weather_service, &registry);
+        let search_client = guarded("search", search_service, &registry);
+        let weather_client = guarded("weather", weather_service, &registry);
         let gateway = Gateway::start(vec![search_client.clone(), weather_client.clone()]).await;
         let client = connect(&gateway.url).await;
         Fronted {
@@ -158,7 +155,6 @@ impl Fronted {
             mock,
             gateway,
             client,
-            _upstream_services: [search_service, weather_service],
         }
     }
 
@@ -183,7 +179,6 @@ async fn breaker_opens_when_the_upstream_stops_and_open_sends_nothing() {
         registry: _registry,
         mock,
         mut upstream,
-        service: _service,
         client,
     } = One::start(&["query"]).await;
     assert_answered(
@@ -244,7 +239,7 @@ async fn breaker_opens_when_a_session_upstream_stops_and_recovers_in_a_new_sessi
     let mut upstream =
         Upstream::start_at("127.0.0.1:0".parse().unwrap(), &["query"], Sessions::Legacy).await;
     let service = connect(&upstream.url).await;
-    let client = guarded("search", &service, &registry);
+    let client = guarded("search", service, &registry);
     assert_answered(
         &client.call_tool(&run(), doing("query", "answer")).await,
         "query",
@@ -281,7 +276,6 @@ async fn breaker_opens_on_http_503_and_blocked_calls_make_no_request() {
         registry: _registry,
         mock: _mock,
         upstream,
-        service: _service,
         client,
     } = One::start(&["query"]).await;
 
@@ -332,7 +326,6 @@ async fn blocked_call_result_has_the_exact_shape() {
         registry: _registry,
         mock,
         upstream,
-        service: _service,
         client,
     } = One::start(&["query"]).await;
     open_by_outage(&client, &upstream).await;
@@ -393,14 +386,13 @@ async fn tool_error_answers_never_trip_and_pass_through_unchanged() {
         registry: _registry,
         mock: _mock,
         upstream,
-        service,
         client,
     } = One::start(&["query"]).await;
 
     let calls = 4 * THRESHOLD as usize;
     for _ in 0..calls {
         let guarded = client.call_tool(&run(), doing("query", "tool_error")).await;
-        let raw = service
+        let raw = client
             .peer()
             .call_tool(doing("query", "tool_error"))
             .await
@@ -423,7 +415,6 @@ async fn invalid_params_and_unknown_tools_never_trip() {
         registry: _registry,
         mock: _mock,
         upstream,
-        service: _service,
         client,
     } = One::start(&["query"]).await;
 
@@ -463,7 +454,7 @@ async fn tool_error_override_trips_the_breaker() {
     let upstream = Upstream::start(&["query", "relay"]).await;
     let service = connect(&upstream.url).await;
     let relays = McpClassifier::new().tool_error(Outcome::Failure(FailureKind::Unavailable));
-    let client = GuardedClient::builder("search", service.peer().clone(), &registry)
+    let client = GuardedClient::builder("search", service, &registry)
         .guard(no_retries())
         .tool_classifier("relay", relays)
         .build()
@@ -504,7 +495,6 @@ async fn internal_errors_trip_the_breaker() {
         registry: _registry,
         mock: _mock,
         upstream: _upstream,
-        service: _service,
         client,
     } = One::start(&["query"]).await;
 
@@ -573,7 +563,6 @@ async fn exactly_one_probe_after_the_cooldown_and_its_success_closes() {
         registry: _registry,
         mock,
         upstream,
-        service: _service,
         client,
     } = One::start(&["query"]).await;
     open_by_outage(&client, &upstream).await;
@@ -610,7 +599,6 @@ async fn a_failed_probe_reopens_the_breaker() {
         registry: _registry,
         mock,
         upstream,
-        service: _service,
         client,
     } = One::start(&["query"]).await;
     open_by_outage(&client, &upstream).await;
@@ -662,7 +650,6 @@ async fn a_dropped_probe_future_cancels_the_call_and_frees_the_slot() {
         registry: _registry,
         mock,
         upstream,
-        service: _service,
         client,
     } = One::start(&["query"]).await;
     open_by_outage(&client, &upstream).await;
@@ -697,7 +684,6 @@ async fn an_aborted_probe_task_frees_the_slot() {
         registry: _registry,
         mock,
         upstream,
-        service: _service,
         client,
     } = One::start(&["query"]).await;
     open_by_outage(&client, &upstream).await;
@@ -988,18 +974,23 @@ async fn classified(
     (result, outcome, status)
 }
 
-/// A closed transport (the client's service shut down) is `Failure(Connect)`; the guarded call
-/// fails as `connect`.
+/// A closed transport (the client's service shut down) is `Failure(Connect)`; a client built
+/// with `builder_caller_keeps_alive` over the peer of a service its caller then closes fails
+/// every call as `connect`, as its docs warn.
 #[tokio::test]
 async fn classify_closed_transport_as_connect() {
-    let One {
-        registry: _registry,
-        mock: _mock,
-        upstream,
-        service,
-        client,
-    } = One::start(&["query"]).await;
+    let (registry, _mock) = registry();
+    let upstream = Upstream::start(&["query"]).await;
+    let service = connect(&upstream.url).await;
     let peer = service.peer().clone();
+    let client = GuardedClient::builder_caller_keeps_alive("search", peer.clone(), &registry)
+        .guard(no_retries())
+        .build()
+        .unwrap();
+    assert_answered(
+        &client.call_tool(&run(), doing("query", "answer")).await,
+        "query",
+    );
     service.cancel().await.unwrap();
 
     let result = peer.call_tool(doing("query", "answer")).await;
@@ -1013,7 +1004,7 @@ async fn classify_closed_transport_as_connect() {
     );
     let failed = client.call_tool(&run(), doing("query", "answer")).await;
     assert_failed(&failed, "search", "connect");
-    assert_eq!(upstream.calls(), 0);
+    assert_eq!(upstream.calls(), 1, "only the call made while it was open");
 }
 
 /// HTTP 503 through Streamable HTTP is `Failure(Unavailable)`, its status known: the failed
@@ -1033,7 +1024,7 @@ async fn classify_http_503_as_unavailable_with_its_status() {
     assert_eq!(outcome, Outcome::Failure(FailureKind::Unavailable));
     assert_eq!(status, Some(503));
 
-    let client = guarded("search", &service, &registry);
+    let client = guarded("search", service, &registry);
     let ToolResult::Failed {
         kind,
         http_status,
@@ -1069,7 +1060,7 @@ async fn classify_http_429_as_rate_limited_with_the_hint() {
     assert_eq!(status, Some(429));
     assert_eq!(outcome.retry_after(), Some(Duration::from_secs(7)));
 
-    let client = guarded("search", &service, &registry);
+    let client = guarded("search", service, &registry);
     let failed = client.call_tool(&run(), doing("query", "answer")).await;
     let json = assert_failed(&failed, "search", "rate_limited");
     assert_eq!(json["http_status"], 429);
@@ -1131,7 +1122,7 @@ async fn answers_that_are_not_mcp_count_as_other_failures() {
         let (registry, _mock) = registry();
         let upstream = Upstream::start(&["query"]).await;
         let service = connect(&upstream.url).await;
-        let client = GuardedClient::builder("search", service.peer().clone(), &registry)
+        let client = GuardedClient::builder("search", service, &registry)
             .guard(toolbreaker::ToolGuard::new(
                 Duration::from_secs(2),
                 toolbreaker::RetryPolicy::none(),
@@ -1161,7 +1152,7 @@ async fn gateway_listing_an_open_upstream_counts_no_blocked_call() {
         .build();
     let upstream = Upstream::start(&["query"]).await;
     let service = connect(&upstream.url).await;
-    let client = guarded("search", &service, &registry);
+    let client = guarded("search", service, &registry);
     let gateway = Gateway::start(vec![client.clone()]).await;
     let agent = connect(&gateway.url).await;
     let _ = agent.peer().list_all_tools().await.unwrap();
@@ -1190,8 +1181,7 @@ async fn gateway_listing_an_open_upstream_counts_no_blocked_call() {
 async fn settings_that_would_hide_an_outage_are_config_errors() {
     let (registry, _mock) = registry();
     let upstream = Upstream::start(&["query"]).await;
-    let service = connect(&upstream.url).await;
-    let zero = GuardedClient::builder("search", service.peer().clone(), &registry)
+    let zero = GuardedClient::builder("search", connect(&upstream.url).await, &registry)
         .guard(toolbreaker::ToolGuard::new(
             Duration::ZERO,
             toolbreaker::RetryPolicy::none(),
@@ -1199,7 +1189,8 @@ async fn settings_that_would_hide_an_outage_are_config_errors() {
         .build()
         .unwrap_err();
     assert_eq!(zero.field(), "per_call_timeout");
-    let client = GuardedClient::builder("search", service.peer().clone(), &registry)
+    let service = connect(&upstream.url).await;
+    let client = GuardedClient::builder("search", service, &registry)
         .guard(toolbreaker::ToolGuard::new(
             Duration::from_secs(2),
             toolbreaker::RetryPolicy::none(),
@@ -1234,11 +1225,85 @@ async fn the_default_guard_runs_a_tool_once() {
     let (registry, _mock) = registry();
     let upstream = Upstream::start(&["query"]).await;
     let service = connect(&upstream.url).await;
-    let client = GuardedClient::builder("search", service.peer().clone(), &registry)
+    let client = GuardedClient::builder("search", service, &registry)
         .build()
         .unwrap();
     let result = client.call_tool(&run(), doing("query", "internal")).await;
     let json = assert_failed(&result, "search", "unavailable");
     assert_eq!(json["attempts"], 1);
     assert_eq!(upstream.calls(), 1, "the tool ran once");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The client owns its connection.
+// ---------------------------------------------------------------------------------------------
+
+/// Connects to `url` and returns the service guarded as `search`, the client alone: the service
+/// leaves this function inside it (an earlier API took the peer, and the service was dropped
+/// here, closing the connection).
+async fn connected_in_a_helper(url: &str, registry: &toolbreaker::Registry) -> GuardedClient {
+    let service = connect(url).await;
+    GuardedClient::builder("search", service, registry)
+        .guard(no_retries())
+        .build()
+        .unwrap()
+}
+
+/// A client made in a helper that returns it alone keeps its connection: every call reaches
+/// the real upstream and is answered, and its breaker records no failure (a dropped connection
+/// would fail each as a counted `connect` and open the breaker of a healthy server). The
+/// connection lives while any clone does, and closes with the last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_made_in_a_helper_keeps_its_connection_until_its_last_clone() {
+    let (clock, _mock) = toolbreaker::quanta::Clock::mock();
+    let registry = toolbreaker::Registry::builder()
+        .default_config(
+            toolbreaker::Config::new(THRESHOLD, COOLDOWN, Duration::from_secs(30)).unwrap(),
+        )
+        .clock(clock)
+        .metrics(true)
+        .build();
+    let upstream = Upstream::start(&["query"]).await;
+    let client = connected_in_a_helper(&upstream.url, &registry).await;
+    // Time for a dropped service's task to end, had the helper dropped it.
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+    assert!(
+        !client.peer().is_transport_closed(),
+        "the connection is open"
+    );
+
+    let calls = 2 * THRESHOLD as usize;
+    for _ in 0..calls {
+        assert_answered(
+            &client.call_tool(&run(), doing("query", "answer")).await,
+            "query",
+        );
+    }
+    let metrics = client.breaker().metrics().unwrap();
+    assert_eq!(metrics.failures.total(), 0, "{metrics:?}");
+    assert_eq!(metrics.successes, calls as u64, "{metrics:?}");
+    assert_eq!(metrics.state, State::Closed);
+    assert_eq!(upstream.calls(), calls, "every call reached the upstream");
+
+    // A clone keeps the connection when the original is dropped; the last clone closes it.
+    let clone = client.clone();
+    let peer = client.peer().clone();
+    drop(client);
+    assert_answered(
+        &clone.call_tool(&run(), doing("query", "answer")).await,
+        "query",
+    );
+    assert!(!peer.is_transport_closed());
+    drop(clone);
+    wait_until("the connection closes with the last clone", || {
+        peer.is_transport_closed()
+    })
+    .await;
+    assert_eq!(upstream.calls(), calls + 1);
+    assert_eq!(
+        registry.get("search").metrics().unwrap().failures.total(),
+        0
+    );
 }

@@ -50,18 +50,16 @@ impl Gateway {
             ))
             .await
             .expect("the gateway connects to the upstream");
-        let search = GuardedClient::builder("search", to_upstream.peer().clone(), &registry)
+        // The gateway's own client to the upstream lives as long as the gateway, which owns it.
+        let search = GuardedClient::builder("search", to_upstream, &registry)
             .guard(ToolGuard::new(Duration::from_secs(10), RetryPolicy::none()))
             .build()
             .unwrap();
-        // The gateway's own client to the upstream lives as long as the gateway serves.
         let gateway = McpGateway::builder().upstream(search).build().unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}{}", listener.local_addr().unwrap(), mcp::PATH);
-        let serving = tokio::spawn(async move {
-            let _keep = to_upstream;
-            gateway.serve_http(listener, std::future::pending()).await
-        });
+        let serving =
+            tokio::spawn(async move { gateway.serve_http(listener, std::future::pending()).await });
         let client =
             ().serve(StreamableHttpClientTransport::from_uri(url))
                 .await

@@ -180,8 +180,10 @@ struct Bench {
     bare: Caller,
     guarded: Caller,
     registry: Registry,
-    _connections: (Connection, Connection),
-    // Last: dropped after the connections, whose services are its tasks.
+    /// The bare caller's connection; the guarded caller's client is owned by its
+    /// `GuardedClient`, its server end kept here.
+    _connections: (Connection, RunningService<RoleServer, Echo>),
+    // Last: dropped after the connections and the callers, whose services are its tasks.
     runtime: Runtime,
 }
 
@@ -204,7 +206,11 @@ impl Bench {
         // The guard the figures were first measured with: 10 s a call and the default retry
         // policy, so each attempt copies the request for a retry that may follow (the client's
         // own default makes no retries and moves it: cheaper).
-        let client = GuardedClient::builder(SERVER, guarded.peer(), &registry)
+        let Connection {
+            client: guarded,
+            _server: guarded_server,
+        } = guarded;
+        let client = GuardedClient::builder(SERVER, guarded, &registry)
             .guard(ToolGuard::new(
                 Duration::from_secs(10),
                 RetryPolicy::default(),
@@ -222,7 +228,7 @@ impl Bench {
             bare: Caller::Bare(bare.peer()),
             guarded: Caller::Guarded(client, run),
             registry,
-            _connections: (bare, guarded),
+            _connections: (bare, guarded_server),
             runtime,
         }
     }
