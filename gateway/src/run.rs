@@ -31,7 +31,10 @@ pub fn main() -> ExitCode {
         error.exit();
     }
     init_logging(&args);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => return fail(format_args!("cannot start the runtime: {error}")),
     };
@@ -69,7 +72,9 @@ pub async fn run(args: Args) -> Result<(), String> {
     let (path, format) = args.config_source();
     let config = GatewayConfig::load(&path, format).map_err(|e| e.to_string())?;
     let token = args.auth_token().map_err(|e| e.to_string())?;
-    let mut registry = Registry::builder().config(config.registry.clone()).metrics(true);
+    let mut registry = Registry::builder()
+        .config(config.registry.clone())
+        .metrics(true);
     if let Some(url) = &args.redis {
         let fleet = Fleet::builder(url.clone())
             .build()
@@ -103,8 +108,12 @@ pub async fn run(args: Args) -> Result<(), String> {
         options.listen = bound;
         let sessions = gateway.clone();
         let status = gateway.clone();
-        let app = HttpApp::new(&options, move || Ok(sessions.session()), std::sync::Arc::new(move || status.status()))
-            .map_err(|e| e.to_string())?;
+        let app = HttpApp::new(
+            &options,
+            move || Ok(sessions.session()),
+            std::sync::Arc::new(move || status.status()),
+        )
+        .map_err(|e| e.to_string())?;
         // The one line on stdout: where clients connect (scripts read the port from it).
         println!("listening on http://{bound}/mcp");
         tracing::info!(%bound, "listening");
@@ -140,7 +149,9 @@ async fn reload_on_hangup(gateway: Gateway, args: Args) {
                     changed = ?reloaded.changed,
                     "reloaded"
                 ),
-                Err(error) => tracing::error!(%error, "reload refused: the config in force is kept"),
+                Err(error) => {
+                    tracing::error!(%error, "reload refused: the config in force is kept")
+                }
             }
         }
     }

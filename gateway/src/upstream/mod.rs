@@ -2,12 +2,12 @@
 
 mod handler;
 mod link;
+mod node;
 mod routes;
 mod sessions;
-mod upstream;
 
 pub use self::handler::{PROTOCOL, UpstreamHandler, error_data};
 pub use self::link::{Link, connect};
+pub use self::node::{Refusal, Upstream};
 pub use self::routes::{Origin, Registered, Routes, SessionId};
 pub use self::sessions::Sessions;
-pub use self::upstream::{Refusal, Upstream};
