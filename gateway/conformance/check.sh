@@ -5,11 +5,13 @@
 # gateway, runs them again through the gateway and fails if any scenario that passed directly
 # fails through it.
 #
-#   gateway/conformance/check.sh [--out DIR] [--gateway-cmd CMD | --gateway-url URL]
+#   gateway/conformance/check.sh [--out DIR] [--gateway | --gateway-cmd CMD | --gateway-url URL]
 #
 #   --out DIR          where the results go (default: a new temporary directory):
 #                      DIR/direct/ and DIR/gateway/ (run.sh's tally.json, tally.tsv, raw/,
 #                      logs/), DIR/comparison.json, and each process's stdout/stderr.
+#   --gateway          the gateway of this package (its binary built like the upstream, or
+#                      GATEWAY_BIN), with one upstream, the conformance upstream, `prefix = ""`.
 #   --gateway-cmd CMD  a shell command that starts the gateway in front of the upstream. It
 #                      runs with UPSTREAM_URL set to the upstream's MCP URL, must serve it with
 #                      `prefix = ""`, and must print the gateway's MCP URL
@@ -37,11 +39,13 @@ out=""
 gateway_cmd="${GATEWAY_CMD:-}"
 gateway_url="${GATEWAY_URL:-}"
 start_timeout="${START_TIMEOUT:-60}"
+use_gateway=0
 
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --out) out="$2"; shift 2 ;;
         --gateway-cmd) gateway_cmd="$2"; shift 2 ;;
+        --gateway) use_gateway=1; shift ;;
         --gateway-url) gateway_url="$2"; shift 2 ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "check.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -97,7 +101,8 @@ start() {
     pid=$!
     groups+=("$pid")
     for _ in $(seq $((start_timeout * 10))); do
-        url="$(head -n 1 "$out/$name.out" 2>/dev/null)"
+        # The first line holds the URL (alone, or as in the gateway's "listening on URL").
+        url="$(head -n 1 "$out/$name.out" 2>/dev/null | grep -oE 'https?://[^ ]+' | head -n 1)"
         [[ -n "$url" ]] && break
         if ! kill -0 "$pid" 2>/dev/null; then
             echo "check.sh: the $name ended before printing its URL; its stderr:" >&2
@@ -120,28 +125,51 @@ suite() {
     timeout --kill-after=10 "${RUN_TIMEOUT:-1800}" "$here/run.sh" "$url" "$out/$name"
 }
 
-upstream_bin="${UPSTREAM_BIN:-}"
-if [[ -z "$upstream_bin" ]]; then
-    echo "== building the conformance upstream" >&2
-    # The executable's path comes from cargo's own report, so any target dir works.
-    upstream_bin="$(cd "$root" && timeout "${BUILD_TIMEOUT:-1800}" "${CARGO:-cargo}" build \
-        -p toolbreaker-gateway --example conformance_upstream \
-        --message-format=json-render-diagnostics \
+# Builds the package's target NAME of KIND (`--example`, `--bin`) and prints its executable,
+# taken from cargo's own report, so any target dir works.
+build() {
+    local kind="$1" name="$2"
+    (cd "$root" && timeout "${BUILD_TIMEOUT:-1800}" "${CARGO:-cargo}" build \
+        -p toolbreaker-gateway "$kind" "$name" --message-format=json-render-diagnostics \
         | node -e '
+            const name = process.argv[1];
             let exe = "";
             require("readline").createInterface({ input: process.stdin })
               .on("line", (line) => {
                 try {
                   const m = JSON.parse(line);
-                  if (m.reason === "compiler-artifact" && m.target.name === "conformance_upstream" && m.executable) exe = m.executable;
+                  if (m.reason === "compiler-artifact" && m.target.name === name && m.executable) exe = m.executable;
                 } catch {}
               })
               .on("close", () => console.log(exe));
-        ')"
+        ' "$name")
+}
+
+upstream_bin="${UPSTREAM_BIN:-}"
+if [[ -z "$upstream_bin" ]]; then
+    echo "== building the conformance upstream" >&2
+    upstream_bin="$(build --example conformance_upstream)"
     if [[ -z "$upstream_bin" || ! -x "$upstream_bin" ]]; then
         echo "check.sh: building the conformance upstream failed" >&2
         exit 2
     fi
+fi
+if [[ $use_gateway -eq 1 ]]; then
+    if [[ -n "$gateway_cmd" || -n "$gateway_url" ]]; then
+        echo "check.sh: give one of --gateway, --gateway-cmd, --gateway-url" >&2
+        exit 2
+    fi
+    gateway_bin="${GATEWAY_BIN:-}"
+    if [[ -z "$gateway_bin" ]]; then
+        echo "== building the gateway" >&2
+        gateway_bin="$(build --bin toolbreaker-gateway)"
+    fi
+    if [[ -z "$gateway_bin" || ! -x "$gateway_bin" ]]; then
+        echo "check.sh: building the gateway failed" >&2
+        exit 2
+    fi
+    export GATEWAY_BIN="$gateway_bin" GATEWAY_CONFIG="$out/gateway.toml"
+    gateway_cmd='printf "[upstreams.conformance]\nurl = \"%s\"\nprefix = \"\"\n" "$UPSTREAM_URL" > "$GATEWAY_CONFIG" && exec "$GATEWAY_BIN" --config "$GATEWAY_CONFIG" --listen 127.0.0.1:0'
 fi
 
 export CONFORMANCE_UPSTREAM="$upstream_bin"
