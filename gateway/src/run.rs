@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
@@ -106,12 +107,12 @@ pub async fn run(args: Args) -> Result<(), String> {
             .map_err(|e| format!("--listen {}: {e}", args.listen))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
         options.listen = bound;
-        let sessions = gateway.clone();
-        let status = gateway.clone();
+        let (sessions, status, scrape) = (gateway.clone(), gateway.clone(), gateway.clone());
         let app = HttpApp::new(
             &options,
             move || Ok(sessions.session()),
-            std::sync::Arc::new(move || status.status()),
+            Arc::new(move || status.status()),
+            Some(Arc::new(move || scrape.registry().export_metrics())),
         )
         .map_err(|e| e.to_string())?;
         // The one line on stdout: where clients connect (scripts read the port from it).

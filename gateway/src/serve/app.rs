@@ -25,6 +25,10 @@ use super::options::HttpOptions;
 /// its upstreams).
 pub type StatusFn = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
 
+/// What `/metrics` runs before it renders: the relay exports its breakers' counters through
+/// the `metrics` facade (`Registry::export_metrics`), so a scrape sees them as they are now.
+pub type ScrapeFn = Arc<dyn Fn() + Send + Sync>;
+
 /// The gateway's HTTP application: the routes, and what [`serve`](super::serve) needs to shut
 /// them down.
 ///
@@ -78,10 +82,15 @@ impl HttpApp {
     ///
     /// let options = HttpOptions::new("127.0.0.1:0".parse().unwrap());
     /// let status = Arc::new(|| serde_json::json!({"upstreams": []}));
-    /// let app = HttpApp::new(&options, || Ok(Nothing), status).unwrap();
+    /// let app = HttpApp::new(&options, || Ok(Nothing), status, None).unwrap();
     /// assert!(!app.sessions().is_cancelled());
     /// ```
-    pub fn new<S, F>(options: &HttpOptions, factory: F, status: StatusFn) -> io::Result<HttpApp>
+    pub fn new<S, F>(
+        options: &HttpOptions,
+        factory: F,
+        status: StatusFn,
+        before_scrape: Option<ScrapeFn>,
+    ) -> io::Result<HttpApp>
     where
         S: ServerHandler + Send + 'static,
         F: Fn() -> Result<S, io::Error> + Send + Sync + 'static,
@@ -103,7 +112,10 @@ impl HttpApp {
             StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
         let observed = Router::new()
             .route("/status", get(move || status_json(status.clone())))
-            .route("/metrics", get(move || render_metrics(metrics.clone())))
+            .route(
+                "/metrics",
+                get(move || render_metrics(metrics.clone(), before_scrape.clone())),
+            )
             .layer(from_fn_with_state(
                 AdmittedHosts::new(&hosts),
                 require_admitted_host,
@@ -153,7 +165,10 @@ async fn status_json(status: StatusFn) -> Json<serde_json::Value> {
     Json(status())
 }
 
-async fn render_metrics(metrics: PrometheusHandle) -> Response {
+async fn render_metrics(metrics: PrometheusHandle, before: Option<ScrapeFn>) -> Response {
+    if let Some(before) = before {
+        before();
+    }
     metrics.run_upkeep();
     let mut response = metrics.render().into_response();
     let text_format = HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8");

@@ -18,7 +18,7 @@ mod options;
 mod shutdown;
 mod stdio;
 
-pub use self::app::{HttpApp, StatusFn};
+pub use self::app::{HttpApp, ScrapeFn, StatusFn};
 pub use self::auth::BearerToken;
 pub use self::metrics::{LATENCY_BUCKETS, prometheus_handle};
 pub use self::options::{HttpOptions, OptionsError};

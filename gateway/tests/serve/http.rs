@@ -267,7 +267,8 @@ async fn bad_options_are_refused_naming_the_flag() {
     let mut options = toolbreaker_gateway::serve::HttpOptions::new(([127, 0, 0, 1], 0).into());
     options.allowed_origins = vec!["app.example".to_owned()];
     let status = std::sync::Arc::new(|| serde_json::json!({}));
-    let refused = toolbreaker_gateway::serve::HttpApp::new(&options, || Ok(Probe::new().0), status);
+    let refused =
+        toolbreaker_gateway::serve::HttpApp::new(&options, || Ok(Probe::new().0), status, None);
     let error = refused.err().expect("refused");
     assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
     assert_eq!(

@@ -156,7 +156,7 @@ impl Served {
             let asked = calls.fetch_add(1, Ordering::SeqCst) + 1;
             json!({"upstreams": [{"name": "search", "state": "closed", "tools": 2}], "asked": asked})
         });
-        let app = HttpApp::new(&options, move || Ok(probe.clone()), status).unwrap();
+        let app = HttpApp::new(&options, move || Ok(probe.clone()), status, None).unwrap();
         let sessions = app.sessions();
         let (stop, stopped) = oneshot::channel::<()>();
         let server = tokio::spawn(serve(listener, app, async move {
