@@ -46,7 +46,6 @@ pub fn main() -> ExitCode {
 }
 
 fn fail(error: std::fmt::Arguments<'_>) -> ExitCode {
-    tracing::error!("{error}");
     let _ = writeln!(std::io::stderr(), "toolbreaker-gateway: {error}");
     ExitCode::FAILURE
 }

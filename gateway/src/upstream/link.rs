@@ -72,7 +72,7 @@ pub async fn connect(
                 StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
             let service = serve_client(handler, transport)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| redact(url, e.to_string()))?;
             Ok(Link {
                 service,
                 gone: CancellationToken::new(),
@@ -140,5 +140,39 @@ pub async fn connect(
                 _end_child: Some(end_tx),
             })
         }
+    }
+}
+
+/// `message` (an error's text, which may quote the URL) with the URL's credentials (its user,
+/// password and query string) replaced by `<redacted>`: they never reach the log.
+pub fn redact(url: &str, message: String) -> String {
+    let Ok(parsed) = url::Url::parse(url) else {
+        return message;
+    };
+    let secrets = [Some(parsed.username()), parsed.password(), parsed.query()];
+    secrets
+        .into_iter()
+        .flatten()
+        .filter(|secret| !secret.is_empty())
+        .fold(message, |message, secret| {
+            message.replace(secret, "<redacted>")
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn credentials_in_a_url_are_redacted_from_errors() {
+        let url = "https://user:pass@search.example.com/mcp?key=s3cret";
+        let said = format!("error sending request for url ({url}): connection refused");
+        let shown = redact(url, said);
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("pass") && !shown.contains("user"),
+            "{shown}"
+        );
+        assert!(shown.contains("search.example.com/mcp"), "{shown}");
+        assert_eq!(redact("http://127.0.0.1:9/mcp", "plain".into()), "plain");
     }
 }
