@@ -72,6 +72,14 @@ async fn tools_are_listed_under_the_prefix_and_calls_relay_progress_and_sampling
         "sampled",
         "{asked:?}"
     );
+    let on = handler.sampled_on.lock().unwrap().clone();
+    assert!(
+        matches!(
+            on.as_slice(),
+            [Some(rmcp::service::InboundStreamOrigin::OutboundRequest(_))]
+        ),
+        "the sampling request came on the stream of the call it belongs to: {on:?}"
+    );
     let progress = handler.progress.lock().unwrap().clone();
     assert_eq!(
         progress.len(),

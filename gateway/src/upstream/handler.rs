@@ -109,9 +109,21 @@ impl Service<RoleClient> for UpstreamHandler {
         request
             .extensions_mut()
             .insert(OriginatingRequestId(origin.request.clone()));
+        // Sent from a task of its own: rmcp marks a request sent inside a handler with the id of
+        // the request being handled (a task-local), which here is the upstream's id, not the
+        // client's; outside that scope the mark set above stands, and the client gets the
+        // request on the stream of the call it belongs to.
+        let peer = origin.peer.clone();
+        let mut sent = tokio::spawn(async move { peer.send_request(request).await });
         tokio::select! {
-            answer = origin.peer.send_request(request) => answer.map_err(error_data),
-            () = context.ct.cancelled() => Err(ErrorData::internal_error("cancelled by the upstream", None)),
+            answer = &mut sent => match answer {
+                Ok(answer) => answer.map_err(error_data),
+                Err(_) => Err(ErrorData::internal_error("the relayed request was lost", None)),
+            },
+            () = context.ct.cancelled() => {
+                sent.abort();
+                Err(ErrorData::internal_error("cancelled by the upstream", None))
+            }
         }
     }
 

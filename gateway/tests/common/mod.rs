@@ -131,6 +131,8 @@ impl ServerHandler for Up {
 pub struct Client {
     pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
     pub tools_changed: Arc<tokio::sync::Notify>,
+    /// The stream each sampling request arrived on (rmcp's `InboundStreamOrigin`).
+    pub sampled_on: Arc<Mutex<Vec<Option<rmcp::service::InboundStreamOrigin>>>>,
 }
 
 impl ClientHandler for Client {
@@ -144,8 +146,13 @@ impl ClientHandler for Client {
     async fn create_message(
         &self,
         _: CreateMessageRequestParams,
-        _: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
+        let origin = context
+            .extensions
+            .get::<rmcp::service::InboundStreamOrigin>()
+            .cloned();
+        self.sampled_on.lock().unwrap().push(origin);
         Ok(CreateMessageResult::new(
             SamplingMessage::assistant_text("sampled"),
             "m".into(),
