@@ -22,6 +22,9 @@ use tokio::process::{Child, Command};
 
 /// Set in a child started by this binary: it serves the test upstream on stdio instead.
 const STDIO_UPSTREAM: &str = "TOOLBREAKER_TEST_STDIO_UPSTREAM";
+/// Set (to an address) in a child started by this binary: it serves the test upstream over
+/// Streamable HTTP there instead.
+const HTTP_UPSTREAM: &str = "TOOLBREAKER_TEST_HTTP_UPSTREAM";
 /// The longest any one step may take (a machine busy with other builds is slow).
 const STEP: Duration = Duration::from_secs(120);
 
@@ -283,6 +286,63 @@ async fn a_request_without_the_token_is_refused() -> Result<(), String> {
     )
 }
 
+/// This binary as an HTTP upstream on `addr`, in a process of its own (killed when dropped).
+fn http_upstream_process(addr: std::net::SocketAddr) -> Result<Child, String> {
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    Command::new(me)
+        .env(HTTP_UPSTREAM, addr.to_string())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| e.to_string())
+}
+
+async fn an_http_upstream_that_restarts_is_reconnected_with_a_new_session() -> Result<(), String> {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let addr = free.local_addr().map_err(|e| e.to_string())?;
+    drop(free);
+    let mut upstream = http_upstream_process(addr)?;
+    let url = format!("http://{addr}/mcp");
+    let config = format!(
+        "{}failure_threshold = 2\ncooldown_ms = 200\n",
+        http_upstream("up", "up.", &url)
+    );
+    // The upstream's child may take a moment to listen: the gateway lists it when it can.
+    let gateway = Gateway::start(&config, &[]).await?;
+    let (_handler, client) = common::client(&gateway.url).await;
+    let echo = |text: &str| {
+        let mut args = serde_json::Map::new();
+        args.insert("text".into(), text.into());
+        rmcp::model::CallToolRequestParams::new("up.echo").with_arguments(args)
+    };
+    let until_ok = |text: &'static str| {
+        let client = &client;
+        async move {
+            for _ in 0..1200 {
+                if let Ok(r) = client.call_tool(echo(text)).await
+                    && r.is_error != Some(true)
+                {
+                    return Ok(());
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(format!("no answer to `{text}` within 60 s"))
+        }
+    };
+    until_ok("before").await?;
+    upstream.kill().await.map_err(|e| e.to_string())?;
+    let down = client
+        .call_tool(echo("down"))
+        .await
+        .map_err(|e| e.to_string())?;
+    check(
+        down.is_error == Some(true),
+        format!("a call while it is down: {down:?}"),
+    )?;
+    let _restarted = http_upstream_process(addr)?;
+    // A new process, with none of the old sessions: calls must be answered again.
+    until_ok("after").await
+}
+
 fn check(ok: bool, what: String) -> Result<(), String> {
     if ok { Ok(()) } else { Err(what) }
 }
@@ -299,7 +359,22 @@ fn main() -> ExitCode {
         runtime.block_on(common::serve_stdio());
         return ExitCode::SUCCESS;
     }
-    let tests: [(&str, Test); 5] = [
+    if let Some(addr) = std::env::var_os(HTTP_UPSTREAM) {
+        let addr = addr.to_string_lossy().into_owned();
+        runtime.block_on(async {
+            let listener = tokio::net::TcpListener::bind(&addr)
+                .await
+                .expect("the upstream's port");
+            common::serve_on(listener, || common::Up { crashable: false }).await;
+            std::future::pending::<()>().await;
+        });
+        return ExitCode::SUCCESS;
+    }
+    let tests: [(&str, Test); 6] = [
+        (
+            "an_http_upstream_that_restarts_is_reconnected_with_a_new_session",
+            || Box::pin(an_http_upstream_that_restarts_is_reconnected_with_a_new_session()),
+        ),
         ("progress_and_sampling_are_relayed", || {
             Box::pin(progress_and_sampling_are_relayed())
         }),

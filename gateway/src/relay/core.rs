@@ -248,9 +248,20 @@ impl Core {
                 .map(|u| async move { (u.list_resources().await, u.list_templates().await) }),
         )
         .await;
-        owner_of_uri(&upstreams, uri).ok_or_else(|| {
-            ErrorData::resource_not_found(format!("no upstream lists resource {uri}"), None)
-        })
+        if let Some(upstream) = owner_of_uri(&upstreams, uri) {
+            return Ok(upstream);
+        }
+        // No listing names it (none could be read: an upstream that is open serves its last
+        // good one, and it may have none). The one upstream that may serve resources takes it,
+        // so that its breaker answers (blocked) rather than a false "not found".
+        let mut candidates = upstreams.iter().filter(|u| u.may_serve_resources());
+        match (candidates.next(), candidates.next()) {
+            (Some(only), None) => Ok(Arc::clone(only)),
+            _ => Err(ErrorData::resource_not_found(
+                format!("no upstream lists resource {uri}"),
+                None,
+            )),
+        }
     }
 
     /// Forwards `request` to `upstream` through its breaker. A blocked or failed request is a

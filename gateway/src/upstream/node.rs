@@ -295,7 +295,23 @@ impl Upstream {
             () = cancel.cancelled() => return Err(ServiceError::Cancelled { reason: Some("cancelled by the client".into()) }),
         };
         on_drop.peer = None;
+        if matches!(
+            answer,
+            Err(ServiceError::TransportSend(_) | ServiceError::TransportClosed)
+        ) {
+            // The connection failed (the upstream restarted and forgot its session, or went
+            // away): the next request connects afresh rather than reusing a dead session.
+            self.forget(&link);
+        }
         answer
+    }
+
+    /// Drops `link` if it is still the one in force.
+    fn forget(&self, link: &Arc<Link>) {
+        let mut current = lock(&self.link);
+        if current.as_ref().is_some_and(|l| Arc::ptr_eq(l, link)) {
+            current.take();
+        }
     }
 
     /// [`send`](Self::send), admitted by the upstream's breaker, bounded by the per-call
@@ -602,6 +618,12 @@ impl Upstream {
         cache.resources.clone_from(&earlier.resources);
         cache.templates.clone_from(&earlier.templates);
         cache.prompts.clone_from(&earlier.prompts);
+    }
+
+    /// Whether the upstream serves resources, as far as is known: its capabilities say so, or
+    /// they are not known yet (it has not been reached).
+    pub fn may_serve_resources(&self) -> bool {
+        self.has(|c| c.resources.is_some())
     }
 
     /// Whether the upstream's last resource listing holds `uri`.
