@@ -225,6 +225,10 @@ impl Upstream {
 
     /// The child exited: a counted `connect` failure, and the link is dropped.
     fn crashed(&self) {
+        if self.shutdown.is_cancelled() {
+            // Ended by the gateway (a reload, a shutdown): not the upstream's failure.
+            return;
+        }
         lock(&self.link).take();
         *lock(&self.last_failure) = Some(FailureKind::Connect.as_str());
         if let Ok(permit) = self.breaker.try_acquire() {
