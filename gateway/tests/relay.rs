@@ -333,3 +333,49 @@ async fn an_open_upstream_is_probed_with_mcp_ping_when_its_cooldown_ends_and_clo
         .await
         .expect("the ping probe closes it after the 200 ms cooldown");
 }
+
+/// An upstream that lists its tools two to a page.
+#[derive(Clone)]
+struct Paged;
+
+impl rmcp::ServerHandler for Paged {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        rmcp::model::ServerConfig::new(
+            rmcp::model::ServerCapabilities::builder()
+                .enable_tools()
+                .build(),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<rmcp::model::PaginatedRequestParams>,
+        _: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        let schema = std::sync::Arc::new(serde_json::Map::from_iter([(
+            "type".to_owned(),
+            "object".into(),
+        )]));
+        let page: usize = request
+            .and_then(|r| r.cursor)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let tools = (page * 2..page * 2 + 2)
+            .map(|i| Tool::new(format!("t{i}"), "a tool", schema.clone()))
+            .collect();
+        let mut result = rmcp::model::ListToolsResult::with_all_items(tools);
+        result.next_cursor = (page < 2).then(|| (page + 1).to_string());
+        Ok(result)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_lists_in_pages_is_listed_whole() {
+    let paged = serve(|| Paged).await;
+    let (_gateway, url) = gateway(vec![upstream("p", "p.", &paged)]).await;
+    let (_handler, service) = client(&url).await;
+    assert_eq!(
+        names(&service.list_all_tools().await.unwrap()),
+        ["p.t0", "p.t1", "p.t2", "p.t3", "p.t4", "p.t5"]
+    );
+}
