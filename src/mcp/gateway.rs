@@ -29,6 +29,11 @@ pub const MCP_PATH: &str = "/mcp";
 /// (`search.query` is the upstream `search`'s tool `query`) and forwards each call through that
 /// upstream's [`GuardedClient`], so through its breaker.
 ///
+/// It relays tools only: a small gateway to embed. The gateway to deploy is the workspace
+/// package `toolbreaker-gateway` (a binary with a config file, and a library): it relays all of
+/// MCP (resources, prompts, completions, logging, progress, the servers' sampling, elicitation
+/// and roots requests), supervises stdio upstreams, reloads on SIGHUP and serves `/metrics`.
+///
 /// - **Listing** (`tools/list`) asks every upstream at once, each for at most its guard's
 ///   per-call timeout, and answers with all their tools in one page. An upstream whose breaker
 ///   is open is not asked: its tools are the ones it listed last (so the model can still call
