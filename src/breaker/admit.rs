@@ -164,6 +164,53 @@ impl CircuitBreaker {
                 && self.prober().is_none_or(|prober| !prober.is_alive()))
     }
 
+    /// How long until a call could be admitted, as [`try_acquire`](Self::try_acquire) would
+    /// answer it now: `None` when it would admit (closed, or half-open with a probe slot free),
+    /// else the rejection's retry-after (whole milliseconds, never zero: the rest of the
+    /// cooldown while open, the rest of the probe's lease while a probe is in flight, the
+    /// cooldown while isolated).
+    ///
+    /// Side-effect free, as [`state`](Self::state) is: it takes no permit and no probe slot,
+    /// writes nothing, counts nothing and asks no fleet, however often it is called: for a
+    /// status page.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolbreaker::{CircuitBreaker, FailureKind, Outcome};
+    ///
+    /// let (clock, mock) = toolbreaker::quanta::Clock::mock();
+    /// let breaker = CircuitBreaker::builder()
+    ///     .failure_threshold(1)
+    ///     .cooldown(Duration::from_millis(100))
+    ///     .clock(clock)
+    ///     .build()?;
+    /// assert_eq!(breaker.retry_after(), None, "closed");
+    /// breaker.try_acquire().unwrap().record(Outcome::Failure(FailureKind::Timeout));
+    /// mock.increment(Duration::from_millis(30));
+    /// assert_eq!(breaker.retry_after(), Some(Duration::from_millis(70)));
+    /// mock.increment(Duration::from_millis(70));
+    /// for _ in 0..3 {
+    ///     assert_eq!(breaker.retry_after(), None, "half-open: the slot stays free");
+    /// }
+    /// assert!(breaker.try_acquire().unwrap().is_probe());
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn retry_after(&self) -> Option<core::time::Duration> {
+        let limits = self.limits();
+        let word = self.released(self.word(), &limits);
+        if word.closed_generation().is_some() {
+            return None;
+        }
+        match decide::acquire(word, &self.limits_at(word, &limits), || self.now_ms()).0 {
+            Admission::Reject { retry_after_ms, .. } => {
+                Some(core::time::Duration::from_millis(retry_after_ms))
+            }
+            Admission::Admit { .. } => None,
+        }
+    }
+
     /// `Blocked` if the breaker is open (or isolated) now, as [`try_acquire`](Self::try_acquire)
     /// would answer, but without taking a permit or the probe slot and without writing the word:
     /// for a caller deciding whether a retry is worth waiting for. Half-open is `Ok`, probe in

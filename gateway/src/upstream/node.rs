@@ -196,10 +196,10 @@ impl Upstream {
                     wait = RETRY_MIN;
                     continue;
                 }
-                let delay = match self.breaker.try_acquire() {
-                    Ok(_) => wait,
-                    Err(blocked) if !needs_link => blocked.retry_after().max(wait),
-                    Err(_) => wait,
+                // Asked without taking a permit: the wait is no probe.
+                let delay = match self.breaker.retry_after() {
+                    Some(retry_after) if !needs_link => retry_after.max(wait),
+                    _ => wait,
                 };
                 wait = (wait * 2).min(RETRY_MAX);
                 tokio::select! {
@@ -581,15 +581,11 @@ impl Upstream {
     /// The upstream's line of `/status`.
     pub fn status(&self) -> serde_json::Value {
         let state = self.breaker.state();
-        let retry_after_ms = match self.breaker.try_acquire() {
-            Ok(permit) => {
-                drop(permit);
-                None
-            }
-            Err(blocked) => {
-                Some(u64::try_from(blocked.retry_after().as_millis()).unwrap_or(u64::MAX))
-            }
-        };
+        // Side-effect free: polling /status never takes a probe slot or asks the fleet.
+        let retry_after_ms = self
+            .breaker
+            .retry_after()
+            .map(|wait| u64::try_from(wait.as_millis()).unwrap_or(u64::MAX));
         let state = match state {
             State::Closed => "closed",
             State::Open => "open",
