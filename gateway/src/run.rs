@@ -37,16 +37,29 @@ pub fn main() -> ExitCode {
         .build()
     {
         Ok(runtime) => runtime,
-        Err(error) => return fail(format_args!("cannot start the runtime: {error}")),
+        Err(error) => {
+            return fail(
+                args.log_format,
+                format_args!("cannot start the runtime: {error}"),
+            );
+        }
     };
+    let format = args.log_format;
     match runtime.block_on(run(args)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) => fail(format_args!("{error}")),
+        Err(error) => fail(format, format_args!("{error}")),
     }
 }
 
-fn fail(error: std::fmt::Arguments<'_>) -> ExitCode {
-    let _ = writeln!(std::io::stderr(), "toolbreaker-gateway: {error}");
+/// Says on stderr why the gateway stops. With `--log-format json` it is an error-level event,
+/// so that every line is a JSON object; with text logs, or a `--log` filter that drops errors,
+/// it is one plain line.
+fn fail(format: LogFormat, error: std::fmt::Arguments<'_>) -> ExitCode {
+    if format == LogFormat::Json && tracing::enabled!(tracing::Level::ERROR) {
+        tracing::error!("toolbreaker-gateway: {error}");
+    } else {
+        let _ = writeln!(std::io::stderr(), "toolbreaker-gateway: {error}");
+    }
     ExitCode::FAILURE
 }
 

@@ -1,0 +1,102 @@
+//! The gateway binary as people run it, each test a real process on real sockets, with rmcp
+//! clients and upstreams:
+//!
+//! - fleet mode: two gateways and one real `redis-server` (`fleet`);
+//! - `--stdio`, stdout holding only MCP (`stdio`);
+//! - `--mcp-config`, Claude Desktop's `mcpServers` file (`mcp_config`);
+//! - graceful shutdown on SIGTERM, a stdio upstream's process ended with it (`shutdown`);
+//! - `--log-format json` (`logs`).
+//!
+//! Its own `main` (no libtest): the binary is also the stdio upstream the gateway starts as a
+//! child (with `TOOLBREAKER_TEST_STDIO_UPSTREAM` set). `redis-server` must be on `PATH`.
+#![allow(deprecated)]
+
+#[path = "../common/mod.rs"]
+mod common;
+mod fleet;
+mod logs;
+mod mcp;
+mod mcp_config;
+mod process;
+mod shutdown;
+mod stdio;
+mod upstream;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::process::ExitCode;
+
+use process::Outcome;
+
+type Test = fn() -> Pin<Box<dyn Future<Output = Outcome> + Send>>;
+
+const TESTS: [(&str, Test); 7] = [
+    (
+        "fleet::a_trip_through_one_gateway_blocks_the_next_call_through_the_other",
+        || Box::pin(fleet::a_trip_through_one_gateway_blocks_the_next_call_through_the_other()),
+    ),
+    (
+        "stdio::stdio_serves_a_client_and_stdout_carries_only_mcp",
+        || Box::pin(stdio::stdio_serves_a_client_and_stdout_carries_only_mcp()),
+    ),
+    ("mcp_config::an_mcp_servers_file_is_served", || {
+        Box::pin(mcp_config::an_mcp_servers_file_is_served())
+    }),
+    (
+        "shutdown::sigterm_ends_the_http_gateway_with_code_0_and_its_stdio_child",
+        || Box::pin(shutdown::sigterm_ends_the_http_gateway_with_code_0_and_its_stdio_child()),
+    ),
+    (
+        "shutdown::sigterm_ends_the_stdio_gateway_with_code_0_and_its_stdio_child",
+        || Box::pin(shutdown::sigterm_ends_the_stdio_gateway_with_code_0_and_its_stdio_child()),
+    ),
+    ("logs::every_stderr_line_is_a_json_object", || {
+        Box::pin(logs::every_stderr_line_is_a_json_object())
+    }),
+    ("logs::a_gateway_that_cannot_start_says_why_in_json", || {
+        Box::pin(logs::a_gateway_that_cannot_start_says_why_in_json())
+    }),
+];
+
+fn main() -> ExitCode {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    if std::env::var_os(upstream::STDIO_UPSTREAM).is_some() {
+        runtime.block_on(upstream::serve_stdio());
+        return ExitCode::SUCCESS;
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--list") {
+        for (name, _) in &TESTS {
+            println!("{name}: test");
+        }
+        return ExitCode::SUCCESS;
+    }
+    let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+    let mut failed = 0;
+    for (name, test) in &TESTS {
+        if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        match runtime.block_on(async { tokio::spawn(test()).await }) {
+            Ok(Ok(())) => println!("test {name} ... ok"),
+            Ok(Err(why)) => {
+                failed += 1;
+                println!("test {name} ... FAILED\n{why}");
+            }
+            Err(panic) => {
+                failed += 1;
+                println!("test {name} ... FAILED (panicked: {panic})");
+            }
+        }
+    }
+    println!("binary: {failed} failed");
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
