@@ -91,6 +91,10 @@ async fn serve_http(
     writeln!(stdout, "http://{addr}/mcp")?;
     stdout.flush()?;
     drop(stdout);
+    // TCP_NODELAY: its SSE answers go out at once, not after the client's delayed ACK.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             stopped().await;

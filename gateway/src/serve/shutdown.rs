@@ -69,7 +69,7 @@ pub async fn serve(
         let _ = told.send(());
     };
     let mut server = pin!(
-        axum::serve(listener, router)
+        axum::serve(no_delay(listener), router)
             .with_graceful_shutdown(signal)
             .into_future()
     );
@@ -164,5 +164,37 @@ pub fn shutdown_signal() -> io::Result<impl Future<Output = ()> + Send + 'static
                 std::future::pending::<()>().await;
             }
         })
+    }
+}
+
+/// `listener`, its connections with `TCP_NODELAY`: an answer streamed in small writes (MCP's
+/// SSE events) goes out at once, instead of waiting on the client's delayed ACK (about 40 ms a
+/// request with Nagle's algorithm on).
+fn no_delay(
+    listener: TcpListener,
+) -> impl axum::serve::Listener<Addr = std::net::SocketAddr, Io = tokio::net::TcpStream> {
+    axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::debug!(%error, "TCP_NODELAY not set");
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::serve::Listener;
+
+    use super::*;
+
+    /// Every accepted connection has `TCP_NODELAY` (without it each streamed answer waited
+    /// about 40 ms for the client's delayed ACK).
+    #[tokio::test]
+    async fn accepted_connections_have_no_delay() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut listener = no_delay(listener);
+        let connect = tokio::net::TcpStream::connect(addr);
+        let ((accepted, _), _client) = tokio::join!(listener.accept(), connect);
+        assert!(accepted.nodelay().unwrap());
     }
 }
