@@ -221,6 +221,11 @@ impl McpGateway {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<()> {
         let router = axum::Router::new().nest_service(MCP_PATH, self.streamable_http_service());
+        // TCP_NODELAY: an answer streamed in small writes (SSE events) goes out at once, not
+        // after the client's delayed ACK (about 40 ms a request with Nagle's algorithm on).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)
             .await
