@@ -179,9 +179,7 @@ impl Core {
             if !configs[i].exposes(rest) {
                 return Some(false);
             }
-            upstreams[i]
-                .known_tools()
-                .map(|tools| tools.iter().any(|t| t.name == rest))
+            upstreams[i].knows_tool(rest)
         })?;
         configs[i]
             .exposes(rest)

@@ -158,6 +158,15 @@ impl Upstream {
         lock(&self.cache).tools.clone()
     }
 
+    /// Whether the upstream's last listing has tool `name` (its own name); `None` when it has
+    /// never been listed. Asked on every call: nothing is copied.
+    pub fn knows_tool(&self, name: &str) -> Option<bool> {
+        lock(&self.cache)
+            .tools
+            .as_ref()
+            .map(|tools| tools.iter().any(|t| t.name == name))
+    }
+
     /// Starts the background task that lists an upstream not listed yet (one down at start)
     /// under its breaker, and restarts a stdio upstream that exited, with backoff. When its
     /// tools become known, every client session is sent `notifications/tools/list_changed`.
