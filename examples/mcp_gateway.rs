@@ -1,7 +1,14 @@
-//! An MCP gateway in front of MCP servers that fail and recover: `toolbreaker::mcp::McpGateway`
-//! lists its upstreams' tools under namespaced names (`search.query`) and forwards every
-//! `tools/call` through that upstream's circuit breaker, so an agent's model is told at once that
-//! a tool is down, and the failing server is left alone, instead of each call waiting on it.
+//! An MCP gateway in front of MCP servers that fail and recover: the gateway lists its upstreams'
+//! tools under namespaced names (`search.query`) and forwards every request through that
+//! upstream's circuit breaker, so an agent's model is told at once that a tool is down, and the
+//! failing server is left alone, instead of each call waiting on it.
+//!
+//! The gateway is the `toolbreaker-gateway` binary's own code (its library, the workspace package
+//! `gateway/`): the relay `toolbreaker_gateway::relay::Gateway`, configured from the TOML text the
+//! binary would read with `--config` (`GatewayConfig::from_toml_str`; this run writes it with the
+//! upstreams' ports), served by the binary's HTTP app (`serve::HttpApp`: `/mcp`, `/healthz`,
+//! `/status`, `/metrics`) on a real socket. What this example adds is around it: upstreams that
+//! fail on a schedule, agents, and a report.
 //!
 //! ```text
 //! cargo run --release --example mcp_gateway --features mcp_gateway             # 10 s, 16 MCP clients, a table
@@ -14,9 +21,10 @@
 //!
 //! - three upstream MCP servers (hand-written `ServerHandler`s behind axum): `search` (tool
 //!   `query`), `weather` (tool `forecast`) and `notes` (tools `get` and `put`);
-//! - the gateway: one `GuardedClient` per upstream (an rmcp client whose every `call_tool` goes
-//!   through the guard pipeline: the breaker, the per-call timeout, classification by
-//!   `McpClassifier`, bounded retry), breakers from one `Registry`, served with `serve_http`;
+//! - the gateway: the relay with one connection per upstream, each request admitted by the
+//!   upstream's breaker (from one `Registry`), bounded by the per-call timeout and classified by
+//!   `McpClassifier`; the breaker's probe is an MCP `ping` of the upstream (its health check),
+//!   so no agent's call is spent on one;
 //! - the agents: concurrent MCP clients, each its own rmcp client of the gateway, calling
 //!   `search.query`, `weather.forecast`, `notes.get` and `notes.put` at random and reading each
 //!   `CallToolResult` as a model's runtime would: a real answer, the tool's own `isError`, or the
@@ -42,27 +50,29 @@
 //! | failure threshold | 5 consecutive counted failures | a 503 outage trips within a few calls, a hang within one per-call timeout |
 //! | cooldown | 500 ms | several probes fit in each outage, even in a 4 s demo (`search` is down 1.2 s of it) |
 //! | probe timeout | 2 s | the probe's lease; longer than the per-call timeout, so a probe always reports |
-//! | per-call timeout | 250 ms | how long an attempt on the hanging `weather` waits before it counts as a timeout (and is cancelled upstream) |
-//! | retry policy | 2 retries, first delay 50 ms, doubling, jitter | only counted failures are retried (timeouts, transport errors, 5xx), never an `isError` answer; the breaker is asked again before each retry |
-//! | call deadline | 2 s | the gateway's limit for one forwarded call, all its attempts and waits together |
+//! | per-call timeout | 250 ms | how long a call to the hanging `weather` waits before it counts as a timeout (and is cancelled upstream) |
+//! | retries | none | the gateway forwards each call once, as the binary does: the agent decides whether to call again |
+//! | call deadline | 2 s | the gateway's limit for one forwarded tool call |
 //! | agents | 16 MCP clients, 5 ms think time | `--clients N`; each waits for its answer, then thinks, then calls again |
 //!
 //! What to look for in the output (a line a second with each breaker's state and what reached
 //! each upstream, a line for each breaker transition and each schedule switch, then the table):
 //!
-//! - `search` trips after 5 counted failures (503s, retries included) and from then on its calls
-//!   are answered `blocked` at once: nothing is sent, and the upstream's own count stops growing
-//!   but for one probe per cooldown; `weather` does the same after its first attempts time out,
+//! - `search` trips after 5 counted failures (503s) and from then on its calls
+//!   are answered `blocked` at once: nothing is sent, and the upstream's own count of calls stops
+//!   growing (the probe is a ping); `weather` does the same after its first calls time out,
 //!   and the gateway cancels each timed-out call upstream (`cancelled`). When the hang begins,
 //!   every agent that calls `weather` in its first 250 ms is left waiting, and their attempts
 //!   time out together, so about one counted failure per agent comes before the trip: the
 //!   threshold bounds what the breaker lets through, not what was already in flight;
-//! - a probe 500 ms after each trip or failed probe: while the upstream still fails it reopens
-//!   the breaker; once it has recovered, it closes it, and calls flow again;
+//! - a probe (an MCP `ping`) 500 ms after each trip or failed probe: while `search` answers 503
+//!   it fails and reopens the breaker; once it has recovered, it closes it, and calls flow again.
+//!   A hanging `weather` still answers its pings (only its tool hangs), so its probe closes the
+//!   breaker, the next calls time out, and it trips again: a few trips in its outage, rather
+//!   than one;
 //! - one outage never blocks another upstream: each has its own breaker;
 //! - `notes` never trips, however many `isError` answers it gives: a tool's own error proves the
-//!   server up (`McpClassifier` ignores it), so its breaker records them as `ignored`, and they
-//!   are not retried;
+//!   server up (`McpClassifier` ignores it), so its breaker records them as `ignored`;
 //! - what reached each upstream while its breaker read open: only calls already on their way when
 //!   it opened (usually none);
 //! - a blocked call as the model reads it: `isError: true`, the words for the model as the one
@@ -84,14 +94,15 @@
 //! The parts, each in `mcp_gateway/`: `upstream.rs` (the three servers, their middleware and
 //! counts), `agents.rs` (the MCP clients and how they read a `CallToolResult`), `scenario.rs` (the
 //! gateway, the schedule, the progress lines, a run from start to report), `report.rs` (the
-//! figures, the invariants, the table and the JSON). `tests/examples/gateway_mcp.rs` runs the same
+//! figures, the invariants, the table and the JSON). `examples/tests/gateway_mcp.rs` runs the same
 //! scenario for 4 s and checks its report, and checks the `--json` report of a real run in CI.
 //!
 //! # Serve mode: `--serve`
 //!
 //! `--serve` starts the upstreams and the gateway and keeps them up until Ctrl-C, printing the
 //! gateway's address (`http://127.0.0.1:PORT/mcp`, on a line of its own on stdout; `--port` picks
-//! the port) so that any MCP client (an IDE's, an inspector) can connect to it. The schedule loops
+//! the port) so that any MCP client (an IDE's, an inspector) can connect to it; the binary's
+//! `/status`, `/metrics` and `/healthz` are served beside it. The schedule loops
 //! in cycles of 20 s (`search` down from 3 s to 9 s of each cycle, `weather` hanging from 6 s to
 //! 12 s), and every transition is printed: call `search.query` a few times while it is down and
 //! see its breaker open, and the answer turn `blocked`. No agents run unless `--clients N` is

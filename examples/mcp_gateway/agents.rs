@@ -2,7 +2,7 @@
 //! Streamable HTTP to the gateway, calling the gateway's namespaced tools and reading each
 //! `CallToolResult` as a model's runtime would.
 //!
-//! Shared by the example (`mcp_gateway.rs`) and its test (`tests/examples/gateway_mcp.rs`).
+//! Shared by the example (`mcp_gateway.rs`) and its test (`examples/tests/gateway_mcp.rs`).
 //!
 //! A `CallToolResult` is read as one of:
 //!
@@ -10,8 +10,8 @@
 //! - **tool error**: `isError: true` from the tool itself (`notes` refusing a bad path): the
 //!   upstream is up, the call was wrong; no `structuredContent.status`;
 //! - **blocked**, **failed**, **stopped**: `isError: true` with the gateway's
-//!   `structuredContent.status`: the breaker sent nothing, the upstream failed (after the
-//!   gateway's retries), or the call's own deadline ended it.
+//!   `structuredContent.status`: the breaker sent nothing, the upstream failed (the gateway
+//!   forwards each call once: it does not retry), or the call's own deadline ended it.
 //!
 //! Every counter is an atomic bumped with relaxed ordering: they are statistics, read live by the
 //! progress line and exactly once the agent tasks have been joined.
@@ -45,7 +45,7 @@ pub enum Seen {
     ToolError,
     /// The gateway's breaker blocked the call: nothing was sent upstream.
     Blocked,
-    /// The upstream failed, after the gateway's retries.
+    /// The upstream failed.
     Failed,
     /// The call's deadline (its run, on the gateway) ended it.
     Stopped,
@@ -86,7 +86,8 @@ pub struct CallStats {
     answered: AtomicU64,
     tool_errors: AtomicU64,
     blocked: AtomicU64,
-    /// Blocked calls whose first attempt was sent: a retry the opened breaker refused.
+    /// Blocked calls whose first attempt was sent: a retry the opened breaker refused (none: the
+    /// gateway does not retry; counted to show it).
     retries_refused: AtomicU64,
     failed: AtomicU64,
     stopped: AtomicU64,
@@ -114,7 +115,7 @@ pub struct CallCounts {
     pub blocked: u64,
     /// Those whose first attempt was sent: the breaker opened before their retry.
     pub retries_refused: u64,
-    /// Failed upstream, after the gateway's retries.
+    /// Failed upstream.
     pub failed: u64,
     /// Ended by the call's deadline.
     pub stopped: u64,

@@ -1,7 +1,7 @@
 //! The MCP gateway demo's report: per upstream, what the agents saw, what reached the server and
 //! what its breaker did; the invariants the run checks; a table, or JSON.
 //!
-//! Shared by the example (`mcp_gateway.rs`) and its test (`tests/examples/gateway_mcp.rs`).
+//! Shared by the example (`mcp_gateway.rs`) and its test (`examples/tests/gateway_mcp.rs`).
 //!
 //! Three views of one upstream, from three places, that the invariants hold against each other:
 //!
@@ -467,10 +467,9 @@ impl Report {
             u.calls.tool_errors.to_string()
         });
         row("  blocked by the breaker", &|u| u.calls.blocked.to_string());
-        row("    of which a retry refused", &|u| {
-            u.calls.retries_refused.to_string()
+        row("  failed (the upstream's error)", &|u| {
+            u.calls.failed.to_string()
         });
-        row("  failed (after retries)", &|u| u.calls.failed.to_string());
         row("  stopped (call deadline)", &|u| {
             u.calls.stopped.to_string()
         });

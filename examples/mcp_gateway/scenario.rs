@@ -1,9 +1,10 @@
-//! The MCP gateway demo's moving parts: the upstream servers, the gateway in front of them (one
-//! `GuardedClient` per upstream, breakers from one `Registry`), the failure schedule, the agents
-//! and the progress lines; [`run`] runs the demo once and returns its [`Report`], [`serve`] keeps
-//! the gateway up with the schedule looping until Ctrl-C.
+//! The MCP gateway demo's moving parts: the upstream servers, the gateway in front of them (the
+//! `toolbreaker-gateway` binary's code: its relay, configured from TOML text naming the
+//! upstreams, served by its HTTP app), the failure schedule, the agents and the progress lines;
+//! [`run`] runs the demo once and returns its [`Report`], [`serve`] keeps the gateway up with the
+//! schedule looping until Ctrl-C.
 //!
-//! Shared by the example (`mcp_gateway.rs`) and its test (`tests/examples/gateway_mcp.rs`).
+//! Shared by the example (`mcp_gateway.rs`) and its test (`examples/tests/gateway_mcp.rs`).
 
 use std::error::Error;
 use std::io;
@@ -14,9 +15,12 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use toolbreaker::mcp::{GuardedClient, MCP_PATH, McpGateway};
+use toolbreaker::mcp::MCP_PATH;
 use toolbreaker::observe::TransitionEvent;
-use toolbreaker::{Config, Registry, RetryPolicy, State, ToolGuard, TransitionReason};
+use toolbreaker::{Registry, State, TransitionReason};
+use toolbreaker_gateway::config::GatewayConfig;
+use toolbreaker_gateway::relay::Gateway;
+use toolbreaker_gateway::serve::{self as http, HttpApp, HttpOptions};
 
 use crate::agents::{self, Agents, CallStats, Target};
 use crate::report::{Report, UpstreamReport, Window};
@@ -31,21 +35,14 @@ pub const FAILURE_THRESHOLD: u32 = 5;
 pub const COOLDOWN: Duration = Duration::from_millis(500);
 /// The probe's lease: how long a probe may take before it counts as failed.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long the gateway waits for one attempt on an upstream.
+/// How long the gateway waits for an upstream's answer to one forwarded request.
 pub const PER_CALL_TIMEOUT: Duration = Duration::from_millis(250);
-/// Retries of a counted failure (timeouts, connect errors, 5xx), never of an `isError` answer.
-pub const MAX_RETRIES: u32 = 2;
-/// The first retry's delay; doubling, with jitter.
-pub const RETRY_FIRST_DELAY: Duration = Duration::from_millis(50);
-/// The gateway's deadline for one forwarded call, all its attempts and waits together.
+/// The gateway's deadline for one forwarded tool call.
 pub const CALL_TIME_LIMIT: Duration = Duration::from_secs(2);
 /// How long an agent waits after each answer before its next call.
 pub const THINK_TIME: Duration = Duration::from_millis(5);
 /// With `--serve`, the schedule's cycle: its fractions are of this, again and again.
 pub const SERVE_CYCLE: Duration = Duration::from_secs(20);
-/// Requests the gateway's client of one upstream has in flight at most (rmcp's default is 16);
-/// more than the agents can have, so no call waits for a slot.
-const UPSTREAM_IN_FLIGHT: usize = 256;
 /// Requests an agent's client has in flight at most: it makes one call at a time.
 const AGENT_IN_FLIGHT: usize = 4;
 /// How long each part gets to stop at the end.
@@ -218,18 +215,30 @@ fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The gateway's retry policy: capped exponential backoff with jitter.
-pub fn retry_policy() -> RetryPolicy {
-    RetryPolicy::default()
-        .max_retries(MAX_RETRIES)
-        .min_delay(RETRY_FIRST_DELAY)
-        .jitter(true)
+/// The gateway's configuration file, as the binary would read it with `--config`: the breakers'
+/// `[default]` and one `[upstreams.NAME]` per server (tools listed as `NAME.TOOL`).
+pub fn gateway_toml(servers: &[UpstreamServer]) -> String {
+    let mut text = format!(
+        "[default]\nfailure_threshold = {FAILURE_THRESHOLD}\ncooldown_ms = {}\n\
+         probe_timeout_ms = {}\n",
+        millis(COOLDOWN),
+        millis(PROBE_TIMEOUT),
+    );
+    for server in servers {
+        text.push_str(&format!(
+            "\n[upstreams.{}]\nurl = \"{}\"\nper_call_timeout_ms = {}\n",
+            server.upstream.name(),
+            server.url,
+            millis(PER_CALL_TIMEOUT),
+        ));
+    }
+    text
 }
 
 /// Everything that serves: the upstream servers, the gateway's clients of them, and the gateway.
 pub struct Stack {
-    /// The breakers, one per upstream.
-    pub registry: Arc<Registry>,
+    /// The gateway's relay; its registry holds the breakers, one per upstream.
+    pub gateway: Gateway,
     /// The upstream servers, in [`Upstream::ALL`] order.
     pub servers: Vec<UpstreamServer>,
     /// The gateway's MCP endpoint: `http://127.0.0.1:PORT/mcp`.
@@ -242,47 +251,50 @@ pub struct Stack {
 }
 
 impl Stack {
-    /// Start the upstreams, connect the gateway's clients to them and serve the gateway on
-    /// `port` of 127.0.0.1 (0: any free one). Transitions are logged to `log`.
+    /// Start the upstreams, start the gateway's relay on them (from [`gateway_toml`]) and serve
+    /// it on `port` of 127.0.0.1 (0: any free one). Transitions are logged to `log`.
     ///
     /// # Errors
     ///
-    /// A listener that cannot be bound, a handshake that fails, a client or gateway refused.
+    /// A listener that cannot be bound, a configuration the gateway refuses, a tool name two
+    /// upstreams show, an HTTP client that cannot be built.
     pub async fn start(port: u16, log: Log) -> Result<Stack, BoxError> {
         let timeline = Arc::new(Timeline::new(log));
         let heard = Arc::clone(&timeline);
-        let config = Config::new(FAILURE_THRESHOLD, COOLDOWN, PROBE_TIMEOUT)?;
-        let registry = Arc::new(
-            Registry::builder()
-                .default_config(config)
-                .metrics(true)
-                .on_transition(move |event| heard.hear(event))
-                .build(),
-        );
+        let registry = Registry::builder()
+            .metrics(true)
+            .on_transition(move |event| heard.hear(event))
+            .build();
+        let gateway = Gateway::new("toolbreaker-mcp-gateway", registry, CALL_TIME_LIMIT);
         let http = agents::http_client()?;
         let mut servers = Vec::with_capacity(Upstream::ALL.len());
-        let mut gateway = McpGateway::builder()
-            .name("toolbreaker-mcp-gateway")
-            .call_time_limit(CALL_TIME_LIMIT);
         for upstream in Upstream::ALL {
-            let server = UpstreamServer::spawn(upstream, registry.get(upstream.name())).await?;
-            let client = agents::connect(http.clone(), &server.url, UPSTREAM_IN_FLIGHT).await?;
-            // The gateway owns its client of each upstream: the connection ends with it.
-            let guarded = GuardedClient::builder(upstream.name(), client, &registry)
-                .guard(ToolGuard::new(PER_CALL_TIMEOUT, retry_policy()))
-                .build()?;
-            gateway = gateway.upstream(guarded);
-            servers.push(server);
+            let breaker = gateway.registry().get(upstream.name());
+            servers.push(UpstreamServer::spawn(upstream, breaker).await?);
         }
-        let gateway = gateway.build()?;
+        // The configuration the binary would read from its `--config` file; its breaker settings
+        // are put in force as the binary's SIGHUP reload does (the servers hold their breakers).
+        let config = GatewayConfig::from_toml_str(&gateway_toml(&servers))?;
+        gateway.registry().reload(config.registry.clone());
+        // The port first: a busy one is refused before the gateway connects to its upstreams.
         let listener = crate::listen::tcp((Ipv4Addr::LOCALHOST, port)).await?;
+        gateway.start(config).await?;
         let addr = listener.local_addr()?;
+        let mut options = HttpOptions::new(addr);
+        options.drain = GRACE;
+        let (sessions, status, scrape) = (gateway.clone(), gateway.clone(), gateway.clone());
+        let app = HttpApp::new(
+            &options,
+            move || Ok(sessions.session()),
+            Arc::new(move || status.status()),
+            Some(Arc::new(move || scrape.registry().export_metrics())),
+        )?;
         let (gateway_stop, mut stopping) = watch::channel(false);
-        let gateway_task = tokio::spawn(gateway.serve_http(listener, async move {
+        let gateway_task = tokio::spawn(http::serve(listener, app, async move {
             let _ = stopping.wait_for(|stopping| *stopping).await;
         }));
         Ok(Stack {
-            registry,
+            gateway,
             servers,
             gateway_url: format!("http://{addr}{MCP_PATH}"),
             http,
@@ -341,7 +353,8 @@ impl Stack {
                 warnings.push(format!("gateway did not stop within {GRACE:?}"));
             }
         }
-        // The gateway's task owned its clients of the upstreams: their connections end with it.
+        // The relay's connections to the upstreams end with it.
+        self.gateway.shutdown();
         let mut reached = Vec::with_capacity(self.servers.len());
         for server in self.servers {
             let (counts, stopped) = server.shutdown(GRACE).await;
@@ -358,13 +371,11 @@ impl Stack {
 pub fn describe_settings(settings: &Settings) -> Vec<String> {
     vec![
         format!(
-            "breakers: failure threshold {FAILURE_THRESHOLD}, cooldown {} ms, probe timeout {} s; \
-             per-call timeout {} ms; {MAX_RETRIES} retries from {} ms, with jitter; \
-             call deadline {} s",
+            "breakers: failure threshold {FAILURE_THRESHOLD}, cooldown {} ms, probe timeout {} s \
+             (the probe: an MCP ping); per-call timeout {} ms; no retries; call deadline {} s",
             COOLDOWN.as_millis(),
             PROBE_TIMEOUT.as_secs(),
             PER_CALL_TIMEOUT.as_millis(),
-            RETRY_FIRST_DELAY.as_millis(),
             CALL_TIME_LIMIT.as_secs(),
         ),
         format!(
@@ -383,11 +394,8 @@ pub fn settings_json(settings: &Settings) -> serde_json::Value {
         "cooldown_ms": millis(COOLDOWN),
         "probe_timeout_ms": millis(PROBE_TIMEOUT),
         "per_call_timeout_ms": millis(PER_CALL_TIMEOUT),
-        "retry": {
-            "max_retries": MAX_RETRIES,
-            "first_delay_ms": millis(RETRY_FIRST_DELAY),
-            "jitter": true,
-        },
+        // The gateway forwards each call once: the agent, not the gateway, decides to call again.
+        "retry": { "max_retries": 0 },
         "call_time_limit_ms": millis(CALL_TIME_LIMIT),
         "think_time_ms": millis(settings.think_time),
         "bad_args_one_in": agents::BAD_ARGS_ONE_IN,
@@ -442,7 +450,7 @@ async fn schedule(
 /// reached it so far.
 async fn progress(
     shared: Arc<Agents>,
-    registry: Arc<Registry>,
+    gateway: Gateway,
     start: Instant,
     mut finished: watch::Receiver<bool>,
     log: Log,
@@ -463,7 +471,7 @@ async fn progress(
             now.duration_since(start).as_secs_f64()
         );
         for target in &shared.targets {
-            let state = registry.get(target.upstream.name()).state();
+            let state = gateway.registry().get(target.upstream.name()).state();
             line.push_str(&format!(
                 "  {} {:<9} {:>6} reached",
                 target.upstream.name(),
@@ -530,7 +538,7 @@ pub async fn run(settings: Settings, log: Log) -> Result<Report, BoxError> {
     ));
     let progress = tokio::spawn(progress(
         Arc::clone(&shared),
-        Arc::clone(&stack.registry),
+        stack.gateway.clone(),
         start,
         finish.subscribe(),
         log,
@@ -554,13 +562,14 @@ pub async fn run(settings: Settings, log: Log) -> Result<Report, BoxError> {
         return Err(error.into());
     }
 
-    let registry = Arc::clone(&stack.registry);
+    let gateway = stack.gateway.clone();
     let timeline = Arc::clone(&stack.timeline);
     let gateway_url = stack.gateway_url.clone();
     let (reached, warnings) = stack.stop().await;
     for warning in &warnings {
         eprintln!("mcp_gateway: warning: {warning}");
     }
+    let registry = gateway.registry();
     let mut metrics = registry.metrics();
     let upstreams = shared
         .targets
@@ -669,6 +678,11 @@ pub async fn serve(
         .enumerate()
         .map(|(task, client)| tokio::spawn(agents::agent(task, Arc::clone(&shared), client)))
         .collect();
+    let base = stack.gateway_url.trim_end_matches(MCP_PATH);
+    log.line(&format!(
+        "the gateway binary's endpoints too: {base}/status (JSON), {base}/metrics (Prometheus), \
+         {base}/healthz"
+    ));
     log.line("the gateway, for any MCP client over Streamable HTTP (Ctrl-C stops it):");
     // The address goes to stdout on a line of its own, so a script can read it.
     println!("{}", stack.gateway_url);

@@ -2,7 +2,7 @@
 //! server (a hand-written `ServerHandler`) over Streamable HTTP, served by axum on an ephemeral
 //! port of `127.0.0.1`.
 //!
-//! Shared by the example (`mcp_gateway.rs`) and its test (`tests/examples/gateway_mcp.rs`).
+//! Shared by the example (`mcp_gateway.rs`) and its test (`examples/tests/gateway_mcp.rs`).
 //!
 //! Each server has a [`Control`]: its current [`Mode`] and what reached it, plain atomics.
 //! Whoever holds the control switches the mode (the demo's schedule). Every request passes through

@@ -109,9 +109,11 @@
 //! The example starts three upstream MCP servers with rmcp on 127.0.0.1, each behind a counting
 //! middleware: `search` answers HTTP 503 for a stretch of the 10 s demo, `weather` hangs (its tool
 //! never answers, so the gateway's attempts time out and are cancelled upstream), and `notes` is
-//! always up but answers `isError: true` to the bad arguments one call in five carries. It puts an
-//! `McpGateway` in front of them (one `GuardedClient` per upstream, breakers from one `Registry`:
-//! threshold 5, cooldown 500 ms, per-call timeout 250 ms, 2 retries) served on a loopback port, and
+//! always up but answers `isError: true` to the bad arguments one call in five carries. It puts the
+//! gateway binary's own code in front of them (the `toolbreaker-gateway` package's relay, configured
+//! from the TOML text its `--config` reads, served by its HTTP app; breakers from one `Registry`:
+//! threshold 5, cooldown 500 ms, an MCP `ping` as the probe, per-call timeout 250 ms, no retries)
+//! on a loopback port, and
 //! runs 16 concurrent MCP clients that call `search.query`, `weather.forecast`, `notes.get` and
 //! `notes.put` through it. It prints a line a second and each transition, then a table per upstream
 //! (what the agents were told, what reached the server by its own count, what the breaker counted),
@@ -122,34 +124,37 @@
 //! breaker open. One default run on a 2-core machine:
 //!
 //! ```text
-//! 18870 tool calls in 10.01 s by 16 MCP clients through the gateway: 1886 calls/s
+//! 17602 tool calls in 10.01 s by 16 MCP clients through the gateway: 1758 calls/s
 //!
 //! upstream                                        search   weather     notes
 //! outage (s)                                     1.5-4.5   3.0-6.0      none
 //!   how                                         HTTP 503     hangs         -
-//! calls made (agents)                               6287      6216      6367
-//!   answered                                        4379      4309      5098
-//!   tool errors (isError from the tool)                0         0      1269
-//!   blocked by the breaker                          1908      1907         0
-//!     of which a retry refused                        15        19         0
-//!   failed (after retries)                             0         0         0
+//! calls made (agents)                               5872      5787      5943
+//!   answered                                        4125      4389      4757
+//!   tool errors (isError from the tool)                0         0      1186
+//!   blocked by the breaker                          1735      1333         0
+//!   failed (the upstream's error)                     12        65         0
 //!   stopped (call deadline)                            0         0         0
-//!   during the outage                               1885      1901         0
-//!     of which blocked                              1885      1901         0
-//! reached the upstream (its own count)              4394      4328      6367
-//!   while it was failing                              15        19         0
-//!   while its breaker was open                         0         0         0
-//!   given up by the gateway (cancelled)                0        19         0
-//! breaker: admitted attempts                        4394      4328      6367
-//!   counted failures                                  15        19         0
-//!   ignored (tool errors)                              0         0      1269
-//!   trips                                              1         1         0
+//!   during the outage                               1721      1373         0
+//!     of which blocked                              1709      1308         0
+//! reached the upstream (its own count)              4137      4454      5943
+//!   while it was failing                              12        65         0
+//!   while its breaker was open                         4         0         0
+//!   given up by the gateway (cancelled)                0        65         0
+//! breaker: admitted attempts                        4145      4460      5945
+//!   counted failures                                  17        65         0
+//!   ignored (tool errors)                              0         0      1186
+//!   trips                                              1         4         0
 //!   probes                                             6         4         0
-//!   closed again by a probe                            1         1         0
+//!   closed again by a probe                            1         4         0
 //!   final state                                   closed    closed    closed
 //! ```
 //!
-//! The ten invariants it checks all held in that run: `search` and `weather` each tripped once (15
-//! and 19 counted failures in all: those before the trip, the calls already in flight when it came,
-//! and the failed probes), were probed once per cooldown, were closed by the probe after they
-//! recovered, and nothing reached either while its breaker was open.
+//! The ten invariants it checks all held in that run. `search` tripped once (17 counted failures:
+//! the 12 calls that reached it while it answered 503, those before the trip and those already in
+//! flight when it came, and 5 failed probes), was probed once per cooldown and closed by the probe
+//! after it recovered; the 4 calls that reached it while its breaker read open were on their way
+//! when it opened. The probe is an MCP `ping` (the gateway's health check), so no agent's call is
+//! spent on it, and a hanging `weather` still answers it: its probes close the breaker while its
+//! tool hangs, the next calls time out, and it trips again (4 trips, 65 calls given up and
+//! cancelled upstream), yet nothing reached it while its breaker was open.

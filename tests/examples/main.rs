@@ -1,6 +1,7 @@
 //! One test binary for the examples' own code and reports: the gateway example's tool servers,
-//! `--config` file and flags, its fleet figures, the MCP gateway's scenario, and the checks of
-//! their JSON reports. The report checks are `#[ignore]`d: CI runs them by module with the report's
+//! `--config` file and flags, its fleet figures, and the checks of their JSON reports. (The MCP
+//! gateway example runs the `toolbreaker-gateway` package's code, so its checks are the examples
+//! package's test binary of the same name, `examples/tests/`: the same commands run them.) The report checks are `#[ignore]`d: CI runs them by module with the report's
 //! path in an environment variable, e.g.
 //! `GATEWAY_JSON=target/gateway.json cargo test --all-features --test examples -- --ignored gateway_json::`.
 //! Each file is a module, gated on the crate features it uses.
@@ -13,16 +14,11 @@ mod gateway;
 mod gateway_fleet;
 mod gateway_fleet_json;
 mod gateway_json;
-#[cfg(feature = "mcp")]
-mod gateway_mcp;
 
 #[cfg(all(feature = "tokio", feature = "reqwest", feature = "toml"))]
 #[path = "../../examples/gateway/flags.rs"]
 mod flags;
-#[cfg(any(
-    all(feature = "tokio", feature = "reqwest", feature = "toml"),
-    feature = "mcp"
-))]
+#[cfg(all(feature = "tokio", feature = "reqwest", feature = "toml"))]
 #[path = "../../examples/gateway/listen.rs"]
 #[allow(dead_code)]
 mod listen;
@@ -41,17 +37,3 @@ mod settings;
 #[path = "../../examples/gateway/tools.rs"]
 #[allow(dead_code)]
 mod tools;
-
-#[cfg(feature = "mcp")]
-#[path = "../../examples/mcp_gateway/agents.rs"]
-mod agents;
-#[cfg(feature = "mcp")]
-#[path = "../../examples/mcp_gateway/report.rs"]
-mod report;
-#[cfg(feature = "mcp")]
-#[path = "../../examples/mcp_gateway/scenario.rs"]
-#[allow(dead_code)]
-mod scenario;
-#[cfg(feature = "mcp")]
-#[path = "../../examples/mcp_gateway/upstream.rs"]
-mod upstream;
