@@ -6,7 +6,6 @@ use std::io;
 use std::pin::pin;
 use std::time::Duration;
 
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
@@ -69,12 +68,6 @@ pub async fn serve(
         shutdown.await;
         let _ = told.send(());
     };
-    // MCP's answers are small writes (an SSE event, then the stream's end): without
-    // TCP_NODELAY, Nagle's algorithm holds each one back until the client's delayed ACK, about
-    // 40 ms a call.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
     let mut server = pin!(
         axum::serve(no_delay(listener), router)
             .with_graceful_shutdown(signal)
