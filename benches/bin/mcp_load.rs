@@ -39,7 +39,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, ClientConfig};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -50,7 +50,7 @@ use tokio::time::Instant;
 const GRACE: Duration = Duration::from_secs(5);
 
 const USAGE: &str = "usage: mcp_load --url URL [--clients N] [--duration SECONDS] \
-                     [--warm-up SECONDS] [--tool NAME] [--text TEXT]";
+                     [--warm-up SECONDS] [--tool NAME] [--text TEXT]\n                     [--protocol VERSION]";
 
 /// The command line.
 struct Args {
@@ -60,6 +60,8 @@ struct Args {
     warm_up: Duration,
     tool: String,
     text: String,
+    /// The protocol version the clients ask for (rmcp's newest by default).
+    protocol: Option<String>,
 }
 
 impl Args {
@@ -70,6 +72,7 @@ impl Args {
         let mut warm_up = 1.0;
         let mut tool = "echo".to_owned();
         let mut text = "circuit breakers".to_owned();
+        let mut protocol = None;
         let mut args = std::env::args().skip(1);
         while let Some(arg) = args.next() {
             let mut value = || args.next().unwrap_or_else(|| exit_usage());
@@ -80,6 +83,7 @@ impl Args {
                 "--warm-up" => warm_up = value().parse().unwrap_or_else(|_| exit_usage()),
                 "--tool" => tool = value(),
                 "--text" => text = value(),
+                "--protocol" => protocol = Some(value()),
                 "--help" | "-h" => {
                     println!("{USAGE}");
                     std::process::exit(0);
@@ -105,6 +109,7 @@ impl Args {
             warm_up,
             tool,
             text,
+            protocol,
         }
     }
 }
@@ -132,17 +137,26 @@ impl Tally {
 }
 
 /// Connects and initializes one client.
-async fn connect(url: &str) -> Result<RunningService<RoleClient, ()>, String> {
+async fn connect(
+    url: &str,
+    protocol: Option<&str>,
+) -> Result<RunningService<RoleClient, ClientConfig>, String> {
     let http = reqwest::Client::new();
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
     let transport = StreamableHttpClientTransport::with_client(http, config);
-    ().serve(transport).await.map_err(|e| e.to_string())
+    let mut info = ClientConfig::default();
+    if let Some(protocol) = protocol {
+        info.protocol_version =
+            serde_json::from_value(serde_json::Value::String(protocol.to_owned()))
+                .map_err(|e| format!("--protocol {protocol}: {e}"))?;
+    }
+    info.serve(transport).await.map_err(|e| e.to_string())
 }
 
 /// One client's loop: calls until `end`; those that end at or after `counted` and by `end`
 /// are counted.
 async fn calls(
-    client: Arc<RunningService<RoleClient, ()>>,
+    client: Arc<RunningService<RoleClient, ClientConfig>>,
     params: CallToolRequestParams,
     counted: Instant,
     end: Instant,
@@ -198,7 +212,8 @@ async fn main() {
     let connecting: Vec<_> = (0..args.clients)
         .map(|_| {
             let url = args.url.clone();
-            tokio::spawn(async move { connect(&url).await })
+            let protocol = args.protocol.clone();
+            tokio::spawn(async move { connect(&url, protocol.as_deref()).await })
         })
         .collect();
     let mut clients = Vec::with_capacity(args.clients);
@@ -211,6 +226,13 @@ async fn main() {
             }
         }
     }
+    // The version the server agreed to (newest: no initialize, so the one asked for).
+    let protocol = clients[0]
+        .peer()
+        .peer_info()
+        .map(|info| info.protocol_version.to_string())
+        .or_else(|| args.protocol.clone())
+        .unwrap_or_else(|| rmcp::model::ProtocolVersion::LATEST.to_string());
     match clients[0].peer().list_all_tools().await {
         Ok(tools) if tools.iter().any(|t| t.name == args.tool) => {}
         Ok(tools) => {
@@ -261,6 +283,7 @@ async fn main() {
     let round = |x: f64| (x * 10.0).round() / 10.0;
     let line = json!({
         "url": args.url,
+        "protocol": protocol,
         "clients": args.clients,
         "duration_s": args.duration.as_secs_f64(),
         "warm_up_s": args.warm_up.as_secs_f64(),
