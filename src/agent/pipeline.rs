@@ -157,8 +157,14 @@ impl<X> ToolGuard<X> {
     {
         let mut attempt = attempt;
         let target = Target::Breaker(breaker);
-        self.guard(run, target, classify, move |_, last| attempt(last), observe)
-            .await
+        // `guard`'s steps written out, not awaited through it: one state machine fewer to move
+        // the call's future and its result through on the MCP client's path.
+        let span = CallSpan::new(target.name(), run);
+        let attempt = move |_: &str, last| attempt(last);
+        let call = self.guarded(run, target, classify, attempt, observe, &span);
+        let result = span.instrument(call).await;
+        span.finish(&result);
+        result
     }
 
     /// The call through every guard, inside its span, for a breaker or a pool: `attempt` is

@@ -276,7 +276,9 @@ impl GuardedClient {
     /// failed call is the pipeline's result as a `CallToolResult` (see
     /// [`GuardedClient`]).
     pub async fn call_tool(&self, run: &AgentRun, params: CallToolRequestParams) -> CallToolResult {
-        self.call_tool_result(run, params).await.into()
+        // `call_tool_observed` awaited directly: one state machine fewer than through
+        // `call_tool_result`.
+        self.call_tool_observed(run, params, |_| {}).await.into()
     }
 
     /// [`call_tool`](Self::call_tool), as the pipeline's [`ToolResult`]: for a runtime that
@@ -304,17 +306,10 @@ impl GuardedClient {
         // takes the original: with retries off, nothing is ever copied.
         let mut params = Some(params);
         let attempt = move |last: bool| {
-            let request = match params.take() {
-                Some(request) if !last => {
-                    let copy = request.clone();
-                    params = Some(request);
-                    copy
-                }
-                Some(request) => request,
-                // No attempt follows the last one (`call_knowing_last`): never reached.
-                None => CallToolRequestParams::new(""),
-            };
-            peer.call_tool(request)
+            // The copy is made where the original lies, which stays there: not moved out and back.
+            let request = if last { params.take() } else { params.clone() };
+            // No attempt follows the last one (`call_knowing_last`): `None` is never reached.
+            peer.call_tool(request.unwrap_or_else(|| CallToolRequestParams::new("")))
         };
         self.inner
             .guard

@@ -35,7 +35,8 @@
 //! MCP_CALLS=guarded_current_thread:2000 cargo bench -p toolbreaker-benches --bench mcp
 //! ```
 //!
-//! The last form makes exactly that many calls of one row and exits, without criterion: for an
+//! The last form makes exactly that many calls of one row and exits, without criterion, printing
+//! their time and the size of one call's future (what each move of it copies): for an
 //! instruction-counting profiler, run with two counts, so that the difference is the calls' own
 //! (connection set-up cancels out). `MCP_ROUNDS=current_thread,multi_thread` is what each fresh
 //! process is started with: the rounds alone, one line of figures a runtime. What is measured,
@@ -167,6 +168,20 @@ impl Caller {
                 }
                 start.elapsed()
             }
+        }
+    }
+}
+
+impl Caller {
+    /// The size of one call's future, in bytes: what each move of it copies.
+    fn future_size(&self) -> usize {
+        match self {
+            Caller::Bare(peer) => size_of_val(&peer.call_tool(params())),
+            Caller::Timeout(peer) => size_of_val(&tokio::time::timeout(
+                PER_CALL_TIMEOUT,
+                peer.call_tool(params()),
+            )),
+            Caller::Guarded(client, run) => size_of_val(&client.call_tool(run, params())),
         }
     }
 }
@@ -334,9 +349,12 @@ fn calls_only(spec: &str) {
     };
     let took = bench.time(caller, n);
     bench.check();
+    // A timer needs the runtime's context, even one that is never polled.
+    let _runtime = bench.runtime.enter();
     println!(
-        "{row}: {n} calls in {took:?}, {:.3} µs a call",
-        took.as_secs_f64() * 1e6 / n as f64
+        "{row}: {n} calls in {took:?}, {:.3} µs a call; {} bytes a call's future",
+        took.as_secs_f64() * 1e6 / n as f64,
+        caller.future_size(),
     );
 }
 
