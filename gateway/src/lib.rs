@@ -6,10 +6,12 @@
 //! - [`relay`]: all of MCP between client sessions and upstreams ([`relay::Gateway`]).
 //! - [`upstream`]: one shared, supervised connection per upstream, behind its breaker.
 //! - [`serve`]: `/mcp`, `/metrics`, `/healthz`, `/status`; auth, Host/Origin, size limit.
-//! - [`cli`] and [`run`]: the command line and the program.
+//! - [`cli`] and [`run`]: the command line and the program; [`redact`]: credentials out of
+//!   the log.
 
 pub mod cli;
 pub mod config;
+pub mod redact;
 pub mod relay;
 pub mod run;
 pub mod serve;

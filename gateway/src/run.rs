@@ -68,7 +68,7 @@ fn init_logging(args: &Args) {
     let filter = EnvFilter::try_new(&args.log).unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(crate::redact::redactor());
     let _ = match args.log_format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.with_ansi(false).try_init(),
@@ -85,6 +85,7 @@ pub async fn run(args: Args) -> Result<(), String> {
     let (path, format) = args.config_source();
     let config = GatewayConfig::load(&path, format).map_err(|e| e.to_string())?;
     let token = args.auth_token().map_err(|e| e.to_string())?;
+    crate::redact::redactor().add(&config, token.as_ref());
     let mut registry = Registry::builder()
         .config(config.registry.clone())
         .metrics(true);
@@ -149,7 +150,10 @@ async fn reload_on_hangup(gateway: Gateway, args: Args) {
         while hangups.recv().await.is_some() {
             let (path, format) = args.config_source();
             let config = match GatewayConfig::load(&path, format) {
-                Ok(config) => config,
+                Ok(config) => {
+                    crate::redact::redactor().add(&config, None);
+                    config
+                }
                 Err(error) => {
                     tracing::error!(%error, "reload refused: the config in force is kept");
                     continue;

@@ -343,6 +343,80 @@ async fn an_http_upstream_that_restarts_is_reconnected_with_a_new_session() -> R
     until_ok("after").await
 }
 
+async fn a_stdio_upstream_sees_its_own_env_and_none_of_the_gateways_secrets() -> Result<(), String>
+{
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    let config = format!(
+        "[upstreams.s]\ncommand = {:?}\nenv = {{ {STDIO_UPSTREAM} = \"1\", PASSED = \"yes\" }}\nprefix = \"s.\"\n",
+        me.display().to_string()
+    );
+    let path = std::env::temp_dir().join(format!(
+        "toolbreaker-gateway-env-{}.toml",
+        std::process::id()
+    ));
+    std::fs::write(&path, config).map_err(|e| e.to_string())?;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolbreaker-gateway"))
+        .arg("--config")
+        .arg(&path)
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--log",
+            "warn",
+            "--auth-token-env",
+            "TB_TEST_TOKEN",
+        ])
+        .env("TB_TEST_TOKEN", "the-gateways-token")
+        .env("TB_GATEWAY_ONLY", "a-secret-of-the-gateway")
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let first = tokio::time::timeout(STEP, BufReader::new(stdout).lines().next_line())
+        .await
+        .map_err(|_| "no address".to_owned())?
+        .map_err(|e| e.to_string())?
+        .unwrap_or_default();
+    let _ = std::fs::remove_file(&path);
+    let url = first
+        .strip_prefix("listening on ")
+        .unwrap_or_default()
+        .to_owned();
+    let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+        reqwest::Client::new(),
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url)
+            .auth_header("the-gateways-token"),
+    );
+    use rmcp::ServiceExt;
+    let client = ().serve(transport).await.map_err(|e| e.to_string())?;
+    let mut seen = Vec::new();
+    for name in ["PASSED", "TB_GATEWAY_ONLY", "TB_TEST_TOKEN", "PATH"] {
+        let mut args = serde_json::Map::new();
+        args.insert("text".into(), name.into());
+        let answer = client
+            .call_tool(rmcp::model::CallToolRequestParams::new("s.getenv").with_arguments(args))
+            .await
+            .map_err(|e| e.to_string())?;
+        let text = answer
+            .content
+            .first()
+            .and_then(|c| c.as_text())
+            .map(|t| t.text.clone())
+            .unwrap_or_default();
+        seen.push((name, text));
+    }
+    check(seen[0].1 == "yes", format!("its own env: {seen:?}"))?;
+    check(
+        seen[1].1 == "<unset>" && seen[2].1 == "<unset>",
+        format!("the gateway's secrets: {seen:?}"),
+    )?;
+    check(
+        seen[3].1 != "<unset>",
+        format!("PATH is passed on: {seen:?}"),
+    )
+}
+
 fn check(ok: bool, what: String) -> Result<(), String> {
     if ok { Ok(()) } else { Err(what) }
 }
@@ -370,7 +444,11 @@ fn main() -> ExitCode {
         });
         return ExitCode::SUCCESS;
     }
-    let tests: [(&str, Test); 6] = [
+    let tests: [(&str, Test); 7] = [
+        (
+            "a_stdio_upstream_sees_its_own_env_and_none_of_the_gateways_secrets",
+            || Box::pin(a_stdio_upstream_sees_its_own_env_and_none_of_the_gateways_secrets()),
+        ),
         (
             "an_http_upstream_that_restarts_is_reconnected_with_a_new_session",
             || Box::pin(an_http_upstream_that_restarts_is_reconnected_with_a_new_session()),

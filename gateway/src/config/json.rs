@@ -21,6 +21,17 @@ const KEYS: [&str; 10] = [
     "command", "args", "env", "cwd", "url", "headers", "type", "disabled", "envFile", "auth",
 ];
 
+/// Keys those apps write for their own use (approval lists, a client-side timeout, a
+/// description), known and not read: the gateway decides neither approvals nor timeouts from
+/// them.
+const CLIENT_KEYS: [&str; 5] = [
+    "alwaysAllow",
+    "autoApprove",
+    "timeout",
+    "description",
+    "disabledTools",
+];
+
 /// The values of `type`: `stdio`, and Streamable HTTP's names in those apps.
 const TYPES: [&str; 5] = ["stdio", "http", "streamable-http", "streamableHttp", "sse"];
 
@@ -158,7 +169,7 @@ fn server<'k>(
             "auth" => {
                 return Err((Some(key), "OAuth is not supported: give a token in `headers` (\"Authorization\": \"Bearer ${VAR}\")".into()));
             }
-            k if KEYS.contains(&k) => {}
+            k if KEYS.contains(&k) || CLIENT_KEYS.contains(&k) => {}
             other => {
                 let problem = format!(
                     "unknown key {}; expected {}",

@@ -106,7 +106,8 @@ pub enum Transport {
         command: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Environment variables set for it (name, value), over the gateway's own.
+        /// Environment variables set for it (name, value), over a base environment (`PATH`,
+        /// `HOME`, ...: `upstream::INHERITED`), never the gateway's whole one.
         env: Vec<(String, Secret)>,
         /// Its working directory; `None`: the gateway's.
         cwd: Option<PathBuf>,

@@ -34,6 +34,8 @@ pub struct Core {
     upstreams: RwLock<Upstreams>,
     call_time_limit: Duration,
     calls: AtomicU64,
+    /// The tool names found shown by two upstreams at a listing, each logged once.
+    collisions_logged: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl Core {
@@ -45,6 +47,7 @@ impl Core {
             upstreams: RwLock::new(Arc::default()),
             call_time_limit,
             calls: AtomicU64::new(0),
+            collisions_logged: Default::default(),
         }
     }
 
@@ -111,7 +114,15 @@ impl Core {
                 }
                 let name = exposed(upstream.config(), &tool.name);
                 if let Some(first) = seen.insert(name.clone(), upstream.name().to_owned()) {
-                    tracing::error!(tool = %name, first = %first, second = %upstream.name(), "two upstreams show the same tool name; the second is hidden");
+                    // Logged once per name, not at every listing.
+                    if self
+                        .collisions_logged
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(name.clone())
+                    {
+                        tracing::error!(tool = %name, first = %first, second = %upstream.name(), "two upstreams show the same tool name; the second's is hidden");
+                    }
                     continue;
                 }
                 tool.name = name.into();

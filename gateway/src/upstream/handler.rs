@@ -99,6 +99,13 @@ impl Service<RoleClient> for UpstreamHandler {
             _ => {}
         }
         let Some(origin) = self.origin(&context.extensions).await else {
+            if let ServerRequest::ListRootsRequest(_) = request {
+                // Asked outside any client's call (servers ask on connect): the gateway has
+                // no roots of its own.
+                return Ok(ClientResult::ListRootsResult(
+                    rmcp::model::ListRootsResult::default(),
+                ));
+            }
             tracing::warn!(upstream = %self.upstream, "a request from the upstream belongs to no one client call; refused");
             return Err(ErrorData::invalid_request(
                 "the gateway cannot tell which client this request is for",

@@ -21,6 +21,9 @@ pub struct Link {
     gone: CancellationToken,
     /// Dropping it ends the child process (stdio).
     _end_child: Option<tokio::sync::oneshot::Sender<()>>,
+    /// Set when a request failed because this connection was lost: that request's failure is
+    /// counted, so the loss itself is not counted again.
+    lost: std::sync::atomic::AtomicBool,
 }
 
 impl Link {
@@ -32,6 +35,16 @@ impl Link {
     /// Whether the connection can still carry requests.
     pub fn is_alive(&self) -> bool {
         !self.gone.is_cancelled() && !self.service.is_transport_closed()
+    }
+
+    /// A request failed because this connection was lost (its failure is counted).
+    pub fn note_lost(&self) {
+        self.lost.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether a request's failure has counted this connection's loss already.
+    pub fn loss_counted(&self) -> bool {
+        self.lost.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Resolves when the connection is gone (a stdio child that exited).
@@ -77,6 +90,7 @@ pub async fn connect(
                 service,
                 gone: CancellationToken::new(),
                 _end_child: None,
+                lost: Default::default(),
             })
         }
         Transport::Stdio {
@@ -88,6 +102,10 @@ pub async fn connect(
             let mut child = tokio::process::Command::new(command);
             child
                 .args(args)
+                // A base environment, not the gateway's own: its token, and the secrets meant
+                // for other upstreams' headers, never reach a child. Then the upstream's `env`.
+                .env_clear()
+                .envs(base_environment())
                 .envs(env.iter().map(|(k, v)| (k.as_str(), v.expose())))
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
@@ -138,9 +156,24 @@ pub async fn connect(
                 service,
                 gone,
                 _end_child: Some(end_tx),
+                lost: Default::default(),
             })
         }
     }
+}
+
+/// The variables a stdio upstream inherits from the gateway: what a program needs to find its
+/// tools, home, user, locale, terminal and temporary folder (the set MCP clients such as
+/// Claude Desktop pass their servers). Anything else is given in the upstream's `env`,
+/// `NAME = "${NAME}"` to pass one on.
+pub const INHERITED: [&str; 10] = [
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "TMPDIR", "TZ",
+];
+
+fn base_environment() -> impl Iterator<Item = (&'static str, std::ffi::OsString)> {
+    INHERITED
+        .into_iter()
+        .filter_map(|name| std::env::var_os(name).map(|value| (name, value)))
 }
 
 /// `message` (an error's text, which may quote the URL) with the URL's credentials (its user,

@@ -29,6 +29,8 @@ use crate::config::{Transport, UpstreamConfig};
 /// between attempts to list an upstream whose tools are not known yet.
 const RETRY_MIN: Duration = Duration::from_millis(250);
 const RETRY_MAX: Duration = Duration::from_secs(30);
+/// A stdio child that ran this long before it exited is restarted after the shortest wait.
+const STABLE: Duration = Duration::from_secs(30);
 
 /// Why a forwarded request got no upstream answer.
 #[derive(Debug)]
@@ -183,6 +185,10 @@ impl Upstream {
 
     async fn watch(self: Arc<Self>) {
         let mut wait = RETRY_MIN;
+        // The wait before a stdio child that exited is restarted: doubled for each child that
+        // exits within `STABLE` of its start, back to the shortest after one that lived longer.
+        let mut restart = RETRY_MIN;
+        let mut linked_since = None;
         loop {
             let link = lock(&self.link).clone();
             let stdio = matches!(self.config.transport, Transport::Stdio { .. });
@@ -218,6 +224,7 @@ impl Upstream {
                 continue;
             }
             // Linked and listed: wait for the connection to go (a child that exits).
+            let since = *linked_since.get_or_insert_with(tokio::time::Instant::now);
             tokio::select! {
                 () = self.shutdown.cancelled() => return,
                 () = async {
@@ -226,21 +233,36 @@ impl Upstream {
                         None => std::future::pending().await,
                     }
                 } => {
-                    self.crashed();
+                    if let Some(link) = &link {
+                        self.crashed(link);
+                    }
+                    linked_since = None;
+                    restart = if since.elapsed() < STABLE { (restart * 2).min(RETRY_MAX) } else { RETRY_MIN };
+                    tracing::warn!(upstream = %self.name, wait_ms = restart.as_millis() as u64, "restarting the upstream after a wait");
+                    tokio::select! {
+                        () = self.shutdown.cancelled() => return,
+                        () = tokio::time::sleep(restart) => {}
+                    }
                 }
             }
         }
     }
 
     /// The child exited: a counted `connect` failure, and the link is dropped.
-    fn crashed(&self) {
+    fn crashed(&self, link: &Link) {
         if self.shutdown.is_cancelled() {
             // Ended by the gateway (a reload, a shutdown): not the upstream's failure.
             return;
         }
         lock(&self.link).take();
         *lock(&self.last_failure) = Some(FailureKind::Connect.as_str());
-        if let Ok(permit) = self.breaker.try_acquire() {
+        // Counted here only when no request failed with the connection, and none is in flight
+        // on it (their own failures count the crash: one crash, one failure).
+        // A client's call still in flight counts it when its answer fails.
+        if !link.loss_counted()
+            && self.routes.sessions().is_empty()
+            && let Ok(permit) = self.breaker.try_acquire()
+        {
             permit.record(Outcome::Failure(FailureKind::Connect));
         }
     }
@@ -314,6 +336,7 @@ impl Upstream {
         ) {
             // The connection failed (the upstream restarted and forgot its session, or went
             // away): the next request connects afresh rather than reusing a dead session.
+            link.note_lost();
             self.forget(&link);
         }
         answer

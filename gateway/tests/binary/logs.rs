@@ -41,6 +41,7 @@ pub async fn every_stderr_line_is_a_json_object() -> Outcome {
         "local.crash",
         "local.echo",
         "local.fail",
+        "local.getenv",
         "up.ask",
         "up.echo",
         "up.fail",

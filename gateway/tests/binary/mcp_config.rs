@@ -34,6 +34,7 @@ pub async fn an_mcp_servers_file_is_served() -> Outcome {
             "local.crash",
             "local.echo",
             "local.fail",
+            "local.getenv",
             "up.ask",
             "up.echo",
             "up.fail",

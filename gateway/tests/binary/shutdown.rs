@@ -37,7 +37,13 @@ async fn serving_child(
     tools_when(
         handler,
         service,
-        &["local.ask", "local.crash", "local.echo", "local.fail"],
+        &[
+            "local.ask",
+            "local.crash",
+            "local.echo",
+            "local.fail",
+            "local.getenv",
+        ],
     )
     .await?;
     let echoed = call(service, "local.echo", "up").await?;

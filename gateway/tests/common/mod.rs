@@ -76,7 +76,16 @@ impl ServerHandler for Up {
             Tool::new("fail", "answers an internal error", schema.clone()),
         ];
         if self.crashable {
-            tools.push(Tool::new("crash", "ends the upstream's process", schema));
+            tools.push(Tool::new(
+                "crash",
+                "ends the upstream's process",
+                schema.clone(),
+            ));
+            tools.push(Tool::new(
+                "getenv",
+                "the value of environment variable `text`",
+                schema,
+            ));
         }
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -119,6 +128,14 @@ impl ServerHandler for Up {
                 CallToolResult::success(vec![ContentBlock::text(text)])
             }
             "crash" if self.crashable => std::process::exit(3),
+            "getenv" if self.crashable => {
+                let name = request
+                    .arguments
+                    .and_then(|a| a.get("text").and_then(|t| t.as_str()).map(str::to_owned))
+                    .unwrap_or_default();
+                let value = std::env::var(&name).unwrap_or_else(|_| "<unset>".to_owned());
+                CallToolResult::success(vec![ContentBlock::text(value)])
+            }
             "fail" => return Err(ErrorData::internal_error("the upstream is failing", None)),
             _ => return Err(ErrorData::invalid_params("no such tool", None)),
         };
