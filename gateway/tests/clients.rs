@@ -417,6 +417,50 @@ async fn a_stdio_upstream_sees_its_own_env_and_none_of_the_gateways_secrets() ->
     )
 }
 
+async fn no_credential_reaches_the_log() -> Result<(), String> {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let dead = free.local_addr().map_err(|e| e.to_string())?;
+    drop(free);
+    let config = format!(
+        "[upstreams.down]\nurl = \"http://user:PWSECRET77@{dead}/mcp?api_key=QSTOKEN123\"\nheaders = {{ Authorization = \"Bearer ${{TB_HDR}}\" }}\n"
+    );
+    let path = std::env::temp_dir().join(format!(
+        "toolbreaker-gateway-redact-{}.toml",
+        std::process::id()
+    ));
+    std::fs::write(&path, config).map_err(|e| e.to_string())?;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolbreaker-gateway"))
+        .arg("--config")
+        .arg(&path)
+        .args(["--listen", "127.0.0.1:0", "--log", "trace"])
+        .env("TB_HDR", "HDRSECRET99")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    // The upstream is listed (and fails) before the gateway listens.
+    let _ = tokio::time::timeout(STEP, BufReader::new(stdout).lines().next_line()).await;
+    child.start_kill().map_err(|e| e.to_string())?;
+    let out = tokio::time::timeout(STEP, child.wait_with_output())
+        .await
+        .map_err(|_| "the gateway did not end".to_owned())?
+        .map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(&path);
+    let log = String::from_utf8_lossy(&out.stderr);
+    for secret in ["QSTOKEN123", "PWSECRET77", "HDRSECRET99"] {
+        check(
+            !log.contains(secret),
+            format!("{secret} is in the log:\n{log}"),
+        )?;
+    }
+    check(
+        log.contains("<redacted>"),
+        format!("the connection's failure, redacted, is logged:\n{log}"),
+    )
+}
+
 fn check(ok: bool, what: String) -> Result<(), String> {
     if ok { Ok(()) } else { Err(what) }
 }
@@ -444,7 +488,10 @@ fn main() -> ExitCode {
         });
         return ExitCode::SUCCESS;
     }
-    let tests: [(&str, Test); 7] = [
+    let tests: [(&str, Test); 8] = [
+        ("no_credential_reaches_the_log", || {
+            Box::pin(no_credential_reaches_the_log())
+        }),
         (
             "a_stdio_upstream_sees_its_own_env_and_none_of_the_gateways_secrets",
             || Box::pin(a_stdio_upstream_sees_its_own_env_and_none_of_the_gateways_secrets()),
