@@ -330,14 +330,19 @@ impl Upstream {
             () = cancel.cancelled() => return Err(ServiceError::Cancelled { reason: Some("cancelled by the client".into()) }),
         };
         on_drop.peer = None;
-        if matches!(
-            answer,
-            Err(ServiceError::TransportSend(_) | ServiceError::TransportClosed)
-        ) {
-            // The connection failed (the upstream restarted and forgot its session, or went
-            // away): the next request connects afresh rather than reusing a dead session.
-            link.note_lost();
-            self.forget(&link);
+        match &answer {
+            // The connection is gone (a stdio child that exited, a transport that closed): the
+            // next request connects afresh.
+            Err(ServiceError::TransportClosed) => {
+                link.note_lost();
+                self.forget(&link);
+            }
+            // A request that failed on the wire (a 503 in front of the endpoint, a refused
+            // connection) leaves the session as it is: rmcp recovers one the server forgot, and
+            // reconnecting at every failure would start a session per call on an upstream
+            // already in trouble.
+            Err(ServiceError::TransportSend(_)) => link.note_lost(),
+            _ => {}
         }
         answer
     }
