@@ -245,8 +245,13 @@ async fn a_four_second_run_holds_every_invariant() {
 #[test]
 #[ignore = "needs MCP_GATEWAY_JSON: the path of an `mcp_gateway --json` report"]
 fn the_examples_json_report_holds_every_invariant() {
-    let path = std::env::var("MCP_GATEWAY_JSON").expect("MCP_GATEWAY_JSON names the report");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let given = std::env::var("MCP_GATEWAY_JSON").expect("MCP_GATEWAY_JSON names the report");
+    // A relative path is the workspace root's, where the example was run (a test runs in its
+    // package's folder, `examples/`).
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(&given);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let report: Value = serde_json::from_str(&text).expect("the report is one JSON object");
     check_report(&report);
 }
