@@ -47,13 +47,8 @@ impl Redactor {
         for upstream in &config.upstreams {
             match &upstream.transport {
                 Transport::Http { url, headers } => {
-                    if let Ok(url) = url::Url::parse(url) {
-                        for part in [Some(url.username()), url.password(), url.query()]
-                            .into_iter()
-                            .flatten()
-                        {
-                            add(part);
-                        }
+                    for part in crate::upstream::url_credentials(url) {
+                        add(&part);
                     }
                     headers.iter().for_each(|(_, value)| add(value.expose()));
                 }

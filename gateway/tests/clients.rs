@@ -67,6 +67,15 @@ struct Gateway {
 impl Gateway {
     /// Starts the binary with `config` (TOML) and `extra` flags, on a free loopback port.
     async fn start(config: &str, extra: &[&str]) -> Result<Gateway, String> {
+        Gateway::start_with_env(config, extra, &[]).await
+    }
+
+    /// [`start`](Self::start), with `env` set for the gateway's process only.
+    async fn start_with_env(
+        config: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<Gateway, String> {
         let path = std::env::temp_dir().join(format!(
             "toolbreaker-gateway-test-{}-{}.toml",
             std::process::id(),
@@ -78,6 +87,7 @@ impl Gateway {
             .arg(&path)
             .args(["--listen", "127.0.0.1:0", "--log", "warn"])
             .args(extra)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
@@ -246,40 +256,13 @@ async fn a_request_without_the_token_is_refused() -> Result<(), String> {
     let up = common::serve(|| common::Up { crashable: false }).await;
     // The child reads the token from this variable; set here, in the parent, for it only.
     let token = format!("t-{}", fastrand_suffix());
-    let path = std::env::temp_dir().join(format!(
-        "toolbreaker-gateway-auth-{}.toml",
-        std::process::id()
-    ));
-    std::fs::write(&path, http_upstream("up", "up.", &up)).map_err(|e| e.to_string())?;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolbreaker-gateway"))
-        .arg("--config")
-        .arg(&path)
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--log",
-            "warn",
-            "--auth-token-env",
-            "TB_TEST_TOKEN",
-        ])
-        .env("TB_TEST_TOKEN", &token)
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let first = tokio::time::timeout(STEP, BufReader::new(stdout).lines().next_line())
-        .await
-        .map_err(|_| "no address".to_owned())?
-        .map_err(|e| e.to_string())?
-        .unwrap_or_default();
-    let url = first
-        .strip_prefix("listening on ")
-        .unwrap_or_default()
-        .to_owned();
-    let out = node("auth.mjs", &[&url, &token]).await;
-    let _ = std::fs::remove_file(&path);
-    let out = out?;
+    let gateway = Gateway::start_with_env(
+        &http_upstream("up", "up.", &up),
+        &["--auth-token-env", "TB_TEST_TOKEN"],
+        &[("TB_TEST_TOKEN", &token)],
+    )
+    .await?;
+    let out = node("auth.mjs", &[&gateway.url, &token]).await?;
     check(
         out["status"] == 401 && out["refused"] == 2,
         format!("{out}"),
@@ -350,39 +333,16 @@ async fn a_stdio_upstream_sees_its_own_env_and_none_of_the_gateways_secrets() ->
         "[upstreams.s]\ncommand = {:?}\nenv = {{ {STDIO_UPSTREAM} = \"1\", PASSED = \"yes\" }}\nprefix = \"s.\"\n",
         me.display().to_string()
     );
-    let path = std::env::temp_dir().join(format!(
-        "toolbreaker-gateway-env-{}.toml",
-        std::process::id()
-    ));
-    std::fs::write(&path, config).map_err(|e| e.to_string())?;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolbreaker-gateway"))
-        .arg("--config")
-        .arg(&path)
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--log",
-            "warn",
-            "--auth-token-env",
-            "TB_TEST_TOKEN",
-        ])
-        .env("TB_TEST_TOKEN", "the-gateways-token")
-        .env("TB_GATEWAY_ONLY", "a-secret-of-the-gateway")
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let first = tokio::time::timeout(STEP, BufReader::new(stdout).lines().next_line())
-        .await
-        .map_err(|_| "no address".to_owned())?
-        .map_err(|e| e.to_string())?
-        .unwrap_or_default();
-    let _ = std::fs::remove_file(&path);
-    let url = first
-        .strip_prefix("listening on ")
-        .unwrap_or_default()
-        .to_owned();
+    let gateway = Gateway::start_with_env(
+        &config,
+        &["--auth-token-env", "TB_TEST_TOKEN"],
+        &[
+            ("TB_TEST_TOKEN", "the-gateways-token"),
+            ("TB_GATEWAY_ONLY", "a-secret-of-the-gateway"),
+        ],
+    )
+    .await?;
+    let url = gateway.url.clone();
     let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
         reqwest::Client::new(),
         rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url)

@@ -216,6 +216,7 @@ impl Core {
             ));
         };
         params.name = name.into();
+        // Relaxed: a run's name only, unique by the read-modify-write; it orders nothing.
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
         let run = AgentRun::new(format!("call-{n}"), self.call_time_limit, 16);
         Ok(upstream.call_tool(&run, params, Some(origin), cancel).await)

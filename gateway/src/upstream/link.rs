@@ -39,6 +39,9 @@ impl Link {
 
     /// A request failed because this connection was lost (its failure is counted).
     pub fn note_lost(&self) {
+        // Relaxed: a flag read on its own (whether to count the loss once more); no other
+        // memory is published with it. Its race with the watcher's read is covered by the
+        // requests-in-flight check beside that read.
         self.lost.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
@@ -179,17 +182,24 @@ fn base_environment() -> impl Iterator<Item = (&'static str, std::ffi::OsString)
 /// `message` (an error's text, which may quote the URL) with the URL's credentials (its user,
 /// password and query string) replaced by `<redacted>`: they never reach the log.
 pub fn redact(url: &str, message: String) -> String {
+    url_credentials(url)
+        .iter()
+        .fold(message, |message, secret| {
+            message.replace(secret.as_str(), "<redacted>")
+        })
+}
+
+/// The credentials a URL carries: its user, password and query string (those not empty).
+pub fn url_credentials(url: &str) -> Vec<String> {
     let Ok(parsed) = url::Url::parse(url) else {
-        return message;
+        return Vec::new();
     };
-    let secrets = [Some(parsed.username()), parsed.password(), parsed.query()];
-    secrets
+    [Some(parsed.username()), parsed.password(), parsed.query()]
         .into_iter()
         .flatten()
-        .filter(|secret| !secret.is_empty())
-        .fold(message, |message, secret| {
-            message.replace(secret, "<redacted>")
-        })
+        .filter(|part| !part.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 #[cfg(test)]

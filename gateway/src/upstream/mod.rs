@@ -7,7 +7,7 @@ mod routes;
 mod sessions;
 
 pub use self::handler::{PROTOCOL, UpstreamHandler, error_data};
-pub use self::link::{INHERITED, Link, connect};
+pub use self::link::{INHERITED, Link, connect, url_credentials};
 pub use self::node::{Refusal, Upstream};
 pub use self::routes::{Origin, Registered, Routes, SessionId};
 pub use self::sessions::Sessions;

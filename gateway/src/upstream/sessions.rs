@@ -27,6 +27,8 @@ struct Live {
 impl Sessions {
     /// A new session's number.
     pub fn open(&self) -> SessionId {
+        // Relaxed: the number only has to be unique, which the read-modify-write gives; it
+        // orders nothing else (the map is under its lock).
         let id = self.next.fetch_add(1, Ordering::Relaxed) + 1;
         self.live().insert(id, Live::default());
         id
