@@ -38,24 +38,42 @@ pub(super) struct Setting {
 }
 
 impl Setting {
-    /// `key = value` on `line`. Only the value's type and number matter to the crate's checks, so
-    /// a string, list or table is written as an empty one (its words never reach the crate).
+    /// `key = value` on `line`, the value written back as TOML (a table inline, a string
+    /// quoted), so the crate checks and reads exactly what the gateway's file says.
     pub(super) fn new(key: &str, value: &DeValue<'_>, line: usize) -> Self {
-        let value = match value {
-            DeValue::Integer(integer) => integer.to_string(),
-            DeValue::Float(float) => float.to_string(),
-            DeValue::Boolean(on) => on.to_string(),
-            DeValue::Datetime(datetime) => datetime.to_string(),
-            DeValue::String(_) => "\"\"".to_owned(),
-            DeValue::Array(_) => "[]".to_owned(),
-            DeValue::Table(_) => "{}".to_owned(),
-        };
         Setting {
             key: key.to_owned(),
-            value,
+            value: toml_text(value),
             line,
         }
     }
+}
+
+/// `value` as TOML text: a table as an inline table, an array inline, a string as a basic
+/// string (JSON's escapes are TOML's).
+fn toml_text(value: &DeValue<'_>) -> String {
+    match value {
+        DeValue::Integer(integer) => integer.to_string(),
+        DeValue::Float(float) => float.to_string(),
+        DeValue::Boolean(on) => on.to_string(),
+        DeValue::Datetime(datetime) => datetime.to_string(),
+        DeValue::String(text) => quoted(text),
+        DeValue::Array(items) => {
+            let items: Vec<String> = items.iter().map(|v| toml_text(v.get_ref())).collect();
+            format!("[{}]", items.join(", "))
+        }
+        DeValue::Table(table) => {
+            let entries: Vec<String> = table
+                .iter()
+                .map(|(k, v)| format!("{} = {}", quoted(k.get_ref()), toml_text(v.get_ref())))
+                .collect();
+            format!("{{ {} }}", entries.join(", "))
+        }
+    }
+}
+
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text).expect("a string serialises")
 }
 
 /// An upstream's breaker keys and its tools' (those with a breaker of their own).
@@ -119,8 +137,7 @@ fn write_upstream(text: &mut String, upstream: &UpstreamBreakers) {
 }
 
 fn write_header(text: &mut String, dependency: &str) {
-    let quoted = serde_json::to_string(dependency).expect("a string serialises");
-    text.push_str(&format!("[dependencies.{quoted}]\n"));
+    text.push_str(&format!("[dependencies.{}]\n", quoted(dependency)));
 }
 
 fn write_keys<'a>(text: &mut String, settings: impl Iterator<Item = &'a Setting>) {
