@@ -94,6 +94,8 @@ pub use agent::{AgentRun, RetryPolicy, ToolGuard};
 pub use agent::{StopReason, ToolResult};
 pub use breaker::{CallError, CircuitBreaker, Permit};
 #[cfg(feature = "tokio")]
+pub use breaker::RetryBudget;
+#[cfg(feature = "tokio")]
 pub use breaker::{HealthCheck, HealthProbe};
 pub use classify::{Classified, Classify, FailureKind, Outcome};
 pub use config::{Config, ConfigError, Window};

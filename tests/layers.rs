@@ -31,6 +31,8 @@ const FILES: &[(&str, &[&str])] = &[
         &[
             "hook",
             "window",
+            "budget_ring",
+            "budget",
             "prober",
             "machine",
             "sharing",

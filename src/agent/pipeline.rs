@@ -211,6 +211,9 @@ impl<X> ToolGuard<X> {
         X: ErrorText<E>,
     {
         let dependency = target.name();
+        // The retry budget the call draws on: the guard's, else (set at the first attempt) the
+        // registry's for the dependency the first attempt went to.
+        let mut budget = self.retry_budget.as_ref();
         // A pool's member whose attempt failed last: a retry asks the others first.
         let mut avoid = None;
         let started = tokio_now();
@@ -250,6 +253,12 @@ impl<X> ToolGuard<X> {
                 return stop(ToolResult::stopped(run.id(), reason), tried, attempts, now);
             }
             attempts += 1;
+            if attempts == 1 {
+                budget = budget.or_else(|| permit.breaker().retry_budget());
+                if let Some(budget) = budget {
+                    budget.deposit();
+                }
+            }
             // 3. The attempt, under a timeout no longer than the time left to the deadline. When
             // the time left is no more than the per-call timeout, the deadline is the limit that
             // binds: running out of time is running into the deadline, the dependency's own time
@@ -354,6 +363,14 @@ impl<X> ToolGuard<X> {
                 return span
                     .answered(self.last(dependency, shown, status, limit, result), &shown)
                     .with_stats(stats(attempts, now));
+            }
+            // The retry budget, asked last, so a retry that would not go anyway spends nothing.
+            if let Some(budget) = budget
+                && !budget.try_withdraw()
+            {
+                span.retry_refused(dependency, budget);
+                let refused = ToolResult::retry_refused(run.id(), dependency);
+                return stop(refused, tried, attempts, now);
             }
             tokio::time::sleep(wait).await;
             now = tokio_now();
