@@ -124,6 +124,7 @@ const FILES: &[(&str, &[&str])] = &[
             "bounds",
             "hook",
             "map",
+            "budgets",
             "eviction",
             "lookup",
             "pools",

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::budget_ring::{Now, Ring, SLICES, Totals};
 use crate::config::{ConfigError, MAX_DURATION_MS, Problem};
-use crate::sync::{AtomicU8, Ordering, RelaxedU64};
+use crate::sync::{Ordering, RelaxedU64};
 use crate::time::{Origin, millis_ceil};
 
 /// The largest `ratio` a [`RetryBudget`] takes: ten retries per first attempt, as tower's
@@ -78,7 +78,7 @@ struct Shared {
     /// The slice width in ms, with the window's generation in the top 8 bits.
     timing: RelaxedU64,
     /// Off: every retry allowed and nothing counted (a registry's budget with no rule).
-    on: AtomicU8,
+    on: RelaxedU64,
     refused: RelaxedU64,
     ring: Ring,
 }
@@ -160,7 +160,7 @@ impl RetryBudget {
             min_per_second: RelaxedU64::new(0),
             window_ms: RelaxedU64::new(0),
             timing: RelaxedU64::new(0),
-            on: AtomicU8::new(1),
+            on: RelaxedU64::new(1),
             refused: RelaxedU64::new(0),
             ring: Ring::default(),
         };
@@ -305,5 +305,105 @@ impl fmt::Debug for RetryBudget {
             .field("on", &self.is_on())
             .field("refused", &self.refused())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn budget(ratio: f64, min_per_second: u32, window_ms: u64) -> (RetryBudget, std::sync::Arc<quanta::Mock>) {
+        let (clock, mock) = quanta::Clock::mock();
+        let window = Duration::from_millis(window_ms);
+        (RetryBudget::new(ratio, min_per_second, window).unwrap().clock(clock), mock)
+    }
+
+    /// With no first attempts, the floor alone: `min_per_second × window` retries, then none.
+    #[test]
+    fn a_quiet_caller_has_the_floor() {
+        let (budget, _mock) = budget(0.2, 3, 2_000);
+        assert_eq!(budget.retries_left(), 6);
+        assert_eq!((0..10).filter(|_| budget.try_withdraw()).count(), 6);
+        assert_eq!((budget.retries_left(), budget.refused()), (0, 4));
+    }
+
+    /// Deposits add `ratio` each; withdrawals spend whole retries.
+    #[test]
+    fn deposits_add_the_ratio_and_withdrawals_spend_it() {
+        let (budget, _mock) = budget(0.25, 0, 10_000);
+        assert!(!budget.try_withdraw(), "nothing deposited, no floor");
+        for _ in 0..7 {
+            budget.deposit();
+        }
+        assert_eq!(budget.retries_left(), 1, "0.25 × 7 = 1.75: one whole retry");
+        assert!(budget.try_withdraw());
+        assert!(!budget.try_withdraw());
+        budget.deposit();
+        assert!(budget.try_withdraw(), "0.25 × 8 = 2");
+    }
+
+    /// Counts leave the window a tenth of it at a time, by the budget's clock.
+    #[test]
+    fn counts_leave_the_window_a_slice_at_a_time() {
+        let (budget, mock) = budget(1.0, 0, 1_000);
+        for _ in 0..4 {
+            budget.deposit();
+        }
+        mock.increment(Duration::from_millis(500));
+        for _ in 0..2 {
+            budget.deposit();
+        }
+        assert!(budget.try_withdraw());
+        assert_eq!(budget.retries_left(), 5);
+        mock.increment(Duration::from_millis(500)); // the first four are a window old
+        assert_eq!(budget.retries_left(), 1, "2 deposits less 1 withdrawal");
+        mock.increment(Duration::from_millis(500));
+        assert_eq!(budget.retries_left(), 0, "the withdrawal has left, but so has every deposit");
+        budget.deposit();
+        assert_eq!(budget.retries_left(), 1);
+    }
+
+    /// A reload's new ratio applies to the counts kept; a new window carries them over.
+    #[test]
+    fn new_rules_keep_the_counts() {
+        let (budget, mock) = budget(0.5, 0, 1_000);
+        for _ in 0..10 {
+            budget.deposit();
+        }
+        assert!(budget.try_withdraw());
+        assert_eq!(budget.retries_left(), 4);
+        budget.apply(Some(BudgetRule::new(1.0, 0, Duration::from_millis(1_000)).unwrap()));
+        assert_eq!(budget.retries_left(), 9);
+        budget.apply(Some(BudgetRule::new(1.0, 0, Duration::from_millis(4_000)).unwrap()));
+        assert_eq!(budget.retries_left(), 9, "carried into the new window");
+        mock.increment(Duration::from_millis(3_000));
+        assert_eq!(budget.retries_left(), 9, "kept for the new window's length");
+        mock.increment(Duration::from_millis(1_000));
+        assert_eq!(budget.retries_left(), 0);
+        budget.apply(None);
+        assert!((0..100).all(|_| budget.try_withdraw()), "off: every retry allowed");
+    }
+
+    /// Each bad rule is refused, naming its field.
+    #[test]
+    fn bad_rules_name_their_field() {
+        let window = Duration::from_secs(10);
+        for ratio in [-0.1, 1000.5, f64::NAN, f64::INFINITY] {
+            let err = RetryBudget::new(ratio, 10, window).unwrap_err();
+            assert_eq!((err.field(), err.problem()), ("retry_budget.ratio", Problem::OutOfRange));
+            assert_eq!(
+                err.to_string(),
+                "invalid breaker configuration: `retry_budget.ratio` must be a number from 0 to 1000"
+            );
+        }
+        assert!(RetryBudget::new(0.0, 0, window).is_ok(), "no retries at all is a rule");
+        assert!(RetryBudget::new(1000.0, u32::MAX, window).is_ok());
+        let zero = RetryBudget::new(0.2, 10, Duration::ZERO).unwrap_err();
+        assert_eq!((zero.field(), zero.problem()), ("retry_budget.window", Problem::Zero));
+        let long = Duration::from_millis(MAX_DURATION_MS + 1);
+        let long = RetryBudget::new(0.2, 10, long).unwrap_err();
+        assert_eq!((long.field(), long.problem()), ("retry_budget.window", Problem::TooLong));
+        let tiny = RetryBudget::new(0.2, 10, Duration::from_micros(1)).unwrap();
+        assert_eq!(tiny.window(), Duration::from_millis(1), "rounded up to whole ms");
     }
 }
