@@ -62,6 +62,7 @@ impl RegistryConfig {
     }
 
     /// The default rule, and each dependency's own, for the TOML reader.
+    #[cfg(feature = "toml")]
     pub(crate) fn set_budget_rule(&mut self, dependency: Option<&str>, rule: Option<BudgetRule>) {
         match dependency {
             Some(name) => {

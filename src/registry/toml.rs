@@ -337,6 +337,7 @@ mod tests {
             ("hint_jitter = 1.5", "hint_jitter"),
             ("hint_jitter = -0.1", "hint_jitter"),
             ("open_on_long_hint = 1", "open_on_long_hint"),
+            ("retry_budget = 1", "retry_budget"),
         ];
         for key in &keys {
             assert!(
