@@ -92,9 +92,9 @@ pub use quanta;
 #[cfg(feature = "tokio")]
 pub use agent::{AgentRun, RetryPolicy, ToolGuard};
 pub use agent::{StopReason, ToolResult};
-pub use breaker::{CallError, CircuitBreaker, Permit};
 #[cfg(feature = "tokio")]
 pub use breaker::RetryBudget;
+pub use breaker::{CallError, CircuitBreaker, Permit};
 #[cfg(feature = "tokio")]
 pub use breaker::{HealthCheck, HealthProbe};
 pub use classify::{Classified, Classify, FailureKind, Outcome};

@@ -97,7 +97,11 @@ impl Eq for BudgetRule {}
 impl BudgetRule {
     /// The rules, or the error naming the field at fault (`retry_budget.ratio`,
     /// `retry_budget.window`).
-    pub(crate) fn new(ratio: f64, min_per_second: u32, window: Duration) -> Result<Self, ConfigError> {
+    pub(crate) fn new(
+        ratio: f64,
+        min_per_second: u32,
+        window: Duration,
+    ) -> Result<Self, ConfigError> {
         if !(0.0..=MAX_RETRY_RATIO).contains(&ratio) {
             return Err(ConfigError::new("retry_budget.ratio", Problem::OutOfRange));
         }
@@ -187,15 +191,25 @@ impl RetryBudget {
             shared.on.store(0, Ordering::Release);
             return;
         };
-        shared.ratio_bits.store(rule.ratio.to_bits(), Ordering::Relaxed);
-        shared.min_per_second.store(u64::from(rule.min_per_second), Ordering::Relaxed);
+        shared
+            .ratio_bits
+            .store(rule.ratio.to_bits(), Ordering::Relaxed);
+        shared
+            .min_per_second
+            .store(u64::from(rule.min_per_second), Ordering::Relaxed);
         shared.window_ms.store(rule.window_ms, Ordering::Relaxed);
         let width = rule.window_ms.div_ceil(SLICES);
-        let _ = shared.timing.fetch_update(Ordering::AcqRel, Ordering::Acquire, |timing| {
-            let (generation, old) = (timing >> 56, timing & ((1 << 56) - 1));
-            let generation = if old == width || old == 0 { generation } else { (generation + 1) & 0xff };
-            Some((generation << 56) | width)
-        });
+        let _ = shared
+            .timing
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |timing| {
+                let (generation, old) = (timing >> 56, timing & ((1 << 56) - 1));
+                let generation = if old == width || old == 0 {
+                    generation
+                } else {
+                    (generation + 1) & 0xff
+                };
+                Some((generation << 56) | width)
+            });
         shared.on.store(1, Ordering::Release);
     }
 
@@ -312,10 +326,19 @@ impl fmt::Debug for RetryBudget {
 mod tests {
     use super::*;
 
-    fn budget(ratio: f64, min_per_second: u32, window_ms: u64) -> (RetryBudget, std::sync::Arc<quanta::Mock>) {
+    fn budget(
+        ratio: f64,
+        min_per_second: u32,
+        window_ms: u64,
+    ) -> (RetryBudget, std::sync::Arc<quanta::Mock>) {
         let (clock, mock) = quanta::Clock::mock();
         let window = Duration::from_millis(window_ms);
-        (RetryBudget::new(ratio, min_per_second, window).unwrap().clock(clock), mock)
+        (
+            RetryBudget::new(ratio, min_per_second, window)
+                .unwrap()
+                .clock(clock),
+            mock,
+        )
     }
 
     /// With no first attempts, the floor alone: `min_per_second × window` retries, then none.
@@ -358,7 +381,11 @@ mod tests {
         mock.increment(Duration::from_millis(500)); // the first four are a window old
         assert_eq!(budget.retries_left(), 1, "2 deposits less 1 withdrawal");
         mock.increment(Duration::from_millis(500));
-        assert_eq!(budget.retries_left(), 0, "the withdrawal has left, but so has every deposit");
+        assert_eq!(
+            budget.retries_left(),
+            0,
+            "the withdrawal has left, but so has every deposit"
+        );
         budget.deposit();
         assert_eq!(budget.retries_left(), 1);
     }
@@ -372,16 +399,23 @@ mod tests {
         }
         assert!(budget.try_withdraw());
         assert_eq!(budget.retries_left(), 4);
-        budget.apply(Some(BudgetRule::new(1.0, 0, Duration::from_millis(1_000)).unwrap()));
+        budget.apply(Some(
+            BudgetRule::new(1.0, 0, Duration::from_millis(1_000)).unwrap(),
+        ));
         assert_eq!(budget.retries_left(), 9);
-        budget.apply(Some(BudgetRule::new(1.0, 0, Duration::from_millis(4_000)).unwrap()));
+        budget.apply(Some(
+            BudgetRule::new(1.0, 0, Duration::from_millis(4_000)).unwrap(),
+        ));
         assert_eq!(budget.retries_left(), 9, "carried into the new window");
         mock.increment(Duration::from_millis(3_000));
         assert_eq!(budget.retries_left(), 9, "kept for the new window's length");
         mock.increment(Duration::from_millis(1_000));
         assert_eq!(budget.retries_left(), 0);
         budget.apply(None);
-        assert!((0..100).all(|_| budget.try_withdraw()), "off: every retry allowed");
+        assert!(
+            (0..100).all(|_| budget.try_withdraw()),
+            "off: every retry allowed"
+        );
     }
 
     /// Each bad rule is refused, naming its field.
@@ -390,20 +424,36 @@ mod tests {
         let window = Duration::from_secs(10);
         for ratio in [-0.1, 1000.5, f64::NAN, f64::INFINITY] {
             let err = RetryBudget::new(ratio, 10, window).unwrap_err();
-            assert_eq!((err.field(), err.problem()), ("retry_budget.ratio", Problem::OutOfRange));
+            assert_eq!(
+                (err.field(), err.problem()),
+                ("retry_budget.ratio", Problem::OutOfRange)
+            );
             assert_eq!(
                 err.to_string(),
                 "invalid breaker configuration: `retry_budget.ratio` must be a number from 0 to 1000"
             );
         }
-        assert!(RetryBudget::new(0.0, 0, window).is_ok(), "no retries at all is a rule");
+        assert!(
+            RetryBudget::new(0.0, 0, window).is_ok(),
+            "no retries at all is a rule"
+        );
         assert!(RetryBudget::new(1000.0, u32::MAX, window).is_ok());
         let zero = RetryBudget::new(0.2, 10, Duration::ZERO).unwrap_err();
-        assert_eq!((zero.field(), zero.problem()), ("retry_budget.window", Problem::Zero));
+        assert_eq!(
+            (zero.field(), zero.problem()),
+            ("retry_budget.window", Problem::Zero)
+        );
         let long = Duration::from_millis(MAX_DURATION_MS + 1);
         let long = RetryBudget::new(0.2, 10, long).unwrap_err();
-        assert_eq!((long.field(), long.problem()), ("retry_budget.window", Problem::TooLong));
+        assert_eq!(
+            (long.field(), long.problem()),
+            ("retry_budget.window", Problem::TooLong)
+        );
         let tiny = RetryBudget::new(0.2, 10, Duration::from_micros(1)).unwrap();
-        assert_eq!(tiny.window(), Duration::from_millis(1), "rounded up to whole ms");
+        assert_eq!(
+            tiny.window(),
+            Duration::from_millis(1),
+            "rounded up to whole ms"
+        );
     }
 }

@@ -202,7 +202,12 @@ impl Ring {
             if merged == held {
                 return;
             }
-            match slot.compare_exchange_weak(word, merged.pack(), Ordering::AcqRel, Ordering::Acquire) {
+            match slot.compare_exchange_weak(
+                word,
+                merged.pack(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => return,
                 Err(actual) => word = actual,
             }
@@ -255,7 +260,11 @@ mod tests {
                 ..clock.get()
             });
             let totals = ring.totals(&now);
-            assert_eq!((totals.deposits, totals.withdrawals), (2, 1), "slice {step}");
+            assert_eq!(
+                (totals.deposits, totals.withdrawals),
+                (2, 1),
+                "slice {step}"
+            );
         }
         clock.set(Now {
             number: 5 + SLICES,
@@ -316,6 +325,9 @@ mod tests {
             withdrawals: 0,
             ..later_slice
         });
-        assert_eq!(Slice::unpack(ring.ring[2].load(Ordering::Relaxed)), later_slice);
+        assert_eq!(
+            Slice::unpack(ring.ring[2].load(Ordering::Relaxed)),
+            later_slice
+        );
     }
 }

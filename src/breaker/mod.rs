@@ -39,8 +39,8 @@ mod report;
 mod sharing;
 mod window;
 
-pub use self::budget::{MAX_RETRY_RATIO, RetryBudget};
 pub(crate) use self::budget::BudgetRule;
+pub use self::budget::{MAX_RETRY_RATIO, RetryBudget};
 pub use self::builder::Builder;
 pub use self::call::{CallError, RunFuture};
 #[cfg(feature = "tokio")]

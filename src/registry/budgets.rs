@@ -41,7 +41,9 @@ impl RegistryConfig {
         budget: Option<&RetryBudget>,
     ) -> Self {
         let rule = budget.map(RetryBudget::rule);
-        self.budgets.1.insert(dependency.into().into_boxed_str(), rule);
+        self.budgets
+            .1
+            .insert(dependency.into().into_boxed_str(), rule);
         self
     }
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use toolbreaker::quanta::Clock;
 use toolbreaker::{
-    AgentRun, CircuitBreaker, Config, FailureKind, Outcome, Pool, Registry, RegistryConfig, RetryBudget,
-    RetryPolicy, StopReason, ToolGuard, ToolResult,
+    AgentRun, CircuitBreaker, Config, FailureKind, Outcome, Pool, Registry, RegistryConfig,
+    RetryBudget, RetryPolicy, StopReason, ToolGuard, ToolResult,
 };
 
 /// Every attempt the upstream sees fails 503.
@@ -52,14 +52,16 @@ fn the_budget_bounds_retries_at_64_concurrent_callers() {
             .unwrap(),
     );
     let reached = Arc::new(AtomicU64::new(0));
-    let guard = ToolGuard::new(Duration::from_secs(5), eager_retries()).retry_budget(budget.clone());
+    let guard =
+        ToolGuard::new(Duration::from_secs(5), eager_retries()).retry_budget(budget.clone());
     let results: Vec<ToolResult<()>> = runtime.block_on(async {
         let callers: Vec<_> = (0..CALLERS)
             .map(|caller| {
                 let (guard, breaker, reached) =
                     (guard.clone(), Arc::clone(&breaker), Arc::clone(&reached));
                 tokio::spawn(async move {
-                    let run = AgentRun::new(format!("run-{caller}"), Duration::from_secs(600), 1000);
+                    let run =
+                        AgentRun::new(format!("run-{caller}"), Duration::from_secs(600), 1000);
                     let mut results = Vec::new();
                     for _ in 0..CALLS {
                         let attempt = || {
@@ -91,9 +93,19 @@ fn the_budget_bounds_retries_at_64_concurrent_callers() {
         .count() as u64;
     assert!(refused > 0, "some retries were refused");
     assert_eq!(refused, budget.refused(), "one refusal ends one call");
-    let failed = results.iter().filter(|r| matches!(r, ToolResult::Failed { .. })).count() as u64;
-    assert_eq!(refused + failed, first_attempts, "every call either ran out of retries or was refused");
-    let attempts: u64 = results.iter().map(|r| u64::from(r.stats().unwrap().attempts)).sum();
+    let failed = results
+        .iter()
+        .filter(|r| matches!(r, ToolResult::Failed { .. }))
+        .count() as u64;
+    assert_eq!(
+        refused + failed,
+        first_attempts,
+        "every call either ran out of retries or was refused"
+    );
+    let attempts: u64 = results
+        .iter()
+        .map(|r| u64::from(r.stats().unwrap().attempts))
+        .sum();
     assert_eq!(attempts, reached.load(Ordering::Relaxed));
     // The load the upstream saw: at most (1 + ratio) × first attempts + min_per_second × window.
     assert!(reached.load(Ordering::Relaxed) as f64 <= 1.2 * first_attempts as f64 + 10.0);
@@ -143,7 +155,10 @@ fn concurrent_withdrawals_never_overspend() {
     });
     let deposits = 100 + 8 * 1_000;
     let taken = taken.load(Ordering::Relaxed);
-    assert!(taken <= deposits / 2 + 10, "{taken} withdrawn of {deposits} deposits");
+    assert!(
+        taken <= deposits / 2 + 10,
+        "{taken} withdrawn of {deposits} deposits"
+    );
     assert_eq!(budget.retries_left() as u64, deposits / 2 + 10 - taken);
 }
 
@@ -152,9 +167,14 @@ fn concurrent_withdrawals_never_overspend() {
 #[tokio::test(start_paused = true)]
 async fn a_retry_to_another_pool_member_draws_on_the_budget() {
     let registry = Registry::default();
-    let pool = Pool::builder("search").group(["eu", "us"]).build(&registry).unwrap();
+    let pool = Pool::builder("search")
+        .group(["eu", "us"])
+        .build(&registry)
+        .unwrap();
     let (clock, _mock) = Clock::mock();
-    let budget = RetryBudget::new(0.0, 0, Duration::from_secs(10)).unwrap().clock(clock);
+    let budget = RetryBudget::new(0.0, 0, Duration::from_secs(10))
+        .unwrap()
+        .clock(clock);
     let guard = ToolGuard::new(Duration::from_secs(2), RetryPolicy::default()).retry_budget(budget);
     let run = AgentRun::new("run-1", Duration::from_secs(60), 20);
     let mut asked = Vec::new();
@@ -165,9 +185,19 @@ async fn a_retry_to_another_pool_member_draws_on_the_budget() {
         })
         .await;
     assert_eq!(asked.len(), 1, "{asked:?}");
-    let ToolResult::Stopped { stop_reason, message, .. } = &result else { panic!("{result:?}") };
+    let ToolResult::Stopped {
+        stop_reason,
+        message,
+        ..
+    } = &result
+    else {
+        panic!("{result:?}")
+    };
     assert_eq!(*stop_reason, StopReason::RetryBudget);
-    assert!(message.starts_with("search failed, and a retry was refused by its retry budget"), "{message}");
+    assert!(
+        message.starts_with("search failed, and a retry was refused by its retry budget"),
+        "{message}"
+    );
     assert_eq!(run.stop_reason(), None, "the run goes on");
 }
 
@@ -187,9 +217,17 @@ async fn a_guard_without_a_budget_uses_the_registrys() {
     let search = registry.get("search");
     let guard = ToolGuard::new(Duration::from_secs(2), RetryPolicy::default());
     let run = AgentRun::new("run-1", Duration::from_secs(60), 100);
-    let result = guard.call(&run, &search, unavailable, || async { Err(503) }).await;
+    let result = guard
+        .call(&run, &search, unavailable, || async { Err(503) })
+        .await;
     assert!(
-        matches!(result, ToolResult::Stopped { stop_reason: StopReason::RetryBudget, .. }),
+        matches!(
+            result,
+            ToolResult::Stopped {
+                stop_reason: StopReason::RetryBudget,
+                ..
+            }
+        ),
         "{result:?}"
     );
     let budget = registry.retry_budget("search").unwrap();
@@ -199,14 +237,29 @@ async fn a_guard_without_a_budget_uses_the_registrys() {
     let generous = RetryBudget::new(1.0, 0, Duration::from_secs(10)).unwrap();
     registry.reload(RegistryConfig::new(lenient).with_retry_budget(Some(&generous)));
     assert_eq!(budget.retries_left(), 1, "the first call's deposit, kept");
-    let result = guard.call(&run, &search, unavailable, || async { Err(503) }).await;
-    assert_eq!(result.stats().unwrap().attempts, 3, "two deposits, two retries: {result:?}");
-    assert!(matches!(result, ToolResult::Failed { .. }), "the policy's retries ran out first");
+    let result = guard
+        .call(&run, &search, unavailable, || async { Err(503) })
+        .await;
+    assert_eq!(
+        result.stats().unwrap().attempts,
+        3,
+        "two deposits, two retries: {result:?}"
+    );
+    assert!(
+        matches!(result, ToolResult::Failed { .. }),
+        "the policy's retries ran out first"
+    );
     assert_eq!(budget.retries_left(), 0);
 
     // Taken out of the configuration: no budget, the policy's retries alone.
     registry.reload(RegistryConfig::new(lenient));
-    let result = guard.call(&run, &search, unavailable, || async { Err(503) }).await;
+    let result = guard
+        .call(&run, &search, unavailable, || async { Err(503) })
+        .await;
     assert!(matches!(result, ToolResult::Failed { .. }), "{result:?}");
-    assert_eq!(result.stats().unwrap().attempts, 3, "RetryPolicy::default: 2 retries");
+    assert_eq!(
+        result.stats().unwrap().attempts,
+        3,
+        "RetryPolicy::default: 2 retries"
+    );
 }

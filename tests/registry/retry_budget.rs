@@ -26,7 +26,11 @@ fn the_key_sets_each_dependencys_rules_over_the_default() {
     .unwrap();
     let secs = Duration::from_secs;
     assert_eq!(config.retry_budget_for("quotes"), Some((0.2, 10, secs(10))));
-    assert_eq!(config.retry_budget_for("weather"), Some((0.2, 10, secs(10))), "inherited");
+    assert_eq!(
+        config.retry_budget_for("weather"),
+        Some((0.2, 10, secs(10))),
+        "inherited"
+    );
     assert_eq!(
         config.retry_budget_for("search"),
         Some((0.5, 10, secs(2))),
@@ -42,18 +46,62 @@ fn the_key_sets_each_dependencys_rules_over_the_default() {
 #[test]
 fn every_error_names_the_budgets_key() {
     let cases: &[(&str, &str, &str)] = &[
-        ("retry_budget = 0.2", "retry_budget", "must be a table such as"),
+        (
+            "retry_budget = 0.2",
+            "retry_budget",
+            "must be a table such as",
+        ),
         ("retry_budget = true", "retry_budget", "or false for none"),
-        ("retry_budget = { ratio = -0.5 }", "retry_budget.ratio", "from 0 to 1000"),
-        ("retry_budget = { ratio = 1001 }", "retry_budget.ratio", "from 0 to 1000"),
-        ("retry_budget = { ratio = nan }", "retry_budget.ratio", "from 0 to 1000"),
-        ("retry_budget = { ratio = \"a fifth\" }", "retry_budget.ratio", "must be a number"),
-        ("retry_budget = { min_per_second = -1 }", "retry_budget.min_per_second", "from 0 to"),
-        ("retry_budget = { min_per_second = 4294967296 }", "retry_budget.min_per_second", "from 0 to"),
-        ("retry_budget = { window_ms = 0 }", "retry_budget.window_ms", "at least 1 ms"),
-        ("retry_budget = { window_ms = 1.5 }", "retry_budget.window_ms", "whole number of ms"),
-        ("retry_budget = { window_ms = 99999999999999 }", "retry_budget.window_ms", "from 1 to"),
-        ("retry_budget = { burst = 3 }", "retry_budget.burst", "expected `ratio`, `min_per_second`, `window_ms`"),
+        (
+            "retry_budget = { ratio = -0.5 }",
+            "retry_budget.ratio",
+            "from 0 to 1000",
+        ),
+        (
+            "retry_budget = { ratio = 1001 }",
+            "retry_budget.ratio",
+            "from 0 to 1000",
+        ),
+        (
+            "retry_budget = { ratio = nan }",
+            "retry_budget.ratio",
+            "from 0 to 1000",
+        ),
+        (
+            "retry_budget = { ratio = \"a fifth\" }",
+            "retry_budget.ratio",
+            "must be a number",
+        ),
+        (
+            "retry_budget = { min_per_second = -1 }",
+            "retry_budget.min_per_second",
+            "from 0 to",
+        ),
+        (
+            "retry_budget = { min_per_second = 4294967296 }",
+            "retry_budget.min_per_second",
+            "from 0 to",
+        ),
+        (
+            "retry_budget = { window_ms = 0 }",
+            "retry_budget.window_ms",
+            "at least 1 ms",
+        ),
+        (
+            "retry_budget = { window_ms = 1.5 }",
+            "retry_budget.window_ms",
+            "whole number of ms",
+        ),
+        (
+            "retry_budget = { window_ms = 99999999999999 }",
+            "retry_budget.window_ms",
+            "from 1 to",
+        ),
+        (
+            "retry_budget = { burst = 3 }",
+            "retry_budget.burst",
+            "expected `ratio`, `min_per_second`, `window_ms`",
+        ),
     ];
     for section in ["[default]", "[dependencies.search]"] {
         for (settings, field, words) in cases {
@@ -88,17 +136,34 @@ fn a_reload_keeps_each_budget_and_its_counts() {
     assert!(search.try_withdraw());
     assert_eq!(search.retries_left(), 0);
     registry
-        .reload_toml("[default]\nretry_budget = { ratio = 0.5, min_per_second = 0, window_ms = 10000 }\n")
+        .reload_toml(
+            "[default]\nretry_budget = { ratio = 0.5, min_per_second = 0, window_ms = 10000 }\n",
+        )
         .unwrap();
     assert_eq!(search.ratio(), 0.5);
-    assert_eq!(search.retries_left(), 4, "0.5 × the 10 deposits made before, less 1");
+    assert_eq!(
+        search.retries_left(),
+        4,
+        "0.5 × the 10 deposits made before, less 1"
+    );
     registry
-        .reload_toml("[default]\nretry_budget = { ratio = 0.5, min_per_second = 0, window_ms = 20000 }\n")
+        .reload_toml(
+            "[default]\nretry_budget = { ratio = 0.5, min_per_second = 0, window_ms = 20000 }\n",
+        )
         .unwrap();
     assert_eq!(search.window(), Duration::from_secs(20));
     assert_eq!(search.retries_left(), 4, "carried into the longer window");
-    registry.reload_toml("[dependencies.search]\nretry_budget = false\n").unwrap();
+    registry
+        .reload_toml("[dependencies.search]\nretry_budget = false\n")
+        .unwrap();
     assert!(registry.retry_budget("search").is_none());
-    assert!(registry.reload_toml("[default]\nretry_budget = { ratio = 2000 }\n").is_err());
-    assert!(registry.retry_budget("search").is_none(), "a bad file changes nothing");
+    assert!(
+        registry
+            .reload_toml("[default]\nretry_budget = { ratio = 2000 }\n")
+            .is_err()
+    );
+    assert!(
+        registry.retry_budget("search").is_none(),
+        "a bad file changes nothing"
+    );
 }

@@ -52,17 +52,30 @@ pub(super) fn retry_budget(
         let value = value.get_ref();
         match key {
             "ratio" => {
-                ratio = number(value)
-                    .ok_or_else(|| error(key, format!("must be a number, not a {}", value.type_str())))?;
+                ratio = number(value).ok_or_else(|| {
+                    error(key, format!("must be a number, not a {}", value.type_str()))
+                })?;
             }
             "min_per_second" => {
-                min_per_second = whole(value, u64::from(u32::MAX))
-                    .map_err(|problem| error(key, format!("must be a whole number of retries from 0 to {}{problem}", u32::MAX)))?
-                    as u32;
+                min_per_second = whole(value, u64::from(u32::MAX)).map_err(|problem| {
+                    error(
+                        key,
+                        format!(
+                            "must be a whole number of retries from 0 to {}{problem}",
+                            u32::MAX
+                        ),
+                    )
+                })? as u32;
             }
             "window_ms" => {
-                window_ms = whole(value, MAX_DURATION_MS)
-                    .map_err(|problem| error(key, format!("must be a whole number of ms from 1 to {MAX_DURATION_MS}{problem}")))?;
+                window_ms = whole(value, MAX_DURATION_MS).map_err(|problem| {
+                    error(
+                        key,
+                        format!(
+                            "must be a whole number of ms from 1 to {MAX_DURATION_MS}{problem}"
+                        ),
+                    )
+                })?;
             }
             other => return Err(error(other, format!("unknown key; expected {KEYS}"))),
         }
