@@ -39,14 +39,12 @@ pub const MAX_RETRY_RATIO: f64 = 1000.0;
 /// approximate). No call allocates or takes a lock. Time is the budget's clock
 /// (`quanta`; [`clock`](Self::clock) gives tests a mock).
 ///
-/// `Clone` is cheap and shares the budget: clones given to several [`ToolGuard`]s draw on the
-/// same counts. A budget is this process's: in fleet mode each instance keeps its own (the bound
-/// holds per instance).
+/// `Clone` is cheap and shares the budget: clones given to several `ToolGuard`s (feature
+/// `tokio`) draw on the same counts. A budget is this process's: in fleet mode each instance
+/// keeps its own (the bound holds per instance).
 ///
 /// Re-exported at the crate root with feature `tokio` (the guard pipeline draws on it); here,
 /// in `breaker`, it is there without it too, for a registry's budgets and callers of their own.
-///
-/// [`ToolGuard`]: crate::ToolGuard
 ///
 /// # Examples
 ///

@@ -77,7 +77,7 @@ impl RegistryConfig {
 
 impl Registry {
     /// `dependency`'s retry budget, shared with every call through the guard pipeline that
-    /// uses the registry's (a [`ToolGuard`](crate::ToolGuard) without a budget of its own):
+    /// uses the registry's (a `ToolGuard` without a budget of its own, feature `tokio`):
     /// `None` when the configuration gives it none (see
     /// [`RegistryBuilder::retry_budget`](super::RegistryBuilder::retry_budget) and the
     /// `retry_budget` key of a configuration file). Like [`get`](Self::get), the first use

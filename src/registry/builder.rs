@@ -67,7 +67,7 @@ impl RegistryBuilder {
 
     /// Give every dependency a retry budget of its own with `budget`'s rules (its ratio, floor
     /// and window; not its counts), which the guard pipeline draws on for calls through a
-    /// [`ToolGuard`](crate::ToolGuard) with no budget of its own; read one with
+    /// `ToolGuard` (feature `tokio`) with no budget of its own; read one with
     /// [`Registry::retry_budget`]. The budgets read the registry's [`clock`](Self::clock). Set
     /// it after [`config`](Self::config), which replaces it; a configuration file sets it with
     /// the `retry_budget` key.

@@ -199,6 +199,15 @@ async fn a_retry_to_another_pool_member_draws_on_the_budget() {
         "{message}"
     );
     assert_eq!(run.stop_reason(), None, "the run goes on");
+    let json = result.to_json().unwrap();
+    assert!(
+        json.starts_with(r#"{"status":"stopped","run_id":"run-1","stop_reason":"retry_budget","#),
+        "{json}"
+    );
+    assert!(
+        json.contains(r#""failed_attempts":1,"last_failure":"unavailable","attempts":1,"#),
+        "{json}"
+    );
 }
 
 /// A guard with no budget of its own uses the registry's for the dependency; a reload changes
