@@ -10,19 +10,22 @@ use crate::config::{ConfigError, MAX_DURATION_MS, Problem};
 use crate::sync::{Ordering, RelaxedU64};
 use crate::time::{Origin, millis_ceil};
 
-/// The largest `ratio` a [`RetryBudget`] takes: ten retries per first attempt, as tower's
-/// budget allows at most.
+/// The largest `ratio` a [`RetryBudget`] takes: a thousand retries per first attempt, the
+/// bound tower's `TpsBudget` puts on its `retry_percent` too.
 pub const MAX_RETRY_RATIO: f64 = 1000.0;
 
 /// A retry budget: retries to a dependency may be at most `ratio` of the first attempts made to
 /// it over a sliding `window`, plus a floor of `min_per_second` retries per second, so a caller
 /// making few calls can still retry one.
 ///
-/// The rule is Envoy's `retry_budget` (`budget_percent`, `min_retry_concurrency`), Finagle's
-/// `RetryBudget` and tower's `retry::budget::TpsBudget`: every first attempt *deposits*, every
-/// retry *withdraws*, and a retry is allowed only while, over the window,
+/// The rule is Finagle's `RetryBudget` and tower's `retry::budget::TpsBudget` (`ttl`,
+/// `min_per_sec`, `retry_percent`): every first attempt *deposits*, every retry *withdraws*, and
+/// a retry is allowed only while, over the window,
 ///
 /// `retries + 1 ≤ ratio × first attempts + min_per_second × window (in seconds)`.
+///
+/// (Envoy's `retry_budget` bounds retries the same way, counted in flight rather than over a
+/// window: `budget_percent` of the active requests, at least `min_retry_concurrency`.)
 ///
 /// So a failing upstream that every caller retries sees at most
 /// **`(1 + ratio) × first attempts + min_per_second × window`** attempts over any window,

@@ -163,8 +163,8 @@
 //!
 //! A `RetryPolicy` bounds one call's retries, but not a fleet of callers': with 3 retries, an
 //! upstream that fails every call sees four times its load until the breaker opens. A retry
-//! budget (`RetryBudget`, the rule of Envoy's `retry_budget`, Finagle's `RetryBudget` and
-//! tower's retry budget) bounds retries across calls: every call's first attempt deposits, every
+//! budget (`RetryBudget`, the rule of Finagle's `RetryBudget` and tower's `TpsBudget`; Envoy's
+//! `retry_budget` bounds retries in flight the same way) bounds retries across calls: every call's first attempt deposits, every
 //! retry must withdraw, and a retry is allowed only while the retries over a sliding window stay
 //! within `ratio` of the first attempts plus a floor of `min_per_second` per second (so a caller
 //! making few calls can still retry). Whatever the concurrency, the upstream sees at most
