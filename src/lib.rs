@@ -92,6 +92,8 @@ pub use quanta;
 #[cfg(feature = "tokio")]
 pub use agent::{AgentRun, RetryPolicy, ToolGuard};
 pub use agent::{StopReason, ToolResult};
+#[cfg(feature = "tokio")]
+pub use breaker::RetryBudget;
 pub use breaker::{CallError, CircuitBreaker, Permit};
 #[cfg(feature = "tokio")]
 pub use breaker::{HealthCheck, HealthProbe};

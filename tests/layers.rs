@@ -31,6 +31,8 @@ const FILES: &[(&str, &[&str])] = &[
         &[
             "hook",
             "window",
+            "budget_ring",
+            "budget",
             "prober",
             "machine",
             "sharing",
@@ -122,6 +124,7 @@ const FILES: &[(&str, &[&str])] = &[
             "bounds",
             "hook",
             "map",
+            "budgets",
             "eviction",
             "lookup",
             "pools",

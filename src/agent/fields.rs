@@ -136,7 +136,8 @@ impl FailedAttempts {
     }
 }
 
-/// Why an agent run may make no more tool calls.
+/// Why an agent run may make no more tool calls, or (only [`RetryBudget`](Self::RetryBudget))
+/// why one call stopped retrying.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
@@ -147,10 +148,16 @@ pub enum StopReason {
     ToolCallBudget,
     /// The run's token allowance is spent.
     TokenBudget,
+    /// Not the run but this call stopped: a retry after a failed attempt was refused by the
+    /// dependency's retry budget ([`RetryBudget`](crate::breaker::RetryBudget)), because retries
+    /// to it have reached their share of its first attempts. The run goes on; other calls, and
+    /// later calls to this tool, are made as usual.
+    RetryBudget,
 }
 
 impl StopReason {
-    /// The reason as used in logs and JSON: `deadline`, `tool_call_budget`, `token_budget`.
+    /// The reason as used in logs and JSON: `deadline`, `tool_call_budget`, `token_budget`,
+    /// `retry_budget`.
     ///
     /// # Examples
     ///
@@ -162,6 +169,7 @@ impl StopReason {
             StopReason::Deadline => "deadline",
             StopReason::ToolCallBudget => "tool_call_budget",
             StopReason::TokenBudget => "token_budget",
+            StopReason::RetryBudget => "retry_budget",
         }
     }
 }

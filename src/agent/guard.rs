@@ -4,6 +4,7 @@
 use core::time::Duration;
 
 use super::retry::RetryPolicy;
+use crate::breaker::RetryBudget;
 
 /// What a [`ToolGuard`] shows the model of an attempt's error, besides its failure kind and
 /// HTTP status: nothing ([`Redacted`], the default), or what the function given to
@@ -109,11 +110,13 @@ mod sealed {
 /// assert_eq!(run.tool_calls(), 2);
 /// # });
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ToolGuard<X = Redacted> {
     pub(super) per_call_timeout: Duration,
     pub(super) retry: RetryPolicy,
     pub(super) error_text: X,
+    /// The guard's own retry budget, if given (`retry_budget`); else the dependency's registry's.
+    pub(super) retry_budget: Option<RetryBudget>,
 }
 
 impl ToolGuard {
@@ -124,6 +127,7 @@ impl ToolGuard {
             per_call_timeout,
             retry,
             error_text: Redacted,
+            retry_budget: None,
         }
     }
 }
@@ -169,7 +173,55 @@ impl<X> ToolGuard<X> {
             per_call_timeout: self.per_call_timeout,
             retry: self.retry,
             error_text: text,
+            retry_budget: self.retry_budget,
         }
+    }
+
+    /// The same guard, drawing every call's retries from `budget` (see [`RetryBudget`]): each
+    /// call's first attempt deposits, and each retry (to the same dependency or, through
+    /// [`call_pool`](Self::call_pool), to another member) must be allowed by the budget first. A
+    /// refused retry ends the call `stopped` with [`StopReason::RetryBudget`](super::StopReason::RetryBudget),
+    /// telling the model the last failure; the run goes on. Clones of `budget` in other guards
+    /// share it. A guard with no budget of its own uses the one its dependency's
+    /// [`Registry`](crate::Registry) gives it, if any (`RegistryBuilder::retry_budget`, the
+    /// `retry_budget` key of a configuration file); a pool's call, the registry budget of the
+    /// member its first attempt went to.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolbreaker::{AgentRun, CircuitBreaker, FailureKind, Outcome, RetryBudget, RetryPolicy, StopReason, ToolGuard, ToolResult};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
+    /// let breaker = CircuitBreaker::builder().name("search").failure_threshold(100).build().unwrap();
+    /// // No floor, and one retry per two first attempts.
+    /// let budget = RetryBudget::new(0.5, 0, Duration::from_secs(10)).unwrap();
+    /// let guard = ToolGuard::new(Duration::from_secs(2), RetryPolicy::default()).retry_budget(budget.clone());
+    /// let run = AgentRun::new("run-1", Duration::from_secs(60), 100);
+    /// let unavailable = |_: &Result<(), u16>| Outcome::Failure(FailureKind::Unavailable);
+    /// let result = guard.call(&run, &breaker, unavailable, || async { Err(503) }).await;
+    /// let ToolResult::Stopped { stop_reason, message, tried: Some(tried), .. } = &result else { panic!("{result:?}") };
+    /// assert_eq!(*stop_reason, StopReason::RetryBudget, "0.5 × 1 first attempt allows no retry");
+    /// assert_eq!(tried.count, 1);
+    /// assert!(message.starts_with("search failed, and a retry was refused by its retry budget"));
+    /// assert!(message.ends_with("This call failed once before that: unavailable."));
+    ///
+    /// let second = guard.call(&run, &breaker, unavailable, || async { Err(503) }).await;
+    /// assert_eq!(second.stats().unwrap().attempts, 2, "2 first attempts: 1 retry allowed");
+    /// assert_eq!(budget.refused(), 2);
+    /// assert_eq!(run.stop_reason(), None, "the run goes on");
+    /// # });
+    /// ```
+    #[must_use]
+    pub fn retry_budget(mut self, budget: RetryBudget) -> Self {
+        self.retry_budget = Some(budget);
+        self
+    }
+
+    /// The guard's own retry budget, if it was given one.
+    pub fn budget(&self) -> Option<&RetryBudget> {
+        self.retry_budget.as_ref()
     }
 
     /// The longest one attempt may run.

@@ -103,8 +103,19 @@ pub(super) fn stopped(reason: StopReason) -> String {
         StopReason::Deadline => "has reached its deadline",
         StopReason::ToolCallBudget => "has used its tool-call budget",
         StopReason::TokenBudget => "has used its token budget",
+        StopReason::RetryBudget => return retry_refused(""),
     };
     format!("This run {why}; no more tool calls can be made in it. Answer with what you know now.")
+}
+
+/// The message of a call whose retry `dependency`'s retry budget refused: the dependency is
+/// failing, and retries to it are limited to a share of its calls.
+pub(super) fn retry_refused(dependency: &str) -> String {
+    format!(
+        "{} failed, and a retry was refused by its retry budget: too many calls to it are being \
+         retried. Do not call it again now; answer with what you know or use another tool.",
+        subject(dependency)
+    )
 }
 
 /// The sentence a `blocked` or `stopped` message ends with when the call's attempts failed before

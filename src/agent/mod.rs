@@ -28,7 +28,10 @@
 //!    member than the one that just failed, while another admits. Every attempt draws on the run's
 //!    tool-call budget; a spent budget also ends the call before the wait. A call blocked or
 //!    stopped after failed attempts tells the model how many failed and how the last did
-//!    ([`FailedAttempts`]).
+//!    ([`FailedAttempts`]). With a retry budget (`ToolGuard::retry_budget`, or the dependency's
+//!    registry's), every first attempt deposits and every retry, a pool's to another member
+//!    included, must be allowed by it, asked last before the wait: a refused retry ends the call
+//!    `stopped` ([`StopReason::RetryBudget`]), the run going on.
 //!
 //! The order follows the practice the crate's source article describes (run deadline, breaker,
 //! per-call timeout, classification, then a short retry) and AWS's guidance on retries with

@@ -10,10 +10,10 @@ use tokio::time::Instant;
 use super::fields::{CallStats, FailedAttempts, StopReason};
 use super::guard::{ErrorText, ToolGuard};
 use super::result::ToolResult;
-use super::retry::{capped_hint, retryable};
+use super::retry::{capped_hint, retryable, timed_out};
 use super::run::AgentRun;
 use super::spans::CallSpan;
-use super::target::Target;
+use super::target::{CallBudget, Target};
 use crate::breaker::CircuitBreaker;
 use crate::classify::{Classified, FailureKind, Outcome};
 use crate::time::{millis_floor, tokio_now};
@@ -211,6 +211,7 @@ impl<X> ToolGuard<X> {
         X: ErrorText<E>,
     {
         let dependency = target.name();
+        let mut budget = CallBudget::new(self.retry_budget.as_ref());
         // A pool's member whose attempt failed last: a retry asks the others first.
         let mut avoid = None;
         let started = tokio_now();
@@ -250,6 +251,7 @@ impl<X> ToolGuard<X> {
                 return stop(ToolResult::stopped(run.id(), reason), tried, attempts, now);
             }
             attempts += 1;
+            budget.attempt(attempts, permit.breaker());
             // 3. The attempt, under a timeout no longer than the time left to the deadline. When
             // the time left is no more than the per-call timeout, the deadline is the limit that
             // binds: running out of time is running into the deadline, the dependency's own time
@@ -355,6 +357,9 @@ impl<X> ToolGuard<X> {
                     .answered(self.last(dependency, shown, status, limit, result), &shown)
                     .with_stats(stats(attempts, now));
             }
+            if let Err(refused) = budget.retry(run, dependency, span) {
+                return stop(refused, tried, attempts, now);
+            }
             tokio::time::sleep(wait).await;
             now = tokio_now();
         }
@@ -405,12 +410,4 @@ impl<X> ToolGuard<X> {
         };
         ToolResult::failed(dependency, outcome, status, text)
     }
-}
-
-/// An attempt that ran out of its `limit`, as the model is told it.
-#[cold]
-#[inline(never)]
-fn timed_out<T>(dependency: &str, outcome: Outcome, limit: Duration) -> ToolResult<T> {
-    let text = format!("timed out after {} ms", millis_floor(limit));
-    ToolResult::failed(dependency, outcome, None, Some(text))
 }

@@ -126,11 +126,14 @@ pub enum ToolResult<T> {
         )]
         call: Option<CallStats>,
     },
-    /// The agent run may make no more tool calls: its deadline passed or a budget is spent.
+    /// The agent run may make no more tool calls: its deadline passed or a budget is spent; or
+    /// this call may make no more attempts: the dependency's retry budget refused a retry
+    /// ([`StopReason::RetryBudget`]).
     Stopped {
         /// The run that stopped.
         run_id: String,
-        /// `deadline`, `tool_call_budget` or `token_budget`.
+        /// `deadline`, `tool_call_budget` or `token_budget`; or `retry_budget`, when the retry
+        /// budget refused this call's retry (the run goes on).
         stop_reason: StopReason,
         /// What the model may do, in words (and, after failed attempts, what they were).
         message: String,
@@ -303,6 +306,20 @@ impl<T> ToolResult<T> {
             run_id: run_id.into(),
             stop_reason,
             message: message::stopped(stop_reason),
+            tried: None,
+            call: None,
+        }
+    }
+
+    /// The result of a call on run `run_id` whose retry `dependency`'s retry budget refused:
+    /// `stopped` (`retry_budget`), the run itself going on.
+    #[cfg(feature = "tokio")]
+    #[cold]
+    pub(super) fn retry_refused(run_id: &str, dependency: &str) -> Self {
+        ToolResult::Stopped {
+            run_id: run_id.to_owned(),
+            stop_reason: StopReason::RetryBudget,
+            message: message::retry_refused(dependency),
             tried: None,
             call: None,
         }

@@ -4,7 +4,9 @@ use core::time::Duration;
 
 use backon::BackoffBuilder;
 
+use super::result::ToolResult;
 use crate::classify::{FailureKind, Outcome};
+use crate::time::millis_floor;
 
 /// The bounded retry of the pipeline: capped exponential backoff with jitter (`backon`), only
 /// for counted failures of a retryable kind.
@@ -111,4 +113,12 @@ pub(super) fn capped_hint(outcome: Outcome, config: &crate::config::Config) -> O
         }),
         other => other,
     }
+}
+
+/// An attempt that ran out of its `limit`, as the model is told it.
+#[cold]
+#[inline(never)]
+pub(super) fn timed_out<T>(dependency: &str, outcome: Outcome, limit: Duration) -> ToolResult<T> {
+    let text = format!("timed out after {} ms", millis_floor(limit));
+    ToolResult::failed(dependency, outcome, None, Some(text))
 }

@@ -126,6 +126,8 @@ impl AgentRun {
             StopReason::Deadline => 1,
             StopReason::ToolCallBudget => 2,
             StopReason::TokenBudget => 3,
+            // A call's stop, not the run's: never set on the run (see `StopReason::RetryBudget`).
+            StopReason::RetryBudget => return reason,
         };
         // Relaxed: set-once value; the first reason wins.
         let _ = self

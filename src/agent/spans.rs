@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use super::fields::StopReason;
 use super::result::ToolResult;
 use super::run::AgentRun;
+use crate::breaker::RetryBudget;
 use crate::classify::Outcome;
 #[cfg(feature = "tracing")]
 use crate::time::tokio_now;
@@ -111,6 +112,26 @@ impl CallSpan {
         #[cfg(not(feature = "tracing"))]
         let _ = outcome;
         answer
+    }
+
+    /// `dependency`'s retry budget refused the call's retry: an event (`info`, in the call's span)
+    /// with the budget's rules and the retries it refused so far.
+    #[cold]
+    pub(super) fn retry_refused(&self, dependency: &str, budget: &RetryBudget) {
+        #[cfg(feature = "tracing")]
+        self.span.in_scope(|| {
+            tracing::info!(
+                target: "toolbreaker",
+                dependency,
+                ratio = budget.ratio(),
+                min_per_second = budget.min_per_second(),
+                window_ms = crate::time::millis_floor(budget.window()),
+                refused = budget.refused(),
+                "retry refused by the retry budget"
+            );
+        });
+        #[cfg(not(feature = "tracing"))]
+        let _ = (dependency, budget);
     }
 
     /// The call ended with `result`.

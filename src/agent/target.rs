@@ -1,7 +1,10 @@
 //! What a call through the guard pipeline is guarded by: one breaker, or a pool of equivalent
 //! upstreams, asked the same way.
 
-use crate::breaker::CircuitBreaker;
+use super::result::ToolResult;
+use super::run::AgentRun;
+use super::spans::CallSpan;
+use crate::breaker::{CircuitBreaker, RetryBudget};
 use crate::pool::{Pool, PoolPermit};
 use crate::types::Blocked;
 
@@ -51,6 +54,45 @@ impl<'a> Target<'a> {
         match self {
             Target::Breaker(breaker) => breaker.check_open(),
             Target::Pool(pool) => pool.check_open(),
+        }
+    }
+}
+
+/// The retry budget one call draws on: the guard's own, else (from the call's first attempt)
+/// the registry's for the dependency that attempt went to; none if neither has one.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct CallBudget<'b>(Option<&'b RetryBudget>);
+
+impl<'b> CallBudget<'b> {
+    pub(super) fn new(own: Option<&'b RetryBudget>) -> Self {
+        CallBudget(own)
+    }
+
+    /// Attempt `number` of the call goes to `breaker`'s dependency: the first deposits.
+    #[inline]
+    pub(super) fn attempt(&mut self, number: u32, breaker: &'b CircuitBreaker) {
+        if number == 1 {
+            self.0 = self.0.or_else(|| breaker.retry_budget());
+            if let Some(budget) = self.0 {
+                budget.deposit();
+            }
+        }
+    }
+
+    /// Whether a retry may go: asked last before the wait, so a retry that would not go anyway
+    /// spends nothing. A refusal is the call's `stopped` (`retry_budget`) result, and an event.
+    pub(super) fn retry<T>(
+        &self,
+        run: &AgentRun,
+        dependency: &str,
+        span: &CallSpan,
+    ) -> Result<(), ToolResult<T>> {
+        match self.0 {
+            Some(budget) if !budget.try_withdraw() => {
+                span.retry_refused(dependency, budget);
+                Err(ToolResult::retry_refused(run.id(), dependency))
+            }
+            _ => Ok(()),
         }
     }
 }

@@ -2,8 +2,9 @@
 //! state in `crate::state` (the word, the cells, the decider).
 //!
 //! The files, bottom up, each importing only from those before it: `hook` (what the slow paths
-//! tell and ask whoever shares the transitions: fleet mode's tap) and `window` (the rate rules'
-//! counts, beside the word, a cell of its own); `machine` is the type, what it is built from and
+//! tell and ask whoever shares the transitions: fleet mode's tap), `window` (the rate rules'
+//! counts, beside the word, a cell of its own), `budget_ring` and `budget` (a
+//! [`RetryBudget`]: its counts, then the type, which a breaker may have attached); `machine` is the type, what it is built from and
 //! what every operation shares (the settings read, a decision applied through the word's cell,
 //! transitions told); then one file per operation: `sharing` (the hook's door on the breaker), `probes`
 //! (the several probes' slots), `admit` (admission beyond the closed fast path), `report`
@@ -17,6 +18,8 @@
 //! The model checks of all of it (`loom_tests`, under `--cfg loom`) sit beside them.
 
 mod admit;
+mod budget;
+mod budget_ring;
 mod builder;
 mod call;
 #[cfg(feature = "tokio")]
@@ -36,6 +39,8 @@ mod report;
 mod sharing;
 mod window;
 
+pub(crate) use self::budget::BudgetRule;
+pub use self::budget::{MAX_RETRY_RATIO, RetryBudget};
 pub use self::builder::Builder;
 pub use self::call::{CallError, RunFuture};
 #[cfg(feature = "tokio")]

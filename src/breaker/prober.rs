@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use once_cell::race::OnceBox;
 
+use super::budget::RetryBudget;
 use super::hook::Hook;
 #[cfg(feature = "tokio")]
 use crate::classify::Classified;
@@ -174,11 +175,13 @@ impl Prober {
 /// What is attached to a breaker beyond its own state, behind the one pointer of `Cold::attached`
 /// (set when the first is attached, so a breaker with neither has no box): the hook (fleet
 /// mode's tap, given when the breaker is made) and a health check's prober (set once, when
-/// started).
+/// started), and a registry's retry budget for the dependency (set once; its rules change in
+/// place).
 #[derive(Debug, Default)]
 pub(crate) struct Attached {
     pub(crate) hook: Option<Arc<dyn Hook>>,
     pub(crate) prober: OnceBox<ProberSlot>,
+    pub(crate) retry_budget: OnceBox<RetryBudget>,
 }
 
 impl Attached {
@@ -188,7 +191,7 @@ impl Attached {
         if let Some(hook) = hook {
             let _ = attached.set(Box::new(Attached {
                 hook: Some(hook),
-                prober: OnceBox::new(),
+                ..Attached::default()
             }));
         }
         attached

@@ -11,6 +11,7 @@
 use core::time::Duration;
 use std::sync::Arc;
 
+use super::budget::RetryBudget;
 use super::hook::Hook;
 use super::machine::{CircuitBreaker, split};
 use super::prober::{Prober, ProberSlot};
@@ -248,6 +249,29 @@ impl CircuitBreaker {
     pub(super) fn tell_reset(&self) {
         if let Some(hook) = self.hook() {
             hook.reset();
+        }
+    }
+}
+
+impl CircuitBreaker {
+    /// The retry budget a registry attached to this breaker, while its rule is on.
+    pub(crate) fn retry_budget(&self) -> Option<&RetryBudget> {
+        let attached = self.inner.cold.attached.get()?;
+        attached.retry_budget.get().filter(|budget| budget.is_on())
+    }
+
+    /// The retry budget attached to this breaker, on or off; `make` attaches one if none is.
+    pub(crate) fn attached_budget(
+        &self,
+        make: Option<&dyn Fn() -> RetryBudget>,
+    ) -> Option<&RetryBudget> {
+        let attached = match make {
+            Some(_) => self.inner.cold.attached.get_or_init(Box::default),
+            None => self.inner.cold.attached.get()?,
+        };
+        match make {
+            Some(make) => Some(attached.retry_budget.get_or_init(|| Box::new(make()))),
+            None => attached.retry_budget.get(),
         }
     }
 }

@@ -148,6 +148,9 @@ impl ConfigError {
             (Problem::OutOfRange, "cooldown_jitter") => {
                 format!("{subject} must be a fraction of at least 0 and below 1")
             }
+            (Problem::OutOfRange, "retry_budget.ratio") => {
+                format!("{subject} must be a number from 0 to 1000")
+            }
             (Problem::OutOfRange, "hint_jitter") => {
                 format!("{subject} must be a fraction from 0 to 1")
             }

@@ -159,6 +159,27 @@
 //! errors are safe to show, or that can redact them, says so:
 //! `ToolGuard::new(..).error_text(|e: &ToolError| Some(e.to_string()))`.
 //!
+//! # Retry budgets: retries that cannot multiply an outage's load
+//!
+//! A `RetryPolicy` bounds one call's retries, but not a fleet of callers': with 3 retries, an
+//! upstream that fails every call sees four times its load until the breaker opens. A retry
+//! budget (`RetryBudget`, the rule of Finagle's `RetryBudget` and tower's `TpsBudget`; Envoy's
+//! `retry_budget` bounds retries in flight the same way) bounds retries across calls: every call's first attempt deposits, every
+//! retry must withdraw, and a retry is allowed only while the retries over a sliding window stay
+//! within `ratio` of the first attempts plus a floor of `min_per_second` per second (so a caller
+//! making few calls can still retry). Whatever the concurrency, the upstream sees at most
+//! `(1 + ratio) × first attempts + min_per_second × window` attempts over a window: each
+//! withdrawal is one compare-and-swap judged against every count before it, so concurrent
+//! callers never overspend. The budget is asked last before a retry's wait, after the breaker
+//! and the run (a retry that would not go anyway spends nothing); a retry to another member of
+//! a pool is a retry too. A refused retry ends the call `stopped` with `stop_reason`
+//! `retry_budget` and the last failure (`failed_attempts`, `last_failure`), and only that call:
+//! the run goes on. Give a guard its own with `ToolGuard::retry_budget(budget)` (clones share
+//! it), or give every dependency of a registry its own with `RegistryBuilder::retry_budget` or
+//! the `retry_budget = { ratio = 0.2, min_per_second = 10, window_ms = 10000 }` key of a
+//! configuration file; a guard without its own uses the called dependency's
+//! (`Registry::retry_budget`). A reload changes a budget's rules in place and keeps its counts.
+//!
 //! A counted failure's message says "Do not call it again now" even while the breaker is still
 //! closed (two failures of a threshold of three, say): the call's retries are spent, and calling
 //! again at once only adds to a failing dependency's load. The `status` field tells the two

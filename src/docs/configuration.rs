@@ -85,6 +85,10 @@
 //! failure_threshold = 5     # consecutive counted failures that trip the breaker
 //! cooldown_ms = 30000       # ms open before a probe
 //! probe_timeout_ms = 30000  # ms a probe may take before it counts as failed
+//! # Each dependency's own retry budget: retries at most 20 % of first attempts over 10 s, plus
+//! # 10 per second (keys left out take these values; a section's own table replaces this one,
+//! # and `retry_budget = false` gives a dependency none). See `RetryBudget`.
+//! retry_budget = { ratio = 0.2, min_per_second = 10, window_ms = 10000 }
 //!
 //! [dependencies.search]
 //! failure_threshold = 3

@@ -30,7 +30,9 @@
 //! (`pool panic`, with the pool and the member) at `debug`. A `ToolGuard` call is an `execute_tool` span (OpenTelemetry's GenAI tool-execution span:
 //! `otel.name`, `gen_ai.tool.name`, `otel.status_code`, `error.type`) with the run id, attempts,
 //! outcome and duration, and a `client` span per attempt, so adding `tracing-opentelemetry` yields
-//! traces with no further code. Nothing from a request or response, and no error message, is ever
+//! traces with no further code. A retry a retry budget refuses is an `info` event in the call's
+//! span (`retry refused by the retry budget`, with the dependency, `ratio`, `min_per_second`,
+//! `window_ms` and the budget's `refused` count). Nothing from a request or response, and no error message, is ever
 //! recorded. Without the feature nothing is traced and nothing is timed.
 //!
 //! **Metrics** (opt-in: `Builder::metrics(true)`, `RegistryBuilder::metrics(true)`): admitted,
@@ -42,4 +44,5 @@
 //! stripe, so counting puts no shared write on the healthy path; its measured cost is in the
 //! benchmarks' figures (`benches/README.md`). With feature
 //! `metrics`, `Registry::export_metrics()` hands the snapshots to the `metrics` facade (call it on a
-//! timer or before a scrape).
+//! timer or before a scrape), with each counting dependency's retry budget's refusals
+//! (`toolbreaker_retries_refused_total`).

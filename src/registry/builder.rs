@@ -65,6 +65,30 @@ impl RegistryBuilder {
         self
     }
 
+    /// Give every dependency a retry budget of its own with `budget`'s rules (its ratio, floor
+    /// and window; not its counts), which the guard pipeline draws on for calls through a
+    /// `ToolGuard` (feature `tokio`) with no budget of its own; read one with
+    /// [`Registry::retry_budget`]. The budgets read the registry's [`clock`](Self::clock). Set
+    /// it after [`config`](Self::config), which replaces it; a configuration file sets it with
+    /// the `retry_budget` key.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolbreaker::{Registry, breaker::RetryBudget};
+    ///
+    /// let registry = Registry::builder()
+    ///     .retry_budget(&RetryBudget::new(0.2, 10, Duration::from_secs(10))?)
+    ///     .build();
+    /// assert_eq!(registry.retry_budget("search").unwrap().retries_left(), 100, "the floor: 10/s × 10 s");
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn retry_budget(mut self, budget: &crate::breaker::RetryBudget) -> Self {
+        self.config = self.config.with_retry_budget(Some(budget));
+        self
+    }
+
     /// The clock every breaker reads; tests pass `quanta::Clock::mock()`.
     pub fn clock(mut self, clock: quanta::Clock) -> Self {
         self.clock = Some(clock);

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::pool_spec::PoolSpec;
+use crate::breaker::BudgetRule;
 use crate::config::Config;
 use crate::time::millis_floor;
 use crate::types::Transition;
@@ -38,6 +39,9 @@ pub struct RegistryConfig {
     dependencies: BTreeMap<Box<str>, Config>,
     /// The pools, by name (their methods are in `pools.rs`).
     pub(super) pools: BTreeMap<Box<str>, PoolSpec>,
+    /// The retry budgets' rules: the default's, and each dependency's own (`None`: off for it);
+    /// their methods are in `budgets.rs`.
+    pub(super) budgets: (Option<BudgetRule>, BTreeMap<Box<str>, Option<BudgetRule>>),
 }
 
 impl RegistryConfig {
@@ -47,6 +51,7 @@ impl RegistryConfig {
             default,
             dependencies: BTreeMap::new(),
             pools: BTreeMap::new(),
+            budgets: (None, BTreeMap::new()),
         }
     }
 

@@ -185,6 +185,7 @@ impl Registry {
                     .and_then(|creation| creation.hook_for(dependency)),
             },
         ));
+        self.sync_budget(&breaker, configs.budget_rule(dependency));
         let now = if self.idle.is_some() {
             self.now_ms()
         } else {

@@ -6,12 +6,14 @@
 //! configured: [`PoolBuilder`], and the shape built from it), `config` (the configuration
 //! and what a reload reports), `bounds` (the bound's error and the map's entries) and `hook` (the
 //! creation hook a mode installs); `map` is the type, what it is built from and what reads its
-//! map whole; then its operations: `eviction` (the bound kept, idle breakers evicted), `lookup`
+//! map whole; `budgets` (the dependencies' retry budgets: their rules in the configuration,
+//! each attached to its breaker); then its operations: `eviction` (the bound kept, idle breakers evicted), `lookup`
 //! (`get`, `try_get`, `with`, a name's first use), `pools` (the pools kept in the configuration, built over the breakers),
 //! `reload` and `builder`; last `toml` (the file,
 //! with its error and its sections in `toml/`) and `export`.
 
 mod bounds;
+mod budgets;
 mod builder;
 mod config;
 mod eviction;

@@ -115,6 +115,10 @@ impl Registry {
         {
             tripped.push((Arc::clone(overflow), transition));
         }
+        // Each breaker's retry budget follows its rule, keeping its counts (`Registry::retry_budget`).
+        for (name, entry) in self.breakers.pin().iter() {
+            self.sync_budget(&entry.breaker, configs.budget_rule(name));
+        }
         // Listeners hear the trips after the lock is released, so they may use the registry.
         // Every trip is told even if a listener panics; the first panic is resumed afterwards.
         let pools = configs.pools_changed_from(&before);

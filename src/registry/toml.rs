@@ -4,6 +4,7 @@ use std::path::Path;
 
 use toml::de::{DeTable, DeValue};
 
+mod budget;
 mod error;
 mod pools;
 mod section;
@@ -99,12 +100,14 @@ impl RegistryConfig {
             }
         })?;
         let mut default = None;
+        let mut default_budget = None;
         let mut dependencies = None;
         let mut pools = None;
         for (key, value) in document.get_ref() {
             match key.get_ref().as_ref() {
                 "default" => {
                     default = Some(section(None, value.get_ref(), (Config::default(), false))?);
+                    default_budget = budget::retry_budget(None, value.get_ref())?.flatten();
                 }
                 "dependencies" => {
                     let DeValue::Table(deps) = value.get_ref() else {
@@ -151,10 +154,14 @@ impl RegistryConfig {
         }
         let default = default.unwrap_or((Config::default(), false));
         let mut config = RegistryConfig::new(default.0);
+        config.set_budget_rule(None, default_budget);
         for (name, value) in dependencies.into_iter().flatten() {
             let name: &str = name.get_ref();
             let (own, _) = section(Some(name), value.get_ref(), default)?;
             config = config.dependency(name, own);
+            if let Some(rule) = budget::retry_budget(Some(name), value.get_ref())? {
+                config.set_budget_rule(Some(name), rule);
+            }
         }
         for (name, value) in pools.into_iter().flatten() {
             config = pool(config, name.get_ref(), value.get_ref())?;
@@ -330,6 +337,7 @@ mod tests {
             ("hint_jitter = 1.5", "hint_jitter"),
             ("hint_jitter = -0.1", "hint_jitter"),
             ("open_on_long_hint = 1", "open_on_long_hint"),
+            ("retry_budget = 1", "retry_budget"),
         ];
         for key in &keys {
             assert!(

@@ -4,4 +4,6 @@
 
 #[cfg(all(feature = "tokio", feature = "http"))]
 mod pipeline;
+#[cfg(feature = "tokio")]
+mod retry_budget;
 mod tool_result;

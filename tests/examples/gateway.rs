@@ -162,11 +162,12 @@ async fn search_503_trips_blocks_probes_once_and_recovers() {
     assert_eq!(search.state(), State::HalfOpen);
     let racers: Vec<_> = (0..16)
         .map(|_| {
-            let (client, search, run, url) = (
+            let (client, search, run, url, guard) = (
                 client.clone(),
                 Arc::clone(&search),
                 Arc::clone(&run),
                 url.clone(),
+                guard.clone(),
             );
             tokio::spawn(
                 async move { call(&guard, &run, &search, &client, Tool::Search, &url).await },

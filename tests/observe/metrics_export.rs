@@ -147,3 +147,26 @@ fn a_registry_without_counting_exports_nothing() {
         .record(Outcome::Success);
     assert!(capture(&registry).is_empty());
 }
+
+#[test]
+fn the_retries_a_budget_refused_are_exported_per_dependency() {
+    let _turn = crate::turn();
+    let none =
+        toolbreaker::breaker::RetryBudget::new(0.0, 0, std::time::Duration::from_secs(10)).unwrap();
+    let registry = Registry::builder()
+        .metrics(true)
+        .retry_budget(&none)
+        .build();
+    let budget = registry.retry_budget("search").unwrap();
+    assert!(!budget.try_withdraw() && !budget.try_withdraw());
+    registry.get("weather");
+    let all = capture(&registry);
+    let refused = |dependency| {
+        all.get(&(
+            "toolbreaker_retries_refused_total".to_owned(),
+            labels(&[("dependency", dependency)]),
+        ))
+    };
+    assert_eq!(refused("search"), Some(&DebugValue::Counter(2)));
+    assert_eq!(refused("weather"), Some(&DebugValue::Counter(0)));
+}

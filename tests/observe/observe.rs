@@ -1356,3 +1356,41 @@ async fn a_reqwest_errors_url_never_reaches_the_model_or_a_subscriber() {
         assert_eq!(call.fields["error.type"], "connect".into());
     }
 }
+
+/// A retry the retry budget refuses is one `info` event in the call's span, with the dependency
+/// and the budget's numbers; the call's span ends `stopped` with `error.type` `retry_budget`.
+#[tokio::test(start_paused = true)]
+async fn a_retry_the_budget_refuses_is_an_event_with_its_numbers() {
+    let _turn = crate::turn();
+    let (capture, _guard) = capture();
+    let (breaker, _mock) = breaker(10);
+    let budget = toolbreaker::RetryBudget::new(0.5, 0, Duration::from_secs(10)).unwrap();
+    let guard = ToolGuard::new(Duration::from_secs(2), no_jitter(3)).retry_budget(budget);
+    let run = AgentRun::new("run-42", Duration::from_secs(60), 10);
+    let result = guard
+        .call(&run, &breaker, classify, || async {
+            Err(Answer::Unavailable)
+        })
+        .await;
+    assert!(matches!(result, ToolResult::Stopped { .. }), "{result:?}");
+
+    let refused = capture.named("retry refused by the retry budget");
+    assert_eq!(refused.len(), 1, "{:#?}", capture.events());
+    assert_eq!(refused[0].level, tracing::Level::INFO);
+    assert_eq!(refused[0].target, "toolbreaker");
+    assert_fields(
+        &refused[0].fields,
+        &[
+            ("dependency", "search".into()),
+            ("ratio", 0.5.into()),
+            ("min_per_second", 0u32.into()),
+            ("window_ms", 10_000u64.into()),
+            ("refused", 1u64.into()),
+        ],
+    );
+    let spans = capture.spans();
+    let call = only_span(&spans, "execute_tool");
+    assert_eq!(refused[0].scope.first(), Some(&call));
+    assert_eq!(spans[call].fields["outcome"], "stopped".into());
+    assert_eq!(spans[call].fields["error.type"], "retry_budget".into());
+}

@@ -6,3 +6,4 @@ mod registry;
 #[cfg(feature = "redis")]
 mod registry_bounds;
 mod reload;
+mod retry_budget;

@@ -13,7 +13,7 @@ pub(super) const FIELDS: &str = "`failure_threshold`, `cooldown_ms`, `probe_time
                       `slow_call_threshold_ms`, `slow_call_rate`, `window_calls`, `window_ms`, \
                       `minimum_calls`, `cooldown_multiplier`, `max_cooldown_ms`, \
                       `cooldown_jitter`, `probes`, `max_hinted_open_ms`, `hint_jitter`, \
-                      `open_on_long_hint`";
+                      `open_on_long_hint`, `retry_budget`";
 
 /// One section: its keys over `base`, validated; with whether `failure_threshold` was set here or
 /// in `base` (so a rate rule set in a dependency's section keeps the consecutive rule only if
@@ -110,6 +110,8 @@ pub(super) fn section(
                 shape.open_on_long_hint = Some(*on);
             }
             "probes" => probes = number(u64::from(MAX_PROBES), "probes")? as u32,
+            // Not the breaker's: read by `budget::retry_budget`.
+            "retry_budget" => {}
             "minimum_calls" => {
                 rates.minimum_calls = Some(number(u64::from(u32::MAX), "calls")? as u32);
             }
