@@ -740,12 +740,15 @@ mod reload {
             Ok(vec![format!("reloaded {shown}: no change")])
         );
 
-        // A new default cooldown and a section of `search`'s own: one line per change, the
-        // default's first, then each dependency's in name order; the handles see the change.
+        // A new default cooldown and a threshold in `search`'s own section: one line per change,
+        // the default's first, then each dependency's in name order; the handles see the change.
         let text = std::fs::read_to_string(&path)
             .unwrap()
             .replace("cooldown_ms = 500 ", "cooldown_ms = 1000")
-            + "\n[dependencies.search]\nfailure_threshold = 3\n";
+            .replace(
+                "[dependencies.search]\n",
+                "[dependencies.search]\nfailure_threshold = 3\n",
+            );
         std::fs::write(&path, text).unwrap();
         // `quotes`' section takes its cooldown from [default]: it changes too, though no
         // breaker has been asked for it yet; so do the pool's members, whose breakers the
