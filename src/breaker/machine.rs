@@ -8,6 +8,7 @@ use crossbeam_utils::CachePadded;
 use once_cell::race::OnceBox;
 use smol_str::SmolStr;
 
+use super::cap::Cap;
 use super::hook::Hook;
 use super::prober::Attached;
 use super::window::Windows;
@@ -97,6 +98,8 @@ pub(super) struct Inner {
     pub(super) metrics: Option<Box<Counters>>,
     /// The rate rules' window, made when the breaker first has one (see `window`).
     pub(super) windows: OnceBox<Windows>,
+    /// The cap on calls in flight, made when the breaker is first configured with one (`cap`).
+    pub(super) cap: OnceBox<Cap>,
     pub(super) name: SmolStr,
     /// The herald and the hook, boxed: only the slow paths reach them.
     pub(super) cold: Box<Cold>,
@@ -162,6 +165,10 @@ impl CircuitBreaker {
             made.rebase(0, &rates, 0);
             let _ = windows.set(made);
         }
+        let cap = OnceBox::new();
+        if config.concurrency().is_capped() {
+            let _ = cap.set(Box::new(Cap::new(&config.concurrency())));
+        }
         CircuitBreaker {
             inner: CachePadded::new(Inner {
                 word: WordCell::new(Word::initial(limits.rates.is_some())),
@@ -169,6 +176,7 @@ impl CircuitBreaker {
                 origin: Origin::new(clock),
                 metrics: extras.metrics.then(|| Box::new(Counters::new())),
                 windows,
+                cap,
                 name: extras.name,
                 cold: Box::new(Cold {
                     herald: Herald::new(extras.listener),
@@ -190,7 +198,11 @@ impl CircuitBreaker {
     /// The configuration in force: the one built with, or the latest
     /// [`reconfigure`](Self::reconfigure).
     pub fn config(&self) -> Config {
-        Config::from_limits(self.limits())
+        let config = Config::from_limits(self.limits());
+        match self.inner.cap.get() {
+            Some(cap) => config.with_valid_concurrency(cap.concurrency()),
+            None => config,
+        }
     }
 
     #[inline]
@@ -257,7 +269,11 @@ impl CircuitBreaker {
     /// ```
     pub fn metrics(&self) -> Option<Metrics> {
         let counters = self.inner.metrics.as_deref()?;
-        Some(counters.snapshot(self.state()))
+        let mut metrics = counters.snapshot(self.state());
+        if let Some(cap) = self.inner.cap.get() {
+            (metrics.in_flight, metrics.concurrency_limit) = (cap.in_flight(), cap.limit());
+        }
+        Some(metrics)
     }
 
     /// The effective state now.
