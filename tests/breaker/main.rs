@@ -14,6 +14,8 @@ mod breaker;
 #[cfg(all(feature = "tokio", feature = "http"))]
 mod call;
 #[cfg(feature = "toml")]
+mod concurrency;
+#[cfg(feature = "toml")]
 mod cooldown;
 #[cfg(feature = "tokio")]
 mod health;
