@@ -185,17 +185,12 @@ impl Cap {
     /// Feed one call's sample to the adaptive limit, if one is set (`in_flight` as `release`
     /// returned it); the new limit in force if it changed.
     #[inline(never)]
-    pub(crate) fn sample(&self, rtt_us: Option<u64>, failed: bool, in_flight: u32) -> Option<u32> {
+    pub(crate) fn sample(&self, sample: &Sample) -> Option<u32> {
         let adaptive = self.concurrency().adaptive?;
-        let sample = Sample {
-            rtt_us,
-            in_flight,
-            failed,
-        };
         let estimate = &self.hot.estimate;
         let mut seen = estimate.load(Ordering::Relaxed);
         loop {
-            let next = limit::next(Estimate::unpack(seen), &sample, &adaptive).pack();
+            let next = limit::next(Estimate::unpack(seen), sample, &adaptive).pack();
             if next == seen {
                 return None;
             }
@@ -283,9 +278,16 @@ mod tests {
         assert_eq!(cap.limit(), Some(8), "the initial 20, bounded by the fixed 8");
         assert!(cap.is_adaptive());
         // A failure backs the estimate off (20 → 18): still above 8.
-        assert_eq!(cap.sample(None, true, 8), None);
-        for _ in 0..20 {
-            cap.sample(None, true, 8);
+        let failure = |at: u32| Sample {
+            rtt_us: None,
+            in_flight: 8,
+            failed: true,
+            started_ms: at,
+            now_ms: at,
+        };
+        assert_eq!(cap.sample(&failure(1)), None);
+        for at in 2..30 {
+            cap.sample(&failure(at));
         }
         assert_eq!(cap.limit(), Some(2), "the adaptive minimum, under the fixed cap");
     }

@@ -12,6 +12,7 @@ use super::cap::Cap;
 use super::machine::CircuitBreaker;
 use crate::config::Concurrency;
 use crate::observe::{self, Counter};
+use crate::state::limit::Sample;
 use crate::types::{Blocked, BlockedReason, State};
 
 impl CircuitBreaker {
@@ -60,8 +61,17 @@ impl CircuitBreaker {
     /// Feed one sample to the adaptive limit; tell a change.
     #[inline(never)]
     fn sample_limit(&self, cap: &Cap, elapsed: Option<Duration>, failed: bool, in_flight: u32) {
-        let rtt_us = elapsed.map(|e| u64::try_from(e.as_micros()).unwrap_or(u64::MAX));
-        if let Some(limit) = cap.sample(rtt_us, failed, in_flight) {
+        let now_ms = self.now_ms();
+        let took_ms = elapsed.map_or(0, |e| u64::try_from(e.as_millis()).unwrap_or(u64::MAX));
+        let sample = Sample {
+            rtt_us: elapsed.map(|e| u64::try_from(e.as_micros()).unwrap_or(u64::MAX)),
+            in_flight,
+            failed,
+            // The clock's low 32 bits: AIMD compares them wrapping.
+            started_ms: now_ms.saturating_sub(took_ms) as u32,
+            now_ms: now_ms as u32,
+        };
+        if let Some(limit) = cap.sample(&sample) {
             observe::limit_changed(self.name(), limit);
         }
     }

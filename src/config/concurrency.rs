@@ -39,11 +39,14 @@ use super::fields::MILLION;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Limit {
     /// Additive increase, multiplicative decrease, after Netflix concurrency-limits' `AIMDLimit`
-    /// and TCP's congestion window: each sample that finds the limit in use (calls in flight at
-    /// least half the limit) adds one call to it; a counted failure, or a call that took at least
-    /// `latency_threshold`, multiplies it by `backoff_ratio` (rounded down). Finds a capacity by
-    /// pushing until the dependency pushes back, so it settles in a saw-tooth just under the
-    /// concurrency at which calls start to fail or to cross the threshold.
+    /// and TCP's congestion avoidance: each call that finds the limit in use (calls in flight
+    /// at least half the limit) and succeeds within `latency_threshold` adds `1 / limit`, so a
+    /// round of calls (as many as the limit) adds one; a counted failure, or a call that took at
+    /// least `latency_threshold`, multiplies it by `backoff_ratio` (rounded down), at most once
+    /// per round: pushback from a call that started before the last decrease was that
+    /// decrease's. Finds a capacity by pushing until the dependency pushes back, so it settles
+    /// in a saw-tooth just under the concurrency at which calls start to fail or to cross the
+    /// threshold.
     Aimd {
         /// The limit a new breaker (or a newly set algorithm) starts at, in calls, within
         /// `[min, max]`; default 20 clamped to them.
@@ -59,17 +62,18 @@ pub enum Limit {
         /// microsecond. A call recorded without its elapsed time pushes back only when it failed.
         latency_threshold: Duration,
     },
-    /// Latency gradient, after Netflix concurrency-limits' `Gradient2Limit` (and Envoy's
-    /// adaptive concurrency filter, which compares sampled latencies with a minimum the same
-    /// way): a long-term average of the latency (an exponential average over `long_window`
-    /// samples) against each sample. The gradient is `tolerance × long / sample`, kept within
-    /// [0.5, 1]: 1 while latency stays within the tolerance of its long-term level, less as
-    /// calls queue. Each sample the limit moves toward `limit × gradient + queue_size` by the
-    /// fraction `smoothing`, within `[min, max]`; `queue_size` is the headroom that lets the
-    /// limit grow while latency is flat. A sample taken while fewer than half the limit are in
-    /// flight does not raise the limit (the limit is not in use). When the long-term average
-    /// exceeds twice a sample, the average is cut by 5 % so a past congestion is forgotten. A
-    /// counted failure without a latency is no sample.
+    /// Latency gradient, after Netflix concurrency-limits' `Gradient2Limit` and Envoy's
+    /// adaptive concurrency filter: a baseline latency (the dependency's latency without a
+    /// queue) against each call's, `gradient = tolerance × baseline / latency` kept within
+    /// [0.5, 1]: 1 while latency stays within the tolerance of the baseline, less as calls
+    /// queue. Each round of calls (as many as the limit) moves the limit toward
+    /// `limit × gradient + queue_size` by the fraction `smoothing`, within `[min, max]`;
+    /// `queue_size` is the headroom that lets the limit grow while latency is flat. The baseline
+    /// falls to any lower latency at once and rises toward a higher one over `long_window`
+    /// rounds, only from calls within the tolerance (or while the gradient is at its floor), so
+    /// a queue's latency never drags it up. A call made while fewer than half the limit are in
+    /// flight does not move the limit (it is not in use). A counted failure is a sample of its
+    /// latency like a success; one recorded without its latency is no sample.
     Gradient {
         /// The limit a new breaker (or a newly set algorithm) starts at, in calls, within
         /// `[min, max]`; default 20 clamped to them.
@@ -78,15 +82,16 @@ pub enum Limit {
         min: u32,
         /// The highest the limit goes, in calls, at least `min`.
         max: u32,
-        /// How far a sample may exceed the long-term latency before the limit decreases, as a
+        /// How far a call's latency may exceed the baseline before the limit decreases, as a
         /// factor of at least 1; default 1.5 (kept to the millionth).
         tolerance: f64,
-        /// The fraction of the way to its new value the limit moves per sample, in (0, 1];
+        /// The fraction of the way to its new value the limit moves per round, in (0, 1];
         /// default 0.2 (kept to the millionth).
         smoothing: f64,
-        /// The headroom added to the limit each sample, in calls; default 4.
+        /// The headroom the limit grows by toward each round's new value, in calls; default 4.
         queue_size: u32,
-        /// The samples the long-term latency average spans, at least 1; default 600.
+        /// The rounds of calls (as many as the limit each) the baseline's rise is averaged
+        /// over, at least 1; default 600.
         long_window: u32,
     },
 }

@@ -3,6 +3,7 @@
 //! One binary links the crate once for them all; each file is a module, gated on the crate
 //! features it uses, so a build with fewer features runs the files it can.
 
+mod adaptive;
 #[cfg(all(
     feature = "tokio",
     feature = "http",
