@@ -6,7 +6,7 @@ use smol_str::SmolStr;
 
 use super::machine::{CircuitBreaker, Extras};
 use crate::config::{
-    Config, ConcurrencySettings, ConfigError, DEFAULT_COOLDOWN, DEFAULT_PROBE_TIMEOUT,
+    ConcurrencySettings, Config, ConfigError, DEFAULT_COOLDOWN, DEFAULT_PROBE_TIMEOUT,
     RateSettings, ShapeSettings, Window,
 };
 use crate::observe::{Listener, TransitionEvent};

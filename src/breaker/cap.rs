@@ -194,8 +194,7 @@ impl Cap {
             if next == seen {
                 return None;
             }
-            match estimate.compare_exchange_weak(seen, next, Ordering::Relaxed, Ordering::Relaxed)
-            {
+            match estimate.compare_exchange_weak(seen, next, Ordering::Relaxed, Ordering::Relaxed) {
                 Ok(_) => break,
                 Err(now) => seen = now,
             }
@@ -275,7 +274,11 @@ mod tests {
             assert_eq!(cap.concurrency(), c);
         }
         let cap = Cap::new(&concurrency(Some(8), Some(Limit::aimd(2, 64))));
-        assert_eq!(cap.limit(), Some(8), "the initial 20, bounded by the fixed 8");
+        assert_eq!(
+            cap.limit(),
+            Some(8),
+            "the initial 20, bounded by the fixed 8"
+        );
         assert!(cap.is_adaptive());
         // A failure backs the estimate off (20 → 18): still above 8.
         let failure = |at: u32| Sample {
@@ -289,6 +292,10 @@ mod tests {
         for at in 2..30 {
             cap.sample(&failure(at));
         }
-        assert_eq!(cap.limit(), Some(2), "the adaptive minimum, under the fixed cap");
+        assert_eq!(
+            cap.limit(),
+            Some(2),
+            "the adaptive minimum, under the fixed cap"
+        );
     }
 }

@@ -198,11 +198,8 @@ impl CircuitBreaker {
     /// The configuration in force: the one built with, or the latest
     /// [`reconfigure`](Self::reconfigure).
     pub fn config(&self) -> Config {
-        let config = Config::from_limits(self.limits());
-        match self.inner.cap.get() {
-            Some(cap) => config.with_valid_concurrency(cap.concurrency()),
-            None => config,
-        }
+        let concurrency = self.inner.cap.get().map(Cap::concurrency);
+        Config::from_limits(self.limits()).with_valid_concurrency(concurrency.unwrap_or_default())
     }
 
     #[inline]

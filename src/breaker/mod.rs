@@ -20,8 +20,8 @@
 //! health checks).
 //! The model checks of all of it (`loom_tests`, under `--cfg loom`) sit beside them.
 
-mod admit;
 mod admission;
+mod admit;
 mod builder;
 mod call;
 mod cap;

@@ -60,9 +60,9 @@ impl CircuitBreaker {
                 .map_err(|blocked| match blocked.reason() {
                     BlockedReason::Saturated => saturated(blocked),
                     _ => Refusal {
-                    retry_after_ms: millis_floor(blocked.retry_after()).max(1),
-                    ejected: blocked.state() == State::Open,
-                    open_for_ms: None,
+                        retry_after_ms: millis_floor(blocked.retry_after()).max(1),
+                        ejected: blocked.state() == State::Open,
+                        open_for_ms: None,
                         isolated: blocked.reason() == BlockedReason::Isolated,
                     },
                 }),

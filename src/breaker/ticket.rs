@@ -46,7 +46,11 @@ impl<B: Deref<Target = CircuitBreaker>> Ticket<B> {
     }
 
     #[inline(always)]
-    pub(super) fn record(mut self, outcome: Outcome, elapsed: Option<Duration>) -> Option<Transition> {
+    pub(super) fn record(
+        mut self,
+        outcome: Outcome,
+        elapsed: Option<Duration>,
+    ) -> Option<Transition> {
         let counter = Counter::of(&outcome);
         // The report replaces what `Drop` would do.
         let probe = core::mem::take(&mut self.probe);

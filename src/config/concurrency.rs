@@ -274,7 +274,10 @@ fn validate_limit(limit: &Limit) -> Result<Adaptive, ConfigError> {
         return Err(ConfigError::new("adaptive_concurrency.min", Problem::Zero));
     }
     if max < min {
-        return Err(ConfigError::new("adaptive_concurrency.max", Problem::TooShort));
+        return Err(ConfigError::new(
+            "adaptive_concurrency.max",
+            Problem::TooShort,
+        ));
     }
     if !(min..=max).contains(&initial) {
         return Err(ConfigError::new(

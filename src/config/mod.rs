@@ -16,20 +16,20 @@ mod rates;
 mod shape;
 mod validated;
 
+pub use self::concurrency::Limit;
 pub use self::defaults::{
     DEFAULT_COOLDOWN, DEFAULT_FAILURE_THRESHOLD, DEFAULT_HINT_JITTER, DEFAULT_MAX_HINTED_OPEN,
     DEFAULT_PROBE_TIMEOUT, MAX_DURATION, MAX_PROBES,
 };
-pub use self::concurrency::Limit;
 pub use self::error::{ConfigError, Problem};
 pub use self::rates::{DEFAULT_MINIMUM_CALLS, DEFAULT_WINDOW, Window};
 pub use self::validated::Config;
 
 pub(crate) use self::defaults::MAX_DURATION_MS;
 // The field checks fleet mode's and MCP's builders share.
+pub(crate) use self::concurrency::{Adaptive, Algorithm, Concurrency, ConcurrencySettings};
 #[cfg(any(feature = "redis", feature = "mcp"))]
 pub(crate) use self::fields::{duration_field, name_field};
-pub(crate) use self::concurrency::{Adaptive, Algorithm, Concurrency, ConcurrencySettings};
 pub(crate) use self::limits::Limits;
 pub(crate) use self::rates::{RateSettings, Rates, WindowLimit};
 pub(crate) use self::shape::{Shape, ShapeSettings};

@@ -56,7 +56,8 @@ impl Metrics {
         gauge!("toolbreaker_calls_in_flight", "dependency" => d.clone())
             .set(f64::from(self.in_flight));
         if let Some(limit) = self.concurrency_limit {
-            gauge!("toolbreaker_concurrency_limit", "dependency" => d.clone()).set(f64::from(limit));
+            gauge!("toolbreaker_concurrency_limit", "dependency" => d.clone())
+                .set(f64::from(limit));
         }
         let t = &self.transitions;
         for (reason, count) in [

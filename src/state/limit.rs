@@ -197,7 +197,10 @@ mod tests {
         let grown = next(at(20.0, 0), &sample(Some(5), 10, false, 995), &a);
         assert_eq!(grown.limit, 20.05);
         // Not in use (9 of 20): unchanged.
-        assert_eq!(next(at(20.0, 0), &sample(Some(5), 9, false, 995), &a).limit, 20.0);
+        assert_eq!(
+            next(at(20.0, 0), &sample(Some(5), 9, false, 995), &a).limit,
+            20.0
+        );
         // A failure, timed or not, and a latency at the threshold (5 s): × 0.9, rounded down,
         // the decrease's time kept.
         let failed = next(at(20.0, 0), &sample(None, 20, true, 1000), &a);
@@ -210,10 +213,19 @@ mod tests {
         let new = next(at(18.0, 990), &sample(Some(1), 20, true, 995), &a);
         assert_eq!(new, at(16.0, 1000), "started after the decrease at 990");
         // Clamped both ways.
-        assert_eq!(next(at(30.0, 0), &sample(Some(1), 30, false, 999), &a).limit, 30.0);
-        assert_eq!(next(at(2.0, 0), &sample(None, 2, true, 1000), &a).limit, 2.0);
+        assert_eq!(
+            next(at(30.0, 0), &sample(Some(1), 30, false, 999), &a).limit,
+            30.0
+        );
+        assert_eq!(
+            next(at(2.0, 0), &sample(None, 2, true, 1000), &a).limit,
+            2.0
+        );
         // A success recorded without a latency still counts as one that is not pushback.
-        assert_eq!(next(at(4.0, 0), &sample(None, 4, false, 1000), &a).limit, 4.25);
+        assert_eq!(
+            next(at(4.0, 0), &sample(None, 4, false, 1000), &a).limit,
+            4.25
+        );
     }
 
     #[test]

@@ -68,7 +68,10 @@ fn the_cap_holds_exactly_under_racing_threads() {
     assert_eq!(breaker.in_flight(), 0, "every slot given back");
     let metrics = breaker.metrics().unwrap();
     let (ok, saturated) = (ok.into_inner(), saturated.into_inner());
-    assert_eq!(metrics.admitted + metrics.saturated, (THREADS * CALLS) as u64);
+    assert_eq!(
+        metrics.admitted + metrics.saturated,
+        (THREADS * CALLS) as u64
+    );
     assert_eq!(
         (metrics.successes, metrics.saturated),
         (u64::from(ok), u64::from(saturated))
@@ -84,7 +87,10 @@ fn a_slot_is_given_back_on_record_drop_into_owned_and_panic() {
     assert_eq!(breaker.in_flight(), 0);
     drop(breaker.try_acquire().unwrap());
     assert_eq!(breaker.in_flight(), 0, "dropped");
-    let owned = breaker.try_acquire().unwrap().into_owned(Arc::clone(&breaker));
+    let owned = breaker
+        .try_acquire()
+        .unwrap()
+        .into_owned(Arc::clone(&breaker));
     assert_eq!(breaker.in_flight(), 1, "the owned permit holds the slot");
     assert!(breaker.try_acquire().is_err());
     owned.record(Outcome::Ignored);
@@ -93,7 +99,10 @@ fn a_slot_is_given_back_on_record_drop_into_owned_and_panic() {
     assert_eq!(breaker.in_flight(), 0);
 
     let panicked = catch_unwind(AssertUnwindSafe(|| {
-        breaker.call(|| -> Result<(), ()> { panic!("the tool panics") }, |_| Outcome::Success)
+        breaker.call(
+            || -> Result<(), ()> { panic!("the tool panics") },
+            |_| Outcome::Success,
+        )
     }));
     assert!(panicked.is_err());
     assert_eq!(breaker.in_flight(), 0, "given back while unwinding");
@@ -114,8 +123,12 @@ async fn a_cancelled_call_gives_its_slot_back() {
             .is_err()
     );
     assert_eq!(breaker.in_flight(), 1, "the pending call holds the slot");
-    let refused = breaker.run(async { Ok::<_, ()>(()) }, |_| Outcome::Success).await;
-    assert!(matches!(refused, Err(CallError::Blocked(b)) if b.reason() == BlockedReason::Saturated));
+    let refused = breaker
+        .run(async { Ok::<_, ()>(()) }, |_| Outcome::Success)
+        .await;
+    assert!(
+        matches!(refused, Err(CallError::Blocked(b)) if b.reason() == BlockedReason::Saturated)
+    );
     drop(call);
     assert_eq!(breaker.in_flight(), 0, "cancelled mid-flight");
 
@@ -132,7 +145,11 @@ async fn a_cancelled_call_gives_its_slot_back() {
     );
     assert_eq!(breaker.in_flight(), 1);
     drop(timed);
-    assert_eq!(breaker.in_flight(), 0, "run_with_timeout dropped mid-flight");
+    assert_eq!(
+        breaker.in_flight(),
+        0,
+        "run_with_timeout dropped mid-flight"
+    );
     assert!(breaker.try_acquire().is_ok());
 }
 
@@ -163,8 +180,18 @@ fn a_saturated_refusal_never_touches_the_breakers_health() {
     let after = breaker.metrics().unwrap();
     assert_eq!(after.saturated - before.saturated, 200);
     assert_eq!(
-        (after.admitted, after.blocked, after.failures, after.successes),
-        (before.admitted, before.blocked, before.failures, before.successes)
+        (
+            after.admitted,
+            after.blocked,
+            after.failures,
+            after.successes
+        ),
+        (
+            before.admitted,
+            before.blocked,
+            before.failures,
+            before.successes
+        )
     );
     assert_eq!(after.transitions, before.transitions);
     assert_eq!((breaker.state(), breaker.config()), (State::Closed, config));
@@ -195,7 +222,11 @@ fn an_open_breaker_costs_the_cap_nothing_and_a_probe_needs_a_slot() {
     assert!(probe.is_probe());
     assert_eq!(breaker.in_flight(), 1, "the probe holds a slot");
     let refused = breaker.try_acquire().unwrap_err();
-    assert_eq!(refused.reason(), BlockedReason::ProbeInFlight, "the breaker answers first");
+    assert_eq!(
+        refused.reason(),
+        BlockedReason::ProbeInFlight,
+        "the breaker answers first"
+    );
     probe.record(Outcome::Success);
     assert_eq!((breaker.state(), breaker.in_flight()), (State::Closed, 0));
     let metrics = breaker.metrics().unwrap();
@@ -239,8 +270,15 @@ fn a_probe_refused_by_the_cap_gives_the_probe_slot_to_the_next_caller() {
         (BlockedReason::Saturated, State::HalfOpen)
     );
     let after = breaker.metrics().unwrap();
-    assert_eq!(after.dropped, before.dropped, "the refused probe is not a dropped call");
-    assert_eq!(breaker.state(), State::HalfOpen, "the probe slot is free again");
+    assert_eq!(
+        after.dropped, before.dropped,
+        "the refused probe is not a dropped call"
+    );
+    assert_eq!(
+        breaker.state(),
+        State::HalfOpen,
+        "the probe slot is free again"
+    );
     slow.record(Outcome::Success); // stale: from the closed generation
     let probe = breaker.try_acquire().expect("the next caller is the probe");
     assert!(probe.is_probe());
@@ -251,7 +289,10 @@ fn a_probe_refused_by_the_cap_gives_the_probe_slot_to_the_next_caller() {
 #[test]
 fn bad_caps_are_refused_naming_the_field_and_the_key() {
     let field = |b: toolbreaker::breaker::Builder| b.build().unwrap_err().field();
-    assert_eq!(field(CircuitBreaker::builder().max_in_flight(0)), "max_in_flight");
+    assert_eq!(
+        field(CircuitBreaker::builder().max_in_flight(0)),
+        "max_in_flight"
+    );
     assert_eq!(
         field(CircuitBreaker::builder().adaptive_concurrency(Limit::aimd(8, 4))),
         "adaptive_concurrency.max"
@@ -270,23 +311,40 @@ fn bad_caps_are_refused_naming_the_field_and_the_key() {
         "[default]\nadaptive_concurrency = { algorithm = \"gradient\", min = 1, max = 9, \
          latency_threshold_ms = 5 }",
     );
-    assert_eq!(k.as_deref(), Some("adaptive_concurrency.latency_threshold_ms"));
+    assert_eq!(
+        k.as_deref(),
+        Some("adaptive_concurrency.latency_threshold_ms")
+    );
     assert!(text.contains("unknown key"), "{text}");
-    let (k, _) = key("[default]\nadaptive_concurrency = { algorithm = \"vegas\", min = 1, max = 9 }");
+    let (k, _) =
+        key("[default]\nadaptive_concurrency = { algorithm = \"vegas\", min = 1, max = 9 }");
     assert_eq!(k.as_deref(), Some("adaptive_concurrency.algorithm"));
     let (k, _) = key(
         "[default]\nadaptive_concurrency = { algorithm = \"aimd\", min = 1, max = 9, \
          latency_threshold_ms = 0 }",
     );
-    assert_eq!(k.as_deref(), Some("adaptive_concurrency.latency_threshold_ms"));
+    assert_eq!(
+        k.as_deref(),
+        Some("adaptive_concurrency.latency_threshold_ms")
+    );
     let config = RegistryConfig::from_toml(
         "[default]\nmax_in_flight = 8\n[dependencies.search]\nadaptive_concurrency = \
          { algorithm = \"aimd\", min = 2, max = 32, backoff_ratio = 0.5 }",
     )
     .unwrap();
     let search = config.config_for("search");
-    assert_eq!(search.max_in_flight(), Some(8), "inherited from the default");
-    let Some(Limit::Aimd { backoff_ratio, min, max, .. }) = search.adaptive_concurrency() else {
+    assert_eq!(
+        search.max_in_flight(),
+        Some(8),
+        "inherited from the default"
+    );
+    let Some(Limit::Aimd {
+        backoff_ratio,
+        min,
+        max,
+        ..
+    }) = search.adaptive_concurrency()
+    else {
         panic!("{search:?}");
     };
     assert_eq!((backoff_ratio, min, max), (0.5, 2, 32));
@@ -306,19 +364,32 @@ fn a_reload_changes_the_cap_live_and_calls_in_flight_keep_their_slots() {
     registry
         .reload_toml("[dependencies.search]\nmax_in_flight = 1")
         .unwrap();
-    assert_eq!((search.concurrency_limit(), search.in_flight()), (Some(1), 3));
+    assert_eq!(
+        (search.concurrency_limit(), search.in_flight()),
+        (Some(1), 3)
+    );
     let mut held = held.into_iter();
     for _ in 0..2 {
         held.next().unwrap().record(Outcome::Success);
         let refused = search.try_acquire().unwrap_err();
-        assert_eq!(refused.reason(), BlockedReason::Saturated, "still at or over the new cap");
+        assert_eq!(
+            refused.reason(),
+            BlockedReason::Saturated,
+            "still at or over the new cap"
+        );
     }
     held.next().unwrap().record(Outcome::Success);
     let one = search.try_acquire().expect("below the lowered cap");
     assert!(search.try_acquire().is_err());
 
-    registry.reload_toml("[dependencies.search]\ncooldown_ms = 1000").unwrap();
-    assert_eq!(search.concurrency_limit(), None, "no cap: every call admitted");
+    registry
+        .reload_toml("[dependencies.search]\ncooldown_ms = 1000")
+        .unwrap();
+    assert_eq!(
+        search.concurrency_limit(),
+        None,
+        "no cap: every call admitted"
+    );
     let more: Vec<_> = (0..10).map(|_| search.try_acquire().unwrap()).collect();
     drop(more);
     one.record(Outcome::Success);

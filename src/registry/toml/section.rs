@@ -234,9 +234,11 @@ fn adaptive(dependency: Option<&str>, value: &DeValue<'_>) -> Result<Limit, Conf
             ));
         }
     };
-    if let Some(unknown) = table.keys().map(|k| k.get_ref()).find(|k| {
-        !fields.contains(&format!("`{k}`"))
-    }) {
+    if let Some(unknown) = table
+        .keys()
+        .map(|k| k.get_ref())
+        .find(|k| !fields.contains(&format!("`{k}`")))
+    {
         return Err(error(unknown, format!("unknown key; expected {fields}")));
     }
     match &mut limit {
