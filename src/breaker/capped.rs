@@ -16,11 +16,15 @@ use crate::state::limit::Sample;
 use crate::types::{Blocked, BlockedReason, State};
 
 impl CircuitBreaker {
-    /// The cap, if the breaker was ever configured with one: one load of a pointer in the
-    /// breaker's block, which every call has in its cache already.
+    /// The cap, if the breaker was ever configured with one. Without: one relaxed load of the
+    /// settings' flag, in the breaker's block that every call has in its cache already, and a
+    /// branch; the cell itself is in the cold block.
     #[inline(always)]
     pub(super) fn cap(&self) -> Option<&Cap> {
-        self.inner.cap.get()
+        if !self.inner.settings.is_capped() {
+            return None;
+        }
+        self.inner.cold.cap.get()
     }
 
     /// Take a slot for a permit the breaker admitted in `state`: `Ok(true)` when the call is to
@@ -79,10 +83,11 @@ impl CircuitBreaker {
     /// Store a configuration's cap: the cell is made on the first one and kept after (with no
     /// cap its limit is unbounded). Under the reconfiguration lock.
     pub(super) fn set_concurrency(&self, concurrency: &Concurrency) {
-        match self.cap() {
+        match self.inner.cold.cap.get() {
             Some(cap) => cap.set(concurrency, false),
             None if concurrency.is_capped() => {
-                let _ = self.inner.cap.set(Box::new(Cap::new(concurrency)));
+                let _ = self.inner.cold.cap.set(Box::new(Cap::new(concurrency)));
+                self.inner.settings.mark_capped();
             }
             None => {}
         }

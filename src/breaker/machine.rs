@@ -98,8 +98,6 @@ pub(super) struct Inner {
     pub(super) metrics: Option<Box<Counters>>,
     /// The rate rules' window, made when the breaker first has one (see `window`).
     pub(super) windows: OnceBox<Windows>,
-    /// The cap on calls in flight, made when the breaker is first configured with one (`cap`).
-    pub(super) cap: OnceBox<Cap>,
     pub(super) name: SmolStr,
     /// The herald and the hook, boxed: only the slow paths reach them.
     pub(super) cold: Box<Cold>,
@@ -122,6 +120,9 @@ pub(super) struct Cold {
     pub(super) cooldown: Cooldown,
     /// The probe slots of a breaker that admits several probes (`Builder::probes`).
     pub(super) slots: SlotsCell,
+    /// The cap on calls in flight, made when the breaker is first configured with one (`cap`);
+    /// the settings' `CAPPED` flag says it is there.
+    pub(super) cap: OnceBox<Cap>,
 }
 
 /// What a [`CircuitBreaker`] is built with besides its configuration and clock.
@@ -165,18 +166,18 @@ impl CircuitBreaker {
             made.rebase(0, &rates, 0);
             let _ = windows.set(made);
         }
-        let cap = OnceBox::new();
+        let (cap, settings) = (OnceBox::new(), Settings::new(limits));
         if config.concurrency().is_capped() {
             let _ = cap.set(Box::new(Cap::new(&config.concurrency())));
+            settings.mark_capped();
         }
         CircuitBreaker {
             inner: CachePadded::new(Inner {
                 word: WordCell::new(Word::initial(limits.rates.is_some())),
-                settings: Settings::new(limits),
+                settings,
                 origin: Origin::new(clock),
                 metrics: extras.metrics.then(|| Box::new(Counters::new())),
                 windows,
-                cap,
                 name: extras.name,
                 cold: Box::new(Cold {
                     herald: Herald::new(extras.listener),
@@ -184,6 +185,7 @@ impl CircuitBreaker {
                     reconfigure: Mutex::new(()),
                     cooldown: Cooldown::new(limits.shape, limits.cooldown_ms),
                     slots: SlotsCell::new(),
+                    cap,
                 }),
             }),
         }
@@ -198,7 +200,7 @@ impl CircuitBreaker {
     /// The configuration in force: the one built with, or the latest
     /// [`reconfigure`](Self::reconfigure).
     pub fn config(&self) -> Config {
-        let concurrency = self.inner.cap.get().map(Cap::concurrency);
+        let concurrency = self.inner.cold.cap.get().map(Cap::concurrency);
         Config::from_limits(self.limits()).with_valid_concurrency(concurrency.unwrap_or_default())
     }
 
@@ -267,7 +269,7 @@ impl CircuitBreaker {
     pub fn metrics(&self) -> Option<Metrics> {
         let counters = self.inner.metrics.as_deref()?;
         let mut metrics = counters.snapshot(self.state());
-        if let Some(cap) = self.inner.cap.get() {
+        if let Some(cap) = self.inner.cold.cap.get() {
             (metrics.in_flight, metrics.concurrency_limit) = (cap.in_flight(), cap.limit());
         }
         Some(metrics)
