@@ -396,3 +396,71 @@ fn a_reload_changes_the_cap_live_and_calls_in_flight_keep_their_slots() {
     assert_eq!(search.in_flight(), 0);
     assert_eq!(search.config().max_in_flight(), None);
 }
+
+/// The model is told a saturated tool is busy, not down, and may be tried again shortly or
+/// swapped for another tool; the reason reads `saturated` in logs and JSON.
+#[test]
+fn the_model_hears_busy_not_down() {
+    let breaker = CircuitBreaker::builder().max_in_flight(1).build().unwrap();
+    let _held = breaker.try_acquire().unwrap();
+    let refused = breaker.try_acquire().unwrap_err();
+    assert_eq!(refused.reason().as_str(), "saturated");
+    assert!(
+        refused.to_string().starts_with("dependency busy"),
+        "{refused}"
+    );
+    let result = toolbreaker::ToolResult::<()>::blocked("search", refused);
+    let toolbreaker::ToolResult::Blocked {
+        message, reason, ..
+    } = &result
+    else {
+        panic!("{result:?}");
+    };
+    assert_eq!(*reason, BlockedReason::Saturated);
+    assert!(message.contains("busy"), "{message}");
+    assert!(message.contains("not down"), "{message}");
+    assert!(message.contains("another tool"), "{message}");
+    assert!(!message.contains("unavailable"), "{message}");
+    #[cfg(feature = "serde")]
+    assert_eq!(
+        serde_json::to_value(BlockedReason::Saturated).unwrap(),
+        serde_json::json!("saturated")
+    );
+}
+
+/// A pool passes over a saturated member to another, uncounted and not ejected; with every
+/// member saturated it refuses, and no member's health moves.
+#[test]
+fn a_pool_tries_another_member_when_one_is_saturated() {
+    let registry = Registry::builder()
+        .default_config(
+            CircuitBreaker::builder()
+                .max_in_flight(1)
+                .build_config()
+                .unwrap(),
+        )
+        .metrics(true)
+        .build();
+    let pool = toolbreaker::Pool::builder("search")
+        .group(["a", "b"])
+        .build(&registry)
+        .unwrap();
+    let first = pool.try_acquire().unwrap();
+    let second = pool.try_acquire().expect("the other member");
+    assert_ne!(first.member(), second.member());
+    let refused = pool.try_acquire().unwrap_err();
+    assert_eq!(refused.reason(), BlockedReason::PoolExhausted);
+    for name in ["a", "b"] {
+        let member = registry.get(name);
+        let metrics = member.metrics().unwrap();
+        assert_eq!((member.state(), member.in_flight()), (State::Closed, 1));
+        assert_eq!(
+            (metrics.saturated, metrics.blocked),
+            (0, 0),
+            "passed over, uncounted"
+        );
+    }
+    first.record(Outcome::Success);
+    second.record(Outcome::Success);
+    assert!(pool.try_acquire().is_ok());
+}
