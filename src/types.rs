@@ -63,11 +63,17 @@ pub enum BlockedReason {
     /// every one is open, isolated or has its probe in flight, and no panic admits one. The
     /// retry-after is the earliest of its members'.
     PoolExhausted,
+    /// The breaker admits calls, but as many as its cap on calls in flight allows are in flight
+    /// already ([`Builder::max_in_flight`](crate::breaker::Builder::max_in_flight),
+    /// [`Builder::adaptive_concurrency`](crate::breaker::Builder::adaptive_concurrency)): the
+    /// dependency is busy, not down. Never counted as a failure, never moves the breaker; the
+    /// retry-after is 1 ms (a slot frees when any call in flight ends).
+    Saturated,
 }
 
 impl BlockedReason {
-    /// The reason as used in logs and JSON: `dependency_open`, `probe_in_flight`, `isolated` or
-    /// `pool_exhausted`.
+    /// The reason as used in logs and JSON: `dependency_open`, `probe_in_flight`, `isolated`,
+    /// `pool_exhausted` or `saturated`.
     ///
     /// # Examples
     ///
@@ -80,6 +86,7 @@ impl BlockedReason {
             BlockedReason::ProbeInFlight => "probe_in_flight",
             BlockedReason::Isolated => "isolated",
             BlockedReason::PoolExhausted => "pool_exhausted",
+            BlockedReason::Saturated => "saturated",
         }
     }
 }
@@ -343,7 +350,9 @@ impl Blocked {
     }
 
     /// The state the breaker was in: [`State::Open`], or [`State::HalfOpen`] with a probe in
-    /// flight; a pool's rejection ([`BlockedReason::PoolExhausted`]) is [`State::Open`].
+    /// flight; a pool's rejection ([`BlockedReason::PoolExhausted`]) is [`State::Open`]; a
+    /// saturated one ([`BlockedReason::Saturated`]) the state that admitted the call before the
+    /// cap refused it ([`State::Closed`], or [`State::HalfOpen`] for a probe).
     pub const fn state(&self) -> State {
         self.state
     }
@@ -370,6 +379,12 @@ impl fmt::Display for Blocked {
                 );
             }
             BlockedReason::PoolExhausted => "every upstream of the pool unavailable: calls blocked",
+            BlockedReason::Saturated => {
+                return write!(
+                    f,
+                    "dependency busy: its cap on calls in flight is reached; ask again in {secs:.3} s"
+                );
+            }
         };
         write!(f, "{what} for another {secs:.3} s")
     }

@@ -22,8 +22,8 @@ const FILES: &[(&str, &[&str])] = &[
     (
         "state",
         &[
-            "pack", "word", "slots", "settings", "backoff", "hint", "cooldown", "rates", "decide",
-            "mod",
+            "pack", "word", "slots", "settings", "backoff", "hint", "cooldown", "rates", "limit",
+            "decide", "mod",
         ],
     ),
     (
@@ -31,6 +31,7 @@ const FILES: &[(&str, &[&str])] = &[
         &[
             "hook",
             "window",
+            "cap",
             "prober",
             "machine",
             "sharing",
@@ -39,10 +40,13 @@ const FILES: &[(&str, &[&str])] = &[
             "report",
             "manual",
             "reconfigure",
+            "capped",
+            "ticket",
             "permit",
             "pooled",
             "call",
             "builder",
+            "admission",
             "hint",
             "health",
             "checks",
@@ -58,6 +62,7 @@ const FILES: &[(&str, &[&str])] = &[
             "fields",
             "shape",
             "rates",
+            "concurrency",
             "limits",
             "validated",
             "mod",

@@ -14,6 +14,7 @@ use crate::types::BlockedReason;
 pub(super) fn blocked(dependency: &str, reason: BlockedReason, retry_after_ms: u64) -> String {
     let what = match reason {
         BlockedReason::PoolExhausted => return pool_exhausted(dependency, retry_after_ms),
+        BlockedReason::Saturated => return saturated(dependency),
         BlockedReason::DependencyOpen => "is temporarily unavailable",
         BlockedReason::ProbeInFlight => "is being checked for recovery",
         BlockedReason::Isolated => "is switched off by its operators",
@@ -23,6 +24,15 @@ pub(super) fn blocked(dependency: &str, reason: BlockedReason, retry_after_ms: u
          use another tool, or try after {} s.",
         subject(dependency),
         seconds(retry_after_ms)
+    )
+}
+
+/// The message of a call `dependency`'s cap on calls in flight refused: busy, not down.
+fn saturated(dependency: &str) -> String {
+    format!(
+        "{} is busy: it is handling as many calls as it accepts at once, and is not down. Try \
+         again shortly, or use another tool.",
+        subject(dependency)
     )
 }
 

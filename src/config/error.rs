@@ -72,7 +72,9 @@ impl ConfigError {
     /// health check, feature `tokio`); for a fleet (feature `redis`), `prefix`, `instance`, `fleet_failure_threshold`, `min_instances`, `window`,
     /// `sync_interval`, `command_timeout` or `probe_window`; for MCP (feature `mcp`), `server`,
     /// `upstream`, `per_call_timeout` or `call_time_limit`; for a pool, `groups` or
-    /// `max_ejected`.
+    /// `max_ejected`; for the cap on calls in flight, `max_in_flight` or
+    /// `adaptive_concurrency.FIELD` (`initial`, `min`, `max`, `backoff_ratio`,
+    /// `latency_threshold`, `tolerance`, `smoothing`, `long_window`).
     pub fn field(&self) -> &'static str {
         self.field
     }
@@ -97,8 +99,32 @@ impl ConfigError {
         match (self.problem, field) {
             (
                 Problem::Zero,
-                "failure_threshold" | "fleet_failure_threshold" | "min_instances" | "probes",
+                "failure_threshold"
+                | "fleet_failure_threshold"
+                | "min_instances"
+                | "probes"
+                | "max_in_flight"
+                | "adaptive_concurrency.min"
+                | "adaptive_concurrency.long_window",
             ) => format!("{subject} must be at least 1"),
+            (Problem::TooShort, "adaptive_concurrency.max") => format!(
+                "{subject} must be at least `{}`",
+                name("adaptive_concurrency.min")
+            ),
+            (Problem::OutOfRange, "adaptive_concurrency.initial") => format!(
+                "{subject} must be from `{}` to `{}`",
+                name("adaptive_concurrency.min"),
+                name("adaptive_concurrency.max")
+            ),
+            (Problem::OutOfRange, "adaptive_concurrency.backoff_ratio") => {
+                format!("{subject} must be a ratio above 0 and below 1")
+            }
+            (Problem::OutOfRange, "adaptive_concurrency.tolerance") => {
+                format!("{subject} must be a finite number of at least 1")
+            }
+            (Problem::Zero, "adaptive_concurrency.latency_threshold") => {
+                format!("{subject} must be longer than zero")
+            }
             (Problem::Empty, "groups") => format!(
                 "{subject} must hold at least one group, each group at least one member, and \
                  each member a name (non-empty, no control characters)"

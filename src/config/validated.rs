@@ -3,6 +3,7 @@
 
 use core::time::Duration;
 
+use super::concurrency::{Concurrency, ConcurrencySettings, Limit};
 use super::defaults::{
     DEFAULT_COOLDOWN, DEFAULT_FAILURE_THRESHOLD, DEFAULT_PROBE_TIMEOUT, MAX_PROBES,
 };
@@ -57,6 +58,8 @@ pub struct Config {
     rates: Option<Rates>,
     shape: Shape,
     probes: u32,
+    /// The cap on calls in flight; not part of `Limits` (the breaker keeps it with its slots).
+    concurrency: Concurrency,
 }
 
 impl Config {
@@ -123,7 +126,43 @@ impl Config {
             rates,
             shape,
             probes,
+            concurrency: Concurrency::default(),
         })
+    }
+
+    /// This configuration with the cap on calls in flight validated from `settings`.
+    pub(crate) fn with_concurrency(
+        mut self,
+        settings: &ConcurrencySettings,
+    ) -> Result<Config, ConfigError> {
+        self.concurrency = settings.validate()?;
+        Ok(self)
+    }
+
+    /// This configuration with a cap already validated (a breaker's own).
+    pub(crate) const fn with_valid_concurrency(mut self, concurrency: Concurrency) -> Config {
+        self.concurrency = concurrency;
+        self
+    }
+
+    /// The cap on calls in flight, validated.
+    pub(crate) const fn concurrency(&self) -> Concurrency {
+        self.concurrency
+    }
+
+    /// The fixed cap on calls in flight
+    /// ([`Builder::max_in_flight`](crate::breaker::Builder::max_in_flight)); `None` when not set.
+    /// With an adaptive limit too, it bounds the adaptive one.
+    pub const fn max_in_flight(&self) -> Option<u32> {
+        self.concurrency.max_in_flight
+    }
+
+    /// The adaptive limit on calls in flight
+    /// ([`Builder::adaptive_concurrency`](crate::breaker::Builder::adaptive_concurrency)), its
+    /// ratios kept to the millionth and its latency threshold to the microsecond; `None` when
+    /// not set.
+    pub fn adaptive_concurrency(&self) -> Option<Limit> {
+        self.concurrency.limit()
     }
 
     /// How many probes half-open admits (default 1): it closes when all of them succeed, and a
@@ -259,6 +298,7 @@ impl Config {
                 ..limits.shape
             },
             probes: limits.probes,
+            concurrency: Concurrency::default(),
         }
     }
 
@@ -288,6 +328,7 @@ impl Default for Config {
             rates: None,
             shape: Shape::FIXED,
             probes: 1,
+            concurrency: Concurrency::default(),
         }
     }
 }

@@ -103,6 +103,8 @@
 //! max_hinted_open_ms = 300000   # a 429's Retry-After keeps it open up to 5 min (0: ignore hints)
 //! hint_jitter = 0.2             # a hinted deadline spread by 0 to +20 % of its hint
 //! open_on_long_hint = true      # a 429 asking for longer than the cooldown trips at once
+//! max_in_flight = 8             # at most 8 calls in flight; more are refused as saturated
+//! adaptive_concurrency = { algorithm = "aimd", min = 2, max = 8, backoff_ratio = 0.9, latency_threshold_ms = 3000 }
 //!
 //! # A pool of equivalent upstreams (`Registry::pool("search-any")`): its members are
 //! # dependencies above, each with its own breaker, in priority groups tried in order.

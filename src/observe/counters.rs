@@ -20,6 +20,8 @@ pub(crate) enum Counter {
     /// A permit dropped without an outcome (the call was cancelled, or panicked).
     Dropped,
     Blocked,
+    /// A call the cap on calls in flight refused (counted only here).
+    Saturated,
     Success,
     Timeout,
     Connect,
@@ -29,7 +31,7 @@ pub(crate) enum Counter {
     Ignored,
 }
 
-const COUNTERS: usize = 9;
+const COUNTERS: usize = 10;
 const REASONS: usize = 10;
 
 impl Counter {
@@ -66,7 +68,11 @@ impl Counter {
             Counter::RateLimited => Some(FailureKind::RateLimited { retry_after: None }.as_str()),
             Counter::Unavailable => Some(FailureKind::Unavailable.as_str()),
             Counter::OtherFailure => Some(FailureKind::Other.as_str()),
-            Counter::Dropped | Counter::Blocked | Counter::Success | Counter::Ignored => None,
+            Counter::Dropped
+            | Counter::Blocked
+            | Counter::Saturated
+            | Counter::Success
+            | Counter::Ignored => None,
         }
     }
 }
@@ -186,6 +192,10 @@ impl Counters {
             .fold(0, u64::wrapping_add),
             dropped: self.sum(Counter::Dropped),
             blocked: self.sum(Counter::Blocked),
+            saturated: self.sum(Counter::Saturated),
+            // The cap's readings are the breaker's: `CircuitBreaker::metrics` fills them in.
+            in_flight: 0,
+            concurrency_limit: None,
             successes: self.sum(Counter::Success),
             failures: FailureCounts {
                 timeout: self.sum(Counter::Timeout),
@@ -232,6 +242,16 @@ pub struct Metrics {
     /// backoff wait (the breaker opened meanwhile) counts here too, although its call's first
     /// attempt was admitted.
     pub blocked: u64,
+    /// Calls the cap on calls in flight refused
+    /// ([`BlockedReason::Saturated`](crate::BlockedReason::Saturated)): counted here only, never
+    /// in `blocked` or `admitted`; nothing was sent.
+    pub saturated: u64,
+    /// Calls holding a slot of the cap on calls in flight when the snapshot was taken (0 with
+    /// no cap).
+    pub in_flight: u32,
+    /// The cap on calls in flight in force when the snapshot was taken, fixed or the adaptive
+    /// limit's value; `None` with no cap.
+    pub concurrency_limit: Option<u32>,
     /// Calls recorded as successes.
     pub successes: u64,
     /// Calls recorded as counted failures, by kind.

@@ -366,6 +366,11 @@ impl fmt::Display for ConfigChange {
             })
         };
         let jitter = |c: Config| c.cooldown_jitter().to_string();
+        let cap = |n: Option<u32>| n.map_or("off".to_owned(), |n| n.to_string());
+        let adaptive = |c: Config| {
+            c.adaptive_concurrency()
+                .map_or("off".to_owned(), |l| format!("{l:?}"))
+        };
         for (name, old, new) in [
             (
                 "failure_rate",
@@ -378,6 +383,12 @@ impl fmt::Display for ConfigChange {
             ("cooldown_backoff", backoff(b), backoff(a)),
             ("cooldown_jitter", jitter(b), jitter(a)),
             ("probes", b.probes().to_string(), a.probes().to_string()),
+            (
+                "max_in_flight",
+                cap(b.max_in_flight()),
+                cap(a.max_in_flight()),
+            ),
+            ("adaptive_concurrency", adaptive(b), adaptive(a)),
         ] {
             if old != new {
                 write!(f, "{sep}{name} {old} -> {new}")?;

@@ -3,6 +3,7 @@
 //! One binary links the crate once for them all; each file is a module, gated on the crate
 //! features it uses, so a build with fewer features runs the files it can.
 
+mod adaptive;
 #[cfg(all(
     feature = "tokio",
     feature = "http",
@@ -13,6 +14,8 @@ mod bounds;
 mod breaker;
 #[cfg(all(feature = "tokio", feature = "http"))]
 mod call;
+#[cfg(feature = "toml")]
+mod concurrency;
 #[cfg(feature = "toml")]
 mod cooldown;
 #[cfg(feature = "tokio")]
