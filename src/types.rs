@@ -63,11 +63,16 @@ pub enum BlockedReason {
     /// every one is open, isolated or has its probe in flight, and no panic admits one. The
     /// retry-after is the earliest of its members'.
     PoolExhausted,
+    /// Adaptive throttling shed the call while the breaker is closed: the dependency is failing
+    /// a growing share of its calls, and this one was not sent, to let it recover
+    /// ([`Builder::adaptive_throttling`](crate::breaker::Builder::adaptive_throttling)). The
+    /// retry-after is a tenth of the throttle's window.
+    Throttled,
 }
 
 impl BlockedReason {
-    /// The reason as used in logs and JSON: `dependency_open`, `probe_in_flight`, `isolated` or
-    /// `pool_exhausted`.
+    /// The reason as used in logs and JSON: `dependency_open`, `probe_in_flight`, `isolated`,
+    /// `pool_exhausted` or `throttled`.
     ///
     /// # Examples
     ///
@@ -80,6 +85,7 @@ impl BlockedReason {
             BlockedReason::ProbeInFlight => "probe_in_flight",
             BlockedReason::Isolated => "isolated",
             BlockedReason::PoolExhausted => "pool_exhausted",
+            BlockedReason::Throttled => "throttled",
         }
     }
 }
@@ -370,6 +376,13 @@ impl fmt::Display for Blocked {
                 );
             }
             BlockedReason::PoolExhausted => "every upstream of the pool unavailable: calls blocked",
+            BlockedReason::Throttled => {
+                return write!(
+                    f,
+                    "circuit closed, dependency degrading: call shed by adaptive throttling; ask \
+                     again in {secs:.3} s"
+                );
+            }
         };
         write!(f, "{what} for another {secs:.3} s")
     }

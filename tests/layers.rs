@@ -31,6 +31,7 @@ const FILES: &[(&str, &[&str])] = &[
         &[
             "hook",
             "window",
+            "throttle",
             "prober",
             "machine",
             "sharing",
@@ -44,6 +45,7 @@ const FILES: &[(&str, &[&str])] = &[
             "call",
             "builder",
             "hint",
+            "throttling",
             "health",
             "checks",
             "mod",
@@ -58,6 +60,7 @@ const FILES: &[(&str, &[&str])] = &[
             "fields",
             "shape",
             "rates",
+            "throttling",
             "limits",
             "validated",
             "mod",

@@ -10,6 +10,7 @@ use smol_str::SmolStr;
 
 use super::hook::Hook;
 use super::prober::Attached;
+use super::throttle::Throttle;
 use super::window::Windows;
 use crate::config::{Config, Limits, Rates, WindowLimit};
 use crate::observe::{Counter, Counters, Herald, Listener, Metrics};
@@ -97,6 +98,8 @@ pub(super) struct Inner {
     pub(super) metrics: Option<Box<Counters>>,
     /// The rate rules' window, made when the breaker first has one (see `window`).
     pub(super) windows: OnceBox<Windows>,
+    /// Adaptive throttling's counts and probability, made when the breaker first has it.
+    pub(super) throttle: OnceBox<Throttle>,
     pub(super) name: SmolStr,
     /// The herald and the hook, boxed: only the slow paths reach them.
     pub(super) cold: Box<Cold>,
@@ -169,6 +172,7 @@ impl CircuitBreaker {
                 origin: Origin::new(clock),
                 metrics: extras.metrics.then(|| Box::new(Counters::new())),
                 windows,
+                throttle: Throttle::cell(config.throttling()),
                 name: extras.name,
                 cold: Box::new(Cold {
                     herald: Herald::new(extras.listener),
@@ -190,7 +194,7 @@ impl CircuitBreaker {
     /// The configuration in force: the one built with, or the latest
     /// [`reconfigure`](Self::reconfigure).
     pub fn config(&self) -> Config {
-        Config::from_limits(self.limits())
+        Config::from_limits(self.limits()).with_throttling(self.throttling())
     }
 
     #[inline]
@@ -314,6 +318,7 @@ impl CircuitBreaker {
         {
             self.rebase(after.generation());
         }
+        self.throttle_on_update(updated.before, updated.after);
         updated
     }
 

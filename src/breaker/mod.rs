@@ -2,8 +2,9 @@
 //! state in `crate::state` (the word, the cells, the decider).
 //!
 //! The files, bottom up, each importing only from those before it: `hook` (what the slow paths
-//! tell and ask whoever shares the transitions: fleet mode's tap) and `window` (the rate rules'
-//! counts, beside the word, a cell of its own); `machine` is the type, what it is built from and
+//! tell and ask whoever shares the transitions: fleet mode's tap), `window` (the rate rules'
+//! counts, beside the word, a cell of its own) and `throttle` (adaptive throttling's counts and
+//! probability, another); `machine` is the type, what it is built from and
 //! what every operation shares (the settings read, a decision applied through the word's cell,
 //! transitions told); then one file per operation: `sharing` (the hook's door on the breaker), `probes`
 //! (the several probes' slots), `admit` (admission beyond the closed fast path), `report`
@@ -11,6 +12,8 @@
 //! `permit` (the permits, and the methods that issue them), `pooled` (what a pool asks of a
 //! member: a permit, or its refusal uncounted), `call` (guarded calls) and `builder`; then `hint`
 //! (a dependency's hint of how long to stay open: the builder's settings and the report's side),
+//! `throttling` (adaptive throttling: the builder's setting, the admission's draw, the reports'
+//! side),
 //! and last `health` (feature `tokio`: the health check's builder methods and prober task, over
 //! `prober`, the breaker's side of it, which sits below `machine`) and `checks` (ready-made
 //! health checks).
@@ -34,6 +37,8 @@ mod probes;
 mod reconfigure;
 mod report;
 mod sharing;
+mod throttle;
+mod throttling;
 mod window;
 
 pub use self::builder::Builder;

@@ -35,7 +35,17 @@ impl CircuitBreaker {
     #[inline(always)]
     pub(super) fn closed_permit(&self, word: Word) -> Option<Permit<'_>> {
         let generation = word.closed_generation()?;
-        Some(Permit::new(self, generation, false, self.counting()).rated(word.has(Word::RATED)))
+        // Adaptive throttling, when set: one load, 0 while the dependency accepts its calls.
+        if self.sheds() {
+            return None;
+        }
+        Some(self.permit_of_closed(word, generation))
+    }
+
+    /// The permit of closed word `word` of `generation`, admitted.
+    #[inline(always)]
+    fn permit_of_closed(&self, word: Word, generation: u32) -> Permit<'_> {
+        Permit::new(self, generation, false, self.counting()).rated(word.has(Word::RATED))
     }
 
     /// The rest of `try_acquire`, out of line so the closed path stays a load and a compare:
@@ -57,6 +67,11 @@ impl CircuitBreaker {
         word: Word,
         now: Option<u64>,
     ) -> Result<Permit<'_>, Blocked> {
+        // A closed word comes here only while adaptive throttling sheds: its draw decides.
+        if let Some(generation) = word.closed_generation() {
+            self.throttle_gate()?;
+            return Ok(self.permit_of_closed(word, generation));
+        }
         self.acquire_decided(word, now, false, |generation, probe| {
             Permit::new(self, generation, probe, self.counting())
         })
@@ -374,6 +389,7 @@ impl<B: Deref<Target = CircuitBreaker>> Ticket<B> {
                 if counting {
                     self.breaker.count(counter);
                 }
+                self.breaker.throttle_accept();
                 return None;
             }
         }

@@ -29,6 +29,8 @@ impl CircuitBreaker {
     ///   from the next reopen); with the backoff and jitter removed, the configured cooldown
     ///   applies at once.
     /// - Probes: a half-open period already started admits up to the new number.
+    /// - Adaptive throttling: turned on, or given a new window, it counts afresh; a new `k`
+    ///   judges the window as it stands; turned off, nothing is shed from the next call.
     ///
     /// Reconfigurations of one breaker are serialised; each call's decisions use the settings in
     /// force when they are made. The three settings are stored one after another, so a decision
@@ -84,6 +86,7 @@ impl CircuitBreaker {
         if let Some(windows) = self.inner.windows.get() {
             windows.set_rates(limits.rates);
         }
+        self.reconfigure_throttle(config.throttling());
         // A read-modify-write of the word, even when it writes the same value: it comes after the
         // stores above, so a report whose swap reads from it (or from a later write) sees the new
         // settings, and one that swapped before it is seen here (the loom model of a lowered

@@ -3,7 +3,8 @@
 //! Imports nothing above the time seam: every other layer builds on it. The files, bottom up:
 //! `defaults` (the defaults and the largest values accepted), `error` (`ConfigError`,
 //! `Problem`), `fields` (one field's check), `shape` (the cooldown's backoff and jitter),
-//! `rates` (`Window` and the rate rules), `limits` (a configuration in the word's units), and
+//! `rates` (`Window` and the rate rules), `throttling` (client-side adaptive throttling's
+//! settings), `limits` (a configuration in the word's units), and
 //! `validated` (`Config`: the whole validation and its accessors).
 
 mod defaults;
@@ -12,6 +13,7 @@ mod fields;
 mod limits;
 mod rates;
 mod shape;
+mod throttling;
 mod validated;
 
 pub use self::defaults::{
@@ -29,3 +31,4 @@ pub(crate) use self::fields::{duration_field, name_field};
 pub(crate) use self::limits::Limits;
 pub(crate) use self::rates::{RateSettings, Rates, WindowLimit};
 pub(crate) use self::shape::{Shape, ShapeSettings};
+pub(crate) use self::throttling::Throttling;

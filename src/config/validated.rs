@@ -11,6 +11,7 @@ use super::fields::{MILLION, duration_field};
 use super::limits::{CONSECUTIVE_OFF, Limits};
 use super::rates::{DEFAULT_MINIMUM_CALLS, RateSettings, Rates, Window, WindowLimit};
 use super::shape::{Shape, ShapeSettings};
+use super::throttling::Throttling;
 use crate::time::millis_ceil;
 
 /// A validated breaker configuration.
@@ -57,6 +58,8 @@ pub struct Config {
     rates: Option<Rates>,
     shape: Shape,
     probes: u32,
+    /// Client-side adaptive throttling, if set (kept beside the word's limits).
+    throttling: Option<Throttling>,
 }
 
 impl Config {
@@ -123,6 +126,7 @@ impl Config {
             rates,
             shape,
             probes,
+            throttling: None,
         })
     }
 
@@ -259,7 +263,25 @@ impl Config {
                 ..limits.shape
             },
             probes: limits.probes,
+            throttling: None,
         }
+    }
+
+    /// Client-side adaptive throttling: the multiplier `k` and the window (whole ms); `None`
+    /// when off. See [`Builder::adaptive_throttling`](crate::breaker::Builder::adaptive_throttling).
+    pub fn adaptive_throttling(&self) -> Option<(f64, Duration)> {
+        self.throttling.map(|t| (t.k(), t.window()))
+    }
+
+    /// This configuration with `throttling` (validated by `Throttling::new`).
+    pub(crate) const fn with_throttling(mut self, throttling: Option<Throttling>) -> Config {
+        self.throttling = throttling;
+        self
+    }
+
+    /// The adaptive throttling set, validated.
+    pub(crate) const fn throttling(&self) -> Option<Throttling> {
+        self.throttling
     }
 
     pub(crate) const fn limits(&self) -> Limits {
@@ -288,6 +310,7 @@ impl Default for Config {
             rates: None,
             shape: Shape::FIXED,
             probes: 1,
+            throttling: None,
         }
     }
 }

@@ -27,9 +27,11 @@ pub(crate) enum Counter {
     Unavailable,
     OtherFailure,
     Ignored,
+    /// A closed admission shed by adaptive throttling.
+    Throttled,
 }
 
-const COUNTERS: usize = 9;
+const COUNTERS: usize = 10;
 const REASONS: usize = 10;
 
 impl Counter {
@@ -67,6 +69,7 @@ impl Counter {
             Counter::Unavailable => Some(FailureKind::Unavailable.as_str()),
             Counter::OtherFailure => Some(FailureKind::Other.as_str()),
             Counter::Dropped | Counter::Blocked | Counter::Success | Counter::Ignored => None,
+            Counter::Throttled => None,
         }
     }
 }
@@ -195,6 +198,7 @@ impl Counters {
                 other: self.sum(Counter::OtherFailure),
             },
             ignored: self.sum(Counter::Ignored),
+            throttled: self.sum(Counter::Throttled),
             transitions: TransitionCounts {
                 failure_threshold: t(TransitionReason::FailureThreshold),
                 failure_rate: t(TransitionReason::FailureRate),
@@ -240,6 +244,10 @@ pub struct Metrics {
     pub ignored: u64,
     /// Admitted calls whose permit was dropped without an outcome: cancelled, or panicked.
     pub dropped: u64,
+    /// Calls adaptive throttling shed while closed, before sending
+    /// ([`Builder::adaptive_throttling`](crate::breaker::Builder::adaptive_throttling)): not
+    /// admitted, and not in `blocked`.
+    pub throttled: u64,
     /// Transitions, by reason.
     pub transitions: TransitionCounts,
 }

@@ -18,6 +18,7 @@ impl Metrics {
     /// | `toolbreaker_call_failures_total` | `dependency`, `kind` (`timeout`, `connect`, `rate_limited`, `unavailable`, `other`) | counter |
     /// | `toolbreaker_calls_ignored_total` | `dependency` | counter |
     /// | `toolbreaker_calls_dropped_total` | `dependency` | counter |
+    /// | `toolbreaker_calls_throttled_total` | `dependency` | counter |
     /// | `toolbreaker_transitions_total` | `dependency`, `reason` (as [`TransitionReason::as_str`](crate::TransitionReason::as_str)) | counter |
     /// | `toolbreaker_state` | `dependency`, `state` (`closed`, `open`, `half_open`) | gauge: 1 for the state now, 0 for the others |
     ///
@@ -48,6 +49,8 @@ impl Metrics {
             .absolute(self.ignored);
         counter!("toolbreaker_calls_dropped_total", "dependency" => d.clone())
             .absolute(self.dropped);
+        counter!("toolbreaker_calls_throttled_total", "dependency" => d.clone())
+            .absolute(self.throttled);
         let t = &self.transitions;
         for (reason, count) in [
             ("failure_threshold", t.failure_threshold),
@@ -97,6 +100,11 @@ fn describe() {
         "toolbreaker_calls_ignored_total",
         Unit::Count,
         "Calls that failed through no fault of the dependency"
+    );
+    describe_counter!(
+        "toolbreaker_calls_throttled_total",
+        Unit::Count,
+        "Calls adaptive throttling shed before sending while the circuit breaker was closed"
     );
     describe_counter!(
         "toolbreaker_transitions_total",

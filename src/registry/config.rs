@@ -366,6 +366,12 @@ impl fmt::Display for ConfigChange {
             })
         };
         let jitter = |c: Config| c.cooldown_jitter().to_string();
+        let throttling = |c: Config| {
+            c.adaptive_throttling()
+                .map_or("off".to_owned(), |(k, window)| {
+                    format!("k {k} over {} ms", millis_floor(window))
+                })
+        };
         for (name, old, new) in [
             (
                 "failure_rate",
@@ -378,6 +384,7 @@ impl fmt::Display for ConfigChange {
             ("cooldown_backoff", backoff(b), backoff(a)),
             ("cooldown_jitter", jitter(b), jitter(a)),
             ("probes", b.probes().to_string(), a.probes().to_string()),
+            ("adaptive_throttling", throttling(b), throttling(a)),
         ] {
             if old != new {
                 write!(f, "{sep}{name} {old} -> {new}")?;

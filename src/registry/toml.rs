@@ -7,6 +7,7 @@ use toml::de::{DeTable, DeValue};
 mod error;
 mod pools;
 mod section;
+mod throttling;
 
 pub use self::error::ConfigFileError;
 

@@ -13,7 +13,7 @@ pub(super) const FIELDS: &str = "`failure_threshold`, `cooldown_ms`, `probe_time
                       `slow_call_threshold_ms`, `slow_call_rate`, `window_calls`, `window_ms`, \
                       `minimum_calls`, `cooldown_multiplier`, `max_cooldown_ms`, \
                       `cooldown_jitter`, `probes`, `max_hinted_open_ms`, `hint_jitter`, \
-                      `open_on_long_hint`";
+                      `open_on_long_hint`, `adaptive_throttling`";
 
 /// One section: its keys over `base`, validated; with whether `failure_threshold` was set here or
 /// in `base` (so a rate rule set in a dependency's section keeps the consecutive rule only if
@@ -50,6 +50,7 @@ pub(super) fn section(
     let mut shape = base.shape_settings();
     let mut multiplier = shape.backoff.map(|(m, _)| m);
     let mut max_cooldown = shape.backoff.map(|(_, max)| max);
+    let mut throttling = base.throttling();
     for (key, value) in table {
         let key: &str = key.get_ref();
         let value = value.get_ref();
@@ -110,6 +111,9 @@ pub(super) fn section(
                 shape.open_on_long_hint = Some(*on);
             }
             "probes" => probes = number(u64::from(MAX_PROBES), "probes")? as u32,
+            super::throttling::KEY => {
+                throttling = super::throttling::throttling(dependency, value)?
+            }
             "minimum_calls" => {
                 rates.minimum_calls = Some(number(u64::from(u32::MAX), "calls")? as u32);
             }
@@ -147,6 +151,7 @@ pub(super) fn section(
     )?;
     let threshold_set = threshold.is_some();
     let config = Config::with_rules(threshold, cooldown, probe_timeout, &rates, &shape, probes);
+    let config = config.map(|config| config.with_throttling(throttling));
     config.map(|config| (config, threshold_set)).map_err(|e| {
         // The `ConfigError`'s words with the file's keys for every setting they name; not
         // kept as a source, whose text would name the builder's.
@@ -199,7 +204,11 @@ fn both<A, B>(
 
 /// `value` as a number (a ratio, a multiplier, a fraction), or what is wrong with it (one out of
 /// range is `Config`'s to refuse).
-fn ratio(value: &DeValue<'_>, dependency: Option<&str>, key: &str) -> Result<f64, ConfigFileError> {
+pub(super) fn ratio(
+    value: &DeValue<'_>,
+    dependency: Option<&str>,
+    key: &str,
+) -> Result<f64, ConfigFileError> {
     let number = match value {
         DeValue::Float(float) => float.as_str().replace('_', "").parse::<f64>().ok(),
         // Any integer, however large, is a number: one out of range is refused for its value.
@@ -222,7 +231,7 @@ fn ratio(value: &DeValue<'_>, dependency: Option<&str>, key: &str) -> Result<f64
 /// `value` as a whole number up to `max`, or what is wrong with it. Zero passes, for
 /// [`Config::new`] to refuse in its own words. The integer is judged from its digits, so one of
 /// any size is too large (or, negative, too small), never a parse failure.
-fn whole_number(value: &DeValue<'_>, max: u64, unit: &str) -> Result<u64, String> {
+pub(super) fn whole_number(value: &DeValue<'_>, max: u64, unit: &str) -> Result<u64, String> {
     let range = format!("must be a whole number of {unit} from 1 to {max}");
     let DeValue::Integer(integer) = value else {
         return Err(format!("{range}, not a {}", value.type_str()));

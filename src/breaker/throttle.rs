@@ -1,0 +1,410 @@
+//! Client-side adaptive throttling's counts and probability, kept beside the word (the Google SRE
+//! book, chapter "Handling Overload", section "Client-side throttling").
+//!
+//! Over the last window the breaker counts *requests* (its closed-state calls whose outcome was
+//! recorded, and the calls this throttle shed) and *accepts* (those whose outcome was a success
+//! or `Ignored`: the dependency answered), and sheds a closed admission with probability
+//! `p = max(0, (requests − k·accepts) / (requests + 1))`.
+//!
+//! # Counts
+//!
+//! One `u64` per stripe holds `accepts·2^32 + requests`, cumulative and wrapping, so recording
+//! an outcome is one add (an accept adds `2^32 + 1`, any other request 1) and a window's counts
+//! are the wrapping difference of two sums of the stripes: exact while a window holds fewer
+//! than 2^32 requests. A thread's *own* stripe: `thread_index` hands each thread an index no
+//! other thread ever gets, so the stripe of index `i` below the own stripes' count is written
+//! by that one thread only, with a relaxed load and a store (no lock prefix, and no count lost:
+//! nobody else writes it). Threads with a larger index add to a small set of shared stripes
+//! with `fetch_add`, exact too.
+//!
+//! # The probability
+//!
+//! `p` is one atomic on a line of its own that only the slow paths write: 0 while the
+//! dependency accepts what is asked of it, so a healthy admission reads it and nothing else
+//! here. It is computed afresh (the stripes summed) on a counted failure, on a shed call, on
+//! every recorded outcome while it is above 0, and on an admission while it is above 0 that
+//! finds a new time bucket (the clock is read only then).
+//!
+//! # The window
+//!
+//! A window of `t` ms is 10 buckets of `⌈t/10⌉` ms: the current one and the 9 before it, as the
+//! rate rules' time windows. A ring of 10 snapshots keeps the stripes' sum found by the first
+//! computation in each bucket, tagged with the bucket's number and the restart's epoch; the
+//! window's counts are the sum now less the snapshot of its first bucket. When no computation
+//! ran in that bucket (the dependency was healthy, so nothing was computed), the counts are
+//! estimated at a uniform rate: the counts since the newest snapshot older than the window
+//! (the *restart* at the latest: see below), scaled to the part of that stretch inside the
+//! window, plus the counts since the oldest snapshot inside it, taken whole.
+//!
+//! A *restart* (when the breaker closes in a new generation, and when the window changes)
+//! begins the counts afresh: the sum then, tagged with its bucket and a new epoch. Snapshots of
+//! an older epoch are ignored, and a window that began after the restart counts from it exactly.
+
+use crossbeam_utils::CachePadded;
+use once_cell::race::OnceBox;
+
+use crate::config::Throttling;
+use crate::observe::{stripe_count, thread_index};
+use crate::sync::{AtomicU128, Ordering, RelaxedU64 as AtomicU64};
+
+/// The window's buckets: the current one and the 9 before it.
+const BUCKETS: u64 = 10;
+/// A request's add: one in the low half.
+pub(crate) const REQUEST: u64 = 1;
+/// An accepted request's add: one in each half.
+pub(crate) const ACCEPT: u64 = (1 << 32) | 1;
+/// A tag's bucket number (the clock saturates below 2^43 ms, so a bucket's number fits).
+const NUMBER_BITS: u32 = 48;
+const NUMBER_MASK: u64 = (1 << NUMBER_BITS) - 1;
+
+/// The own stripes per breaker: four per stripe of the counters (at most 64), so a runtime's
+/// workers and the threads started early all write a stripe of their own.
+fn own_count() -> usize {
+    (stripe_count() * 4).min(64)
+}
+
+/// A snapshot of the stripes' sum: where and when it was taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Snapshot {
+    bucket: u64,
+    sum: u64,
+}
+
+/// A breaker's throttle: made when the breaker first has adaptive throttling, and kept.
+#[derive(Debug)]
+pub(crate) struct Throttle {
+    /// `p`'s bits, 0 when not shedding: read by every closed admission, written by the slow
+    /// paths alone. Relaxed: a probability orders nothing.
+    p: CachePadded<AtomicU64>,
+    /// The own stripes, one per thread index below their count (see the module's docs).
+    own: Box<[CachePadded<AtomicU64>]>,
+    /// The stripes of the threads with larger indexes, added to by `fetch_add`.
+    shared: Box<[CachePadded<AtomicU64>]>,
+    /// `k`'s bits; the window in ms (0: off). Relaxed settings, as the breaker's others.
+    k_bits: AtomicU64,
+    window_ms: AtomicU64,
+    /// The bucket the probability was last computed in (an admission's check while `p > 0`).
+    computed: AtomicU64,
+    /// The restart: its epoch and bucket (a tag) above the sum then.
+    restart: AtomicU128,
+    /// Snapshots: a tag above the sum, bucket `b` at index `b % 10`.
+    ring: [AtomicU128; BUCKETS as usize],
+}
+
+impl Throttle {
+    pub(crate) fn new() -> Self {
+        let stripes = |n| {
+            (0..n)
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect()
+        };
+        Throttle {
+            p: CachePadded::new(AtomicU64::new(0)),
+            own: stripes(own_count()),
+            shared: stripes(stripe_count()),
+            k_bits: AtomicU64::new(0),
+            window_ms: AtomicU64::new(0),
+            computed: AtomicU64::new(0),
+            restart: AtomicU128::new(0),
+            ring: Default::default(),
+        }
+    }
+
+    /// The breaker's cell: a throttle with `settings`, counting from now, if they are set.
+    pub(crate) fn cell(settings: Option<Throttling>) -> OnceBox<Throttle> {
+        let cell = OnceBox::new();
+        if settings.is_some() {
+            let throttle = Throttle::new();
+            throttle.set(settings);
+            throttle.restart(0);
+            let _ = cell.set(Box::new(throttle));
+        }
+        cell
+    }
+
+    /// The settings in force; `None` when off.
+    pub(crate) fn settings(&self) -> Option<Throttling> {
+        let window_ms = self.window_ms.load(Ordering::Relaxed);
+        (window_ms != 0).then(|| Throttling {
+            k_bits: self.k_bits.load(Ordering::Relaxed),
+            window_ms,
+        })
+    }
+
+    /// Store new settings (the caller restarts or recomputes as they require).
+    pub(crate) fn set(&self, settings: Option<Throttling>) {
+        match settings {
+            Some(settings) => {
+                self.k_bits.store(settings.k_bits, Ordering::Relaxed);
+                self.window_ms.store(settings.window_ms, Ordering::Relaxed);
+            }
+            None => {
+                self.window_ms.store(0, Ordering::Relaxed);
+                self.p.store(0, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Whether closed admissions are being shed: one relaxed load.
+    #[inline(always)]
+    pub(crate) fn sheds(&self) -> bool {
+        self.p.load(Ordering::Relaxed) != 0
+    }
+
+    /// The probability in force.
+    #[inline]
+    pub(crate) fn p(&self) -> f64 {
+        f64::from_bits(self.p.load(Ordering::Relaxed))
+    }
+
+    /// Add `amount` ([`REQUEST`] or [`ACCEPT`]) to this thread's stripe.
+    #[inline(always)]
+    pub(crate) fn add(&self, amount: u64) {
+        let index = thread_index();
+        match self.own.get(index) {
+            // Written by this thread alone, ever (see the module's docs): load and store.
+            Some(own) => own.store(
+                own.load(Ordering::Relaxed).wrapping_add(amount),
+                Ordering::Relaxed,
+            ),
+            // The shared stripes are a power of two.
+            None => {
+                self.shared[index & (self.shared.len() - 1)].fetch_add(amount, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The stripes' sum: `accepts·2^32 + requests`, cumulative, wrapping. Relaxed loads, read
+    /// one after another: a count being added now is in this sum or the next.
+    pub(crate) fn sum(&self) -> u64 {
+        self.own
+            .iter()
+            .chain(self.shared.iter())
+            .map(|stripe| stripe.load(Ordering::Relaxed))
+            .fold(0, u64::wrapping_add)
+    }
+
+    /// The width of a bucket of a `window_ms` window, in ms (at least 1).
+    pub(crate) const fn bucket_ms(window_ms: u64) -> u64 {
+        window_ms.div_ceil(BUCKETS)
+    }
+
+    /// Whether `now_ms` is in a later bucket than the last computation's.
+    #[inline]
+    pub(crate) fn bucket_moved(&self, now_ms: u64) -> bool {
+        let window_ms = self.window_ms.load(Ordering::Relaxed);
+        window_ms != 0
+            && now_ms / Self::bucket_ms(window_ms) != self.computed.load(Ordering::Relaxed)
+    }
+
+    const fn tag(epoch: u64, bucket: u64) -> u64 {
+        (epoch << NUMBER_BITS) | (bucket & NUMBER_MASK)
+    }
+
+    fn split(value: u128) -> (u64, u64, u64) {
+        let tag = (value >> 64) as u64;
+        (tag >> NUMBER_BITS, tag & NUMBER_MASK, value as u64)
+    }
+
+    const fn join(epoch: u64, bucket: u64, sum: u64) -> u128 {
+        ((Self::tag(epoch, bucket) as u128) << 64) | sum as u128
+    }
+
+    /// Begin the counts afresh at `now_ms`: the window holds nothing from here on, and `p` is 0.
+    pub(crate) fn restart(&self, now_ms: u64) {
+        let window_ms = self.window_ms.load(Ordering::Relaxed).max(1);
+        let bucket = now_ms / Self::bucket_ms(window_ms);
+        let (epoch, _, _) = Self::split(self.restart.load(Ordering::Relaxed));
+        let epoch = (epoch + 1) & ((1 << (64 - NUMBER_BITS)) - 1);
+        self.restart
+            .store(Self::join(epoch, bucket, self.sum()), Ordering::Relaxed);
+        self.computed.store(bucket, Ordering::Relaxed);
+        self.p.store(0, Ordering::Relaxed);
+    }
+
+    /// Compute `p` at `now_ms` from the window's counts, store it, and return it; a snapshot of
+    /// the sum is kept for the bucket if it is the first computation in it.
+    pub(crate) fn refresh(&self, now_ms: u64) -> f64 {
+        let Some(settings) = self.settings() else {
+            self.p.store(0, Ordering::Relaxed);
+            return 0.0;
+        };
+        let bucket_ms = Self::bucket_ms(settings.window_ms);
+        let bucket = now_ms / bucket_ms;
+        let sum = self.sum();
+        let (epoch, restart_bucket, restart_sum) =
+            Self::split(self.restart.load(Ordering::Relaxed));
+        let restart = Snapshot {
+            bucket: restart_bucket,
+            sum: restart_sum,
+        };
+        let (requests, accepts) = self.counts(epoch, restart, sum, now_ms, bucket_ms);
+        if bucket > restart_bucket {
+            self.keep(epoch, bucket, sum);
+        }
+        let p = probability(requests, accepts, settings.k());
+        self.p.store(p.to_bits(), Ordering::Relaxed);
+        self.computed.store(bucket, Ordering::Relaxed);
+        p
+    }
+
+    /// The window's requests and accepts at `now_ms` (exact or estimated: see the module's docs).
+    fn counts(
+        &self,
+        epoch: u64,
+        restart: Snapshot,
+        sum: u64,
+        now_ms: u64,
+        bucket_ms: u64,
+    ) -> (f64, f64) {
+        let bucket = now_ms / bucket_ms;
+        let first = bucket.saturating_sub(BUCKETS - 1);
+        // The newest snapshot at or before the window's first bucket, and the oldest after it.
+        let mut before = restart;
+        let mut inside: Option<Snapshot> = None;
+        if restart.bucket < first {
+            for slot in &self.ring {
+                let (slot_epoch, number, slot_sum) = Self::split(slot.load(Ordering::Relaxed));
+                if slot_epoch != epoch || number <= restart.bucket || number > bucket {
+                    continue;
+                }
+                let snapshot = Snapshot {
+                    bucket: number,
+                    sum: slot_sum,
+                };
+                if number <= first && number > before.bucket {
+                    before = snapshot;
+                }
+                if number > first && inside.is_none_or(|inside| number < inside.bucket) {
+                    inside = Some(snapshot);
+                }
+            }
+        }
+        if before.bucket >= first {
+            // The restart is inside the window (or a snapshot starts it): exact.
+            return split_counts(sum.wrapping_sub(before.sum));
+        }
+        match inside {
+            Some(inside) => {
+                let (r, a) = split_counts(sum.wrapping_sub(inside.sum));
+                let (old_r, old_a) = split_counts(inside.sum.wrapping_sub(before.sum));
+                let share = (inside.bucket - first) as f64 / (inside.bucket - before.bucket) as f64;
+                (r + old_r * share, a + old_a * share)
+            }
+            None => {
+                let (r, a) = split_counts(sum.wrapping_sub(before.sum));
+                let window = (now_ms - first * bucket_ms) as f64;
+                let since = (now_ms - before.bucket * bucket_ms) as f64;
+                (r * window / since, a * window / since)
+            }
+        }
+    }
+
+    /// Keep `sum` as bucket `bucket`'s snapshot, unless one of it (or a later one) is there.
+    fn keep(&self, epoch: u64, bucket: u64, sum: u64) {
+        let slot = &self.ring[(bucket % BUCKETS) as usize];
+        let mut seen = slot.load(Ordering::Relaxed);
+        loop {
+            let (seen_epoch, number, _) = Self::split(seen);
+            if seen_epoch == epoch && number >= bucket {
+                return;
+            }
+            let next = Self::join(epoch, bucket, sum);
+            // Relaxed: a snapshot orders nothing; the first computation in a bucket keeps its sum.
+            match slot.compare_exchange_weak(seen, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(now) => seen = now,
+            }
+        }
+    }
+}
+
+/// A difference of two sums as (requests, accepts).
+fn split_counts(difference: u64) -> (f64, f64) {
+    ((difference & 0xFFFF_FFFF) as f64, (difference >> 32) as f64)
+}
+
+/// The SRE book's client-side throttling: `max(0, (requests − k·accepts) / (requests + 1))`.
+pub(crate) fn probability(requests: f64, accepts: f64, k: f64) -> f64 {
+    ((requests - k * accepts) / (requests + 1.0)).max(0.0)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn on(throttle: &Throttle, k: f64, window_ms: u64) {
+        throttle.set(Some(
+            Throttling::new(k, core::time::Duration::from_millis(window_ms)).unwrap(),
+        ));
+        throttle.restart(0);
+    }
+
+    #[test]
+    fn the_counts_split_exactly_and_the_formula_is_the_books() {
+        assert_eq!(split_counts(3 * ACCEPT + 4 * REQUEST), (7.0, 3.0));
+        // Cumulative requests past 2^32 carry into the high half; differences stay exact.
+        let start = u64::from(u32::MAX) - 1;
+        let end = start.wrapping_add(5 * REQUEST + 2 * ACCEPT);
+        assert_eq!(split_counts(end.wrapping_sub(start)), (7.0, 2.0));
+        assert_eq!(probability(10.0, 5.0, 2.0), 0.0);
+        assert_eq!(probability(10.0, 2.0, 2.0), 6.0 / 11.0);
+        assert_eq!(probability(0.0, 0.0, 2.0), 0.0);
+    }
+
+    /// The window is the last 10 buckets: exact from a snapshot at its first bucket, estimated
+    /// at a uniform rate when none was kept there, and counted from the restart when that is
+    /// inside it.
+    #[test]
+    fn the_window_is_exact_where_snapshots_were_kept_and_estimated_where_not() {
+        let throttle = Throttle::new();
+        on(&throttle, 1.0, 1_000); // buckets of 100 ms
+        for _ in 0..10 {
+            throttle.add(REQUEST);
+        }
+        assert_eq!(throttle.refresh(50), 10.0 / 11.0, "since the restart");
+        // A snapshot at every bucket: the window at 1 050 ms starts at bucket 1 (100 ms), so the
+        // ten failures before it left.
+        for bucket in 1..=10 {
+            throttle.add(REQUEST);
+            throttle.refresh(bucket * 100 + 50);
+        }
+        // Bucket 1's snapshot holds 10 + 1; 9 more requests since: p = 9/10.
+        assert_eq!(throttle.p(), 9.0 / 10.0);
+
+        // Nothing computed for 2 s: the counts since bucket 10's snapshot (30 requests over
+        // the 20.5 buckets since it began) are scaled to the window's 9.5 (from 2 100 ms).
+        for _ in 0..30 {
+            throttle.add(REQUEST);
+        }
+        let p = throttle.refresh(3_050);
+        let requests = 30.0 * (3_050.0 - 2_100.0) / (3_050.0 - 1_000.0);
+        assert!((p - requests / (requests + 1.0)).abs() < 1e-12, "{p}");
+
+        // A restart counts afresh.
+        throttle.restart(3_060);
+        assert_eq!((throttle.p(), throttle.refresh(3_070)), (0.0, 0.0));
+    }
+
+    /// Several threads, more than there are own stripes, each add known numbers: the sum is
+    /// exact.
+    #[test]
+    fn the_counts_are_exact_under_threads_on_own_and_shared_stripes() {
+        let throttle = Throttle::new();
+        let threads = own_count() + stripe_count() + 3;
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    for i in 0..10_000 {
+                        throttle.add(if i % 3 == 0 { ACCEPT } else { REQUEST });
+                    }
+                });
+            }
+        });
+        let accepts = (threads * 3_334) as f64;
+        assert_eq!(
+            split_counts(throttle.sum()),
+            ((threads * 10_000) as f64, accepts)
+        );
+    }
+}
