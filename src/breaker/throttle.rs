@@ -28,17 +28,20 @@
 //! # The window
 //!
 //! A window of `t` ms is 10 buckets of `⌈t/10⌉` ms: the current one and the 9 before it, as the
-//! rate rules' time windows. A ring of 10 snapshots keeps the stripes' sum found by the first
-//! computation in each bucket, tagged with the bucket's number and the restart's epoch; the
-//! window's counts are the sum now less the snapshot of its first bucket. When no computation
-//! ran in that bucket (the dependency was healthy, so nothing was computed), the counts are
-//! estimated at a uniform rate: the counts since the newest snapshot older than the window
-//! (the *restart* at the latest: see below), scaled to the part of that stretch inside the
-//! window, plus the counts since the oldest snapshot inside it, taken whole.
+//! rate rules' time windows. Each computation keeps the sum it found, with its time, as the
+//! *latest* snapshot and, if it is the first in its bucket, in a ring of 10 (one per bucket,
+//! tagged with the restart's epoch). The window's counts are the sum now less the sum at the
+//! window's start, found from the snapshots on either side of it: the counts since the oldest
+//! snapshot inside the window whole, and those between it and the newest snapshot before the
+//! window (the latest, a ring's or the restart) in the share of that stretch's time that lies
+//! inside, as if they came at a uniform rate. So the counts are exact when a snapshot was kept
+//! at the window's start, or the counts began inside it; and when nothing was computed for a
+//! while (the dependency was healthy: nothing asked), the stretch since the last computation is
+//! scaled to the part of it inside the window.
 //!
 //! A *restart* (when the breaker closes in a new generation, and when the window changes)
-//! begins the counts afresh: the sum then, tagged with its bucket and a new epoch. Snapshots of
-//! an older epoch are ignored, and a window that began after the restart counts from it exactly.
+//! begins the counts afresh: the sum then, with its time and a new epoch. Snapshots of an older
+//! epoch are ignored, and a window that begins before the restart counts from it, exactly.
 
 use crossbeam_utils::CachePadded;
 use once_cell::race::OnceBox;
@@ -53,9 +56,9 @@ const BUCKETS: u64 = 10;
 pub(crate) const REQUEST: u64 = 1;
 /// An accepted request's add: one in each half.
 pub(crate) const ACCEPT: u64 = (1 << 32) | 1;
-/// A tag's bucket number (the clock saturates below 2^43 ms, so a bucket's number fits).
-const NUMBER_BITS: u32 = 48;
-const NUMBER_MASK: u64 = (1 << NUMBER_BITS) - 1;
+/// A snapshot's time in ms, below its epoch (the clock saturates below 2^43 ms, so it fits).
+const TIME_BITS: u32 = 48;
+const TIME_MASK: u64 = (1 << TIME_BITS) - 1;
 
 /// The own stripes per breaker: four per stripe of the counters (at most 64), so a runtime's
 /// workers and the threads started early all write a stripe of their own.
@@ -63,11 +66,20 @@ fn own_count() -> usize {
     (stripe_count() * 4).min(64)
 }
 
-/// A snapshot of the stripes' sum: where and when it was taken.
+/// A snapshot of the stripes' sum, and when it was taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Snapshot {
-    bucket: u64,
+    time_ms: u64,
     sum: u64,
+}
+
+impl Snapshot {
+    /// Whether this one was taken after `other`: later, or as late with more counted (the sums
+    /// only grow, so a wrapping difference below 2^63 is a later one).
+    fn is_after(self, other: Snapshot) -> bool {
+        let more = self.sum != other.sum && self.sum.wrapping_sub(other.sum) < 1 << 63;
+        self.time_ms > other.time_ms || (self.time_ms == other.time_ms && more)
+    }
 }
 
 /// A breaker's throttle: made when the breaker first has adaptive throttling, and kept.
@@ -85,10 +97,12 @@ pub(crate) struct Throttle {
     window_ms: AtomicU64,
     /// The bucket the probability was last computed in (an admission's check while `p > 0`).
     computed: AtomicU64,
-    /// The restart: its epoch and bucket (a tag) above the sum then.
+    /// The restart: its epoch and time (a tag) above the sum then.
     restart: AtomicU128,
-    /// Snapshots: a tag above the sum, bucket `b` at index `b % 10`.
+    /// The first snapshot of each bucket: a tag above the sum, bucket `b` at index `b % 10`.
     ring: [AtomicU128; BUCKETS as usize],
+    /// The latest computation's snapshot.
+    latest: AtomicU128,
 }
 
 impl Throttle {
@@ -107,6 +121,7 @@ impl Throttle {
             computed: AtomicU64::new(0),
             restart: AtomicU128::new(0),
             ring: Default::default(),
+            latest: AtomicU128::new(0),
         }
     }
 
@@ -197,121 +212,119 @@ impl Throttle {
             && now_ms / Self::bucket_ms(window_ms) != self.computed.load(Ordering::Relaxed)
     }
 
-    const fn tag(epoch: u64, bucket: u64) -> u64 {
-        (epoch << NUMBER_BITS) | (bucket & NUMBER_MASK)
+    const fn tag(epoch: u64, time_ms: u64) -> u64 {
+        (epoch << TIME_BITS) | (time_ms & TIME_MASK)
     }
 
-    fn split(value: u128) -> (u64, u64, u64) {
+    /// A snapshot's epoch and the snapshot.
+    fn split(value: u128) -> (u64, Snapshot) {
         let tag = (value >> 64) as u64;
-        (tag >> NUMBER_BITS, tag & NUMBER_MASK, value as u64)
+        let snapshot = Snapshot {
+            time_ms: tag & TIME_MASK,
+            sum: value as u64,
+        };
+        (tag >> TIME_BITS, snapshot)
     }
 
-    const fn join(epoch: u64, bucket: u64, sum: u64) -> u128 {
-        ((Self::tag(epoch, bucket) as u128) << 64) | sum as u128
+    const fn join(epoch: u64, snapshot: Snapshot) -> u128 {
+        ((Self::tag(epoch, snapshot.time_ms) as u128) << 64) | snapshot.sum as u128
     }
 
     /// Begin the counts afresh at `now_ms`: the window holds nothing from here on, and `p` is 0.
     pub(crate) fn restart(&self, now_ms: u64) {
         let window_ms = self.window_ms.load(Ordering::Relaxed).max(1);
-        let bucket = now_ms / Self::bucket_ms(window_ms);
-        let (epoch, _, _) = Self::split(self.restart.load(Ordering::Relaxed));
-        let epoch = (epoch + 1) & ((1 << (64 - NUMBER_BITS)) - 1);
+        let (epoch, _) = Self::split(self.restart.load(Ordering::Relaxed));
+        let epoch = (epoch + 1) & ((1 << (64 - TIME_BITS)) - 1);
+        let snapshot = Snapshot {
+            time_ms: now_ms,
+            sum: self.sum(),
+        };
         self.restart
-            .store(Self::join(epoch, bucket, self.sum()), Ordering::Relaxed);
-        self.computed.store(bucket, Ordering::Relaxed);
+            .store(Self::join(epoch, snapshot), Ordering::Relaxed);
+        self.computed
+            .store(now_ms / Self::bucket_ms(window_ms), Ordering::Relaxed);
         self.p.store(0, Ordering::Relaxed);
     }
 
-    /// Compute `p` at `now_ms` from the window's counts, store it, and return it; a snapshot of
-    /// the sum is kept for the bucket if it is the first computation in it.
+    /// Compute `p` at `now_ms` from the window's counts, store it, and return it; the sum is
+    /// kept as the latest snapshot, and as its bucket's if it is the first computation in it.
     pub(crate) fn refresh(&self, now_ms: u64) -> f64 {
         let Some(settings) = self.settings() else {
             self.p.store(0, Ordering::Relaxed);
             return 0.0;
         };
         let bucket_ms = Self::bucket_ms(settings.window_ms);
-        let bucket = now_ms / bucket_ms;
-        let sum = self.sum();
-        let (epoch, restart_bucket, restart_sum) =
-            Self::split(self.restart.load(Ordering::Relaxed));
-        let restart = Snapshot {
-            bucket: restart_bucket,
-            sum: restart_sum,
+        let now = Snapshot {
+            time_ms: now_ms,
+            sum: self.sum(),
         };
-        let (requests, accepts) = self.counts(epoch, restart, sum, now_ms, bucket_ms);
-        if bucket > restart_bucket {
-            self.keep(epoch, bucket, sum);
-        }
+        let (epoch, restart) = Self::split(self.restart.load(Ordering::Relaxed));
+        let (requests, accepts) = self.counts(epoch, restart, now, bucket_ms);
+        self.keep(epoch, now, bucket_ms);
+        self.latest.store(Self::join(epoch, now), Ordering::Relaxed);
         let p = probability(requests, accepts, settings.k());
         self.p.store(p.to_bits(), Ordering::Relaxed);
-        self.computed.store(bucket, Ordering::Relaxed);
+        self.computed.store(now_ms / bucket_ms, Ordering::Relaxed);
         p
     }
 
-    /// The window's requests and accepts at `now_ms` (exact or estimated: see the module's docs).
-    fn counts(
-        &self,
-        epoch: u64,
-        restart: Snapshot,
-        sum: u64,
-        now_ms: u64,
-        bucket_ms: u64,
-    ) -> (f64, f64) {
-        let bucket = now_ms / bucket_ms;
-        let first = bucket.saturating_sub(BUCKETS - 1);
-        // The newest snapshot at or before the window's first bucket, and the oldest after it.
+    /// The window's requests and accepts at `now` (exact or estimated: see the module's docs).
+    fn counts(&self, epoch: u64, restart: Snapshot, now: Snapshot, bucket_ms: u64) -> (f64, f64) {
+        // The window's first bucket starts at `start`.
+        let start = (now.time_ms / bucket_ms).saturating_sub(BUCKETS - 1) * bucket_ms;
+        if restart.time_ms >= start {
+            // Counted afresh inside the window: exact.
+            return split_counts(now.sum.wrapping_sub(restart.sum));
+        }
+        // The newest snapshot before the window, and the oldest inside it.
         let mut before = restart;
         let mut inside: Option<Snapshot> = None;
-        if restart.bucket < first {
-            for slot in &self.ring {
-                let (slot_epoch, number, slot_sum) = Self::split(slot.load(Ordering::Relaxed));
-                if slot_epoch != epoch || number <= restart.bucket || number > bucket {
-                    continue;
-                }
-                let snapshot = Snapshot {
-                    bucket: number,
-                    sum: slot_sum,
-                };
-                if number <= first && number > before.bucket {
+        for slot in self.ring.iter().chain([&self.latest]) {
+            let (slot_epoch, snapshot) = Self::split(slot.load(Ordering::Relaxed));
+            if slot_epoch != epoch
+                || snapshot.time_ms < restart.time_ms
+                || snapshot.time_ms > now.time_ms
+            {
+                continue;
+            }
+            if snapshot.time_ms < start {
+                if snapshot.is_after(before) {
                     before = snapshot;
                 }
-                if number > first && inside.is_none_or(|inside| number < inside.bucket) {
-                    inside = Some(snapshot);
-                }
+            } else if inside.is_none_or(|inside| inside.is_after(snapshot)) {
+                inside = Some(snapshot);
             }
         }
-        if before.bucket >= first {
-            // The restart is inside the window (or a snapshot starts it): exact.
-            return split_counts(sum.wrapping_sub(before.sum));
-        }
-        match inside {
-            Some(inside) => {
-                let (r, a) = split_counts(sum.wrapping_sub(inside.sum));
-                let (old_r, old_a) = split_counts(inside.sum.wrapping_sub(before.sum));
-                let share = (inside.bucket - first) as f64 / (inside.bucket - before.bucket) as f64;
-                (r + old_r * share, a + old_a * share)
-            }
-            None => {
-                let (r, a) = split_counts(sum.wrapping_sub(before.sum));
-                let window = (now_ms - first * bucket_ms) as f64;
-                let since = (now_ms - before.bucket * bucket_ms) as f64;
-                (r * window / since, a * window / since)
-            }
-        }
+        let (older, newer, since) = match inside {
+            // Whole from the oldest snapshot inside; before it, the share of the stretch from
+            // the one before the window that lies inside.
+            Some(inside) => (before, inside, inside.time_ms),
+            // Nothing kept inside: the share of the stretch since the one before.
+            None => (before, now, now.time_ms),
+        };
+        let share = (since - start) as f64 / (since - older.time_ms) as f64;
+        let (whole_r, whole_a) = split_counts(now.sum.wrapping_sub(newer.sum));
+        let (part_r, part_a) = split_counts(newer.sum.wrapping_sub(older.sum));
+        (whole_r + part_r * share, whole_a + part_a * share)
     }
 
-    /// Keep `sum` as bucket `bucket`'s snapshot, unless one of it (or a later one) is there.
-    fn keep(&self, epoch: u64, bucket: u64, sum: u64) {
+    /// Keep `now` as its bucket's snapshot, unless one of that bucket (or a later one) is there.
+    fn keep(&self, epoch: u64, now: Snapshot, bucket_ms: u64) {
+        let bucket = now.time_ms / bucket_ms;
         let slot = &self.ring[(bucket % BUCKETS) as usize];
         let mut seen = slot.load(Ordering::Relaxed);
         loop {
-            let (seen_epoch, number, _) = Self::split(seen);
-            if seen_epoch == epoch && number >= bucket {
+            let (seen_epoch, snapshot) = Self::split(seen);
+            if seen_epoch == epoch && snapshot.time_ms / bucket_ms >= bucket {
                 return;
             }
-            let next = Self::join(epoch, bucket, sum);
             // Relaxed: a snapshot orders nothing; the first computation in a bucket keeps its sum.
-            match slot.compare_exchange_weak(seen, next, Ordering::Relaxed, Ordering::Relaxed) {
+            match slot.compare_exchange_weak(
+                seen,
+                Self::join(epoch, now),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
                 Ok(_) => return,
                 Err(now) => seen = now,
             }
@@ -352,38 +365,51 @@ mod tests {
         assert_eq!(probability(0.0, 0.0, 2.0), 0.0);
     }
 
-    /// The window is the last 10 buckets: exact from a snapshot at its first bucket, estimated
-    /// at a uniform rate when none was kept there, and counted from the restart when that is
-    /// inside it.
+    /// The window is the last 10 buckets: exact from the restart inside it or a snapshot at its
+    /// start, else estimated at a uniform rate between the snapshots on either side of its
+    /// start.
     #[test]
     fn the_window_is_exact_where_snapshots_were_kept_and_estimated_where_not() {
         let throttle = Throttle::new();
         on(&throttle, 1.0, 1_000); // buckets of 100 ms
-        for _ in 0..10 {
-            throttle.add(REQUEST);
-        }
+        let requests = |n| (0..n).for_each(|_| throttle.add(REQUEST));
+        requests(10);
         assert_eq!(throttle.refresh(50), 10.0 / 11.0, "since the restart");
-        // A snapshot at every bucket: the window at 1 050 ms starts at bucket 1 (100 ms), so the
-        // ten failures before it left.
+
+        // One request and a computation at the start of each bucket 1 to 10: at 1 000 ms the
+        // window starts at bucket 1 (100 ms), whose snapshot holds 11 requests: 9 since.
         for bucket in 1..=10 {
-            throttle.add(REQUEST);
-            throttle.refresh(bucket * 100 + 50);
+            requests(1);
+            throttle.refresh(bucket * 100);
         }
-        // Bucket 1's snapshot holds 10 + 1; 9 more requests since: p = 9/10.
         assert_eq!(throttle.p(), 9.0 / 10.0);
 
-        // Nothing computed for 2 s: the counts since bucket 10's snapshot (30 requests over
-        // the 20.5 buckets since it began) are scaled to the window's 9.5 (from 2 100 ms).
-        for _ in 0..30 {
-            throttle.add(REQUEST);
-        }
+        // 30 more, and nothing computed until 3 050 ms: the window starts at 2 100 ms, and the
+        // latest snapshot (1 000 ms) is before it: 30 · 950 / 2 050 of them are counted.
+        requests(30);
         let p = throttle.refresh(3_050);
-        let requests = 30.0 * (3_050.0 - 2_100.0) / (3_050.0 - 1_000.0);
-        assert!((p - requests / (requests + 1.0)).abs() < 1e-12, "{p}");
+        let counted = 30.0 * 950.0 / 2_050.0;
+        assert!((p - counted / (counted + 1.0)).abs() < 1e-12, "{p}");
+
+        // Requests all made at once, then a quiet window: the latest snapshot was taken after
+        // them, so none of them is counted.
+        requests(50);
+        throttle.refresh(3_060);
+        assert_eq!(throttle.refresh(5_000), 0.0);
+
+        // With a snapshot inside: the counts since it whole, and the share before it.
+        requests(20);
+        throttle.refresh(5_450); // the first in bucket 54: kept
+        requests(7);
+        // At 6 350 ms the window starts at 5 400 ms: the 7 since 5 450 ms are all counted, and
+        // of the 20 between 5 000 ms (the newest snapshot before it) and 5 450 ms, 50/450.
+        let counted = 7.0 + 20.0 * 50.0 / 450.0;
+        let p = throttle.refresh(6_350);
+        assert!((p - counted / (counted + 1.0)).abs() < 1e-12, "{p}");
 
         // A restart counts afresh.
-        throttle.restart(3_060);
-        assert_eq!((throttle.p(), throttle.refresh(3_070)), (0.0, 0.0));
+        throttle.restart(6_360);
+        assert_eq!((throttle.p(), throttle.refresh(6_370)), (0.0, 0.0));
     }
 
     /// Several threads, more than there are own stripes, each add known numbers: the sum is
