@@ -158,6 +158,8 @@ impl CircuitBreaker {
 
     pub(crate) fn with_extras(config: Config, clock: quanta::Clock, extras: Extras) -> Self {
         let limits = config.limits();
+        let origin = Origin::new(clock);
+        let throttle = Throttle::cell(config.throttling(), origin.now_ms(Word::MAX_TIME_MS));
         let windows = OnceBox::new();
         if let Some(rates) = limits.rates {
             let made = Box::new(Windows::new());
@@ -169,10 +171,10 @@ impl CircuitBreaker {
             inner: CachePadded::new(Inner {
                 word: WordCell::new(Word::initial(limits.rates.is_some())),
                 settings: Settings::new(limits),
-                origin: Origin::new(clock),
+                origin,
                 metrics: extras.metrics.then(|| Box::new(Counters::new())),
                 windows,
-                throttle: Throttle::cell(config.throttling()),
+                throttle,
                 name: extras.name,
                 cold: Box::new(Cold {
                     herald: Herald::new(extras.listener),

@@ -125,13 +125,13 @@ impl Throttle {
         }
     }
 
-    /// The breaker's cell: a throttle with `settings`, counting from now, if they are set.
-    pub(crate) fn cell(settings: Option<Throttling>) -> OnceBox<Throttle> {
+    /// The breaker's cell: a throttle with `settings`, counting from `now_ms`, if they are set.
+    pub(crate) fn cell(settings: Option<Throttling>, now_ms: u64) -> OnceBox<Throttle> {
         let cell = OnceBox::new();
         if settings.is_some() {
             let throttle = Throttle::new();
             throttle.set(settings);
-            throttle.restart(0);
+            throttle.restart(now_ms);
             let _ = cell.set(Box::new(throttle));
         }
         cell
