@@ -8,6 +8,7 @@ use toml::de::{DeInteger, DeValue};
 
 use crate::config::{Config, MAX_DURATION_MS, MAX_PROBES, Window};
 use crate::registry::toml::error::ConfigFileError;
+use crate::registry::toml::throttling;
 
 pub(super) const FIELDS: &str = "`failure_threshold`, `cooldown_ms`, `probe_timeout_ms`, `failure_rate`, \
                       `slow_call_threshold_ms`, `slow_call_rate`, `window_calls`, `window_ms`, \
@@ -50,7 +51,7 @@ pub(super) fn section(
     let mut shape = base.shape_settings();
     let mut multiplier = shape.backoff.map(|(m, _)| m);
     let mut max_cooldown = shape.backoff.map(|(_, max)| max);
-    let mut throttling = base.throttling();
+    let mut throttle = base.throttling();
     for (key, value) in table {
         let key: &str = key.get_ref();
         let value = value.get_ref();
@@ -111,9 +112,7 @@ pub(super) fn section(
                 shape.open_on_long_hint = Some(*on);
             }
             "probes" => probes = number(u64::from(MAX_PROBES), "probes")? as u32,
-            super::throttling::KEY => {
-                throttling = super::throttling::throttling(dependency, value)?
-            }
+            throttling::KEY => throttle = throttling::throttling(dependency, value)?,
             "minimum_calls" => {
                 rates.minimum_calls = Some(number(u64::from(u32::MAX), "calls")? as u32);
             }
@@ -151,7 +150,7 @@ pub(super) fn section(
     )?;
     let threshold_set = threshold.is_some();
     let config = Config::with_rules(threshold, cooldown, probe_timeout, &rates, &shape, probes);
-    let config = config.map(|config| config.with_throttling(throttling));
+    let config = config.map(|config| config.with_throttling(throttle));
     config.map(|config| (config, threshold_set)).map_err(|e| {
         // The `ConfigError`'s words with the file's keys for every setting they name; not
         // kept as a source, whose text would name the builder's.

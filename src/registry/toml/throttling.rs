@@ -5,9 +5,9 @@ use core::time::Duration;
 
 use toml::de::DeValue;
 
-use super::error::ConfigFileError;
-use super::section::{ratio, whole_number};
 use crate::config::{MAX_DURATION_MS, Throttling};
+use crate::registry::toml::error::ConfigFileError;
+use crate::registry::toml::section::{ratio, whole_number};
 
 /// The key.
 pub(super) const KEY: &str = "adaptive_throttling";
