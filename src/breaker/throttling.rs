@@ -233,3 +233,40 @@ impl CircuitBreaker {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::classify::{FailureKind, Outcome};
+
+    /// A shed call writes nothing the state is made of: the word (state, generation, count,
+    /// flags) is the same bits before and after thousands of them.
+    #[test]
+    fn a_shed_call_leaves_the_word_as_it_was() {
+        let (clock, _mock) = quanta::Clock::mock();
+        let breaker = CircuitBreaker::builder()
+            .failure_threshold(3)
+            .failure_rate(0.9)
+            .minimum_calls(50)
+            .adaptive_throttling(2.0, Duration::from_secs(10))
+            .clock(clock)
+            .build()
+            .unwrap();
+        let failed = Outcome::Failure(FailureKind::Unavailable);
+        breaker.try_acquire().unwrap().record(failed);
+        let word = breaker.word_bits();
+        let mut shed = 0;
+        for _ in 0..5_000 {
+            match breaker.try_acquire() {
+                Ok(permit) => drop(permit),
+                Err(blocked) => {
+                    assert_eq!(blocked.reason(), BlockedReason::Throttled);
+                    assert_eq!(blocked.retry_after(), Duration::from_secs(1), "a tenth");
+                    shed += 1;
+                    assert_eq!(breaker.word_bits(), word);
+                }
+            }
+        }
+        assert!(shed > 4_000, "{shed}");
+    }
+}
