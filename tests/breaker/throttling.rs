@@ -11,8 +11,7 @@ use std::time::Duration;
 use toolbreaker::config::{MAX_DURATION, Problem};
 use toolbreaker::quanta::{Clock, Mock};
 use toolbreaker::{
-    BlockedReason, CircuitBreaker, FailureKind, Outcome, Registry, RegistryConfig, State,
-    TransitionReason, Window,
+    BlockedReason, CircuitBreaker, FailureKind, Outcome, State, TransitionReason, Window,
 };
 
 const S: Duration = Duration::from_secs(1);
@@ -434,6 +433,8 @@ fn bad_settings_are_refused_naming_the_field() {
 
 #[cfg(feature = "toml")]
 mod toml {
+    use toolbreaker::{Registry, RegistryConfig};
+
     use super::*;
 
     const BASE: &str = "\

@@ -477,7 +477,11 @@ fn a_member_that_sheds_by_adaptive_throttling_is_passed_over() {
     }
     assert_eq!(shed, 1);
     let p = a.throttle_probability();
-    assert_eq!(p, 2.0 / 3.0, "the shed call is a request: 2 of 2, no accept");
+    assert_eq!(
+        p,
+        2.0 / 3.0,
+        "the shed call is a request: 2 of 2, no accept"
+    );
     let picked = picks(&pool, 2_000);
     assert_eq!(picked.values().sum::<usize>(), 2_000, "every call served");
     assert_eq!(a.state(), State::Closed);
