@@ -269,6 +269,20 @@ impl Config {
 
     /// Client-side adaptive throttling: the multiplier `k` and the window (whole ms); `None`
     /// when off. See [`Builder::adaptive_throttling`](crate::breaker::Builder::adaptive_throttling).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolbreaker::{CircuitBreaker, Config};
+    ///
+    /// let config = CircuitBreaker::builder()
+    ///     .adaptive_throttling(2.0, Duration::from_micros(10_000_500))
+    ///     .build_config()?;
+    /// assert_eq!(config.adaptive_throttling(), Some((2.0, Duration::from_millis(10_001))));
+    /// assert_eq!(Config::default().adaptive_throttling(), None);
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
     pub fn adaptive_throttling(&self) -> Option<(f64, Duration)> {
         self.throttling.map(|t| (t.k(), t.window()))
     }
