@@ -60,10 +60,10 @@ pub(crate) const ACCEPT: u64 = (1 << 32) | 1;
 const TIME_BITS: u32 = 48;
 const TIME_MASK: u64 = (1 << TIME_BITS) - 1;
 
-/// The own stripes per breaker: four per stripe of the counters (at most 64), so a runtime's
-/// workers and the threads started early all write a stripe of their own.
+/// The own stripes per breaker: four per stripe of the counters (at most 32: 4 KiB), so a
+/// runtime's workers and the threads started early all write a stripe of their own.
 fn own_count() -> usize {
-    (stripe_count() * 4).min(64)
+    (stripe_count() * 4).min(32)
 }
 
 /// A snapshot of the stripes' sum, and when it was taken.

@@ -41,9 +41,11 @@ impl Builder {
     /// start afresh, so a recovered dependency is not shed for a window over its old failures.
     ///
     /// The window is counted in 10 buckets of a tenth of it (see [`docs::configuration`]).
-    /// It costs a healthy call one load when it is admitted, and one add to a stripe of this
-    /// thread's own, with no lock prefix, when its outcome is recorded; the clock is read only
-    /// while the probability is above 0.
+    /// It costs a healthy call one load when it is admitted, and one add when its outcome is
+    /// recorded: to a stripe only this thread ever writes, a load and a store with no lock
+    /// prefix (threads past the first few dozen to use the crate share a few stripes, with an
+    /// atomic add); the clock is read and the stripes summed only while the probability is
+    /// above 0, or at a counted failure. The counts take 5 KiB or less per breaker.
     ///
     /// Validated by `build`: `k` finite and at least 1 (`adaptive_throttling.k`), `window`
     /// from 1 ms to [`MAX_DURATION`](crate::config::MAX_DURATION)
