@@ -331,6 +331,7 @@ mod tests {
             ("hint_jitter = 1.5", "hint_jitter"),
             ("hint_jitter = -0.1", "hint_jitter"),
             ("open_on_long_hint = 1", "open_on_long_hint"),
+            ("adaptive_throttling = true", "adaptive_throttling"),
         ];
         for key in &keys {
             assert!(
