@@ -69,11 +69,16 @@ pub enum BlockedReason {
     /// dependency is busy, not down. Never counted as a failure, never moves the breaker; the
     /// retry-after is 1 ms (a slot frees when any call in flight ends).
     Saturated,
+    /// Adaptive throttling shed the call while the breaker is closed: the dependency is failing
+    /// a growing share of its calls, and this one was not sent, to let it recover
+    /// ([`Builder::adaptive_throttling`](crate::breaker::Builder::adaptive_throttling)). The
+    /// retry-after is a tenth of the throttle's window.
+    Throttled,
 }
 
 impl BlockedReason {
     /// The reason as used in logs and JSON: `dependency_open`, `probe_in_flight`, `isolated`,
-    /// `pool_exhausted` or `saturated`.
+    /// `pool_exhausted`, `saturated` or `throttled`.
     ///
     /// # Examples
     ///
@@ -87,6 +92,7 @@ impl BlockedReason {
             BlockedReason::Isolated => "isolated",
             BlockedReason::PoolExhausted => "pool_exhausted",
             BlockedReason::Saturated => "saturated",
+            BlockedReason::Throttled => "throttled",
         }
     }
 }
@@ -383,6 +389,13 @@ impl fmt::Display for Blocked {
                 return write!(
                     f,
                     "dependency busy: its cap on calls in flight is reached; ask again in {secs:.3} s"
+                );
+            }
+            BlockedReason::Throttled => {
+                return write!(
+                    f,
+                    "circuit closed, dependency degrading: call shed by adaptive throttling; ask \
+                     again in {secs:.3} s"
                 );
             }
         };

@@ -15,6 +15,7 @@ pub(super) fn blocked(dependency: &str, reason: BlockedReason, retry_after_ms: u
     let what = match reason {
         BlockedReason::PoolExhausted => return pool_exhausted(dependency, retry_after_ms),
         BlockedReason::Saturated => return saturated(dependency),
+        BlockedReason::Throttled => return throttled(dependency, retry_after_ms),
         BlockedReason::DependencyOpen => "is temporarily unavailable",
         BlockedReason::ProbeInFlight => "is being checked for recovery",
         BlockedReason::Isolated => "is switched off by its operators",
@@ -43,6 +44,17 @@ fn pool_exhausted(pool: &str, retry_after_ms: u64) -> String {
         "Every upstream of {} is unavailable; do not call it again now. Answer with what you \
          know, use another tool, or try after {} s.",
         if pool.is_empty() { "this tool" } else { pool },
+        seconds(retry_after_ms)
+    )
+}
+
+/// The message of a call adaptive throttling shed: `dependency` is failing more and more of its
+/// calls, and this one was not sent, to let it recover.
+fn throttled(dependency: &str, retry_after_ms: u64) -> String {
+    format!(
+        "{} is degrading, so this call was held back here to let it recover; nothing was sent. \
+         Answer with what you know, use another tool, or try after {} s.",
+        subject(dependency),
         seconds(retry_after_ms)
     )
 }

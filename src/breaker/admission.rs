@@ -96,14 +96,16 @@ impl Builder {
     /// # Ok::<(), toolbreaker::ConfigError>(())
     /// ```
     pub fn build_config(&self) -> Result<Config, ConfigError> {
-        Config::with_rules(
-            self.failure_threshold,
-            self.cooldown,
-            self.probe_timeout,
-            &self.rates,
-            &self.shape,
-            self.probes,
-        )?
-        .with_concurrency(&self.concurrency)
+        self.throttled(
+            Config::with_rules(
+                self.failure_threshold,
+                self.cooldown,
+                self.probe_timeout,
+                &self.rates,
+                &self.shape,
+                self.probes,
+            )?
+            .with_concurrency(&self.concurrency)?,
+        )
     }
 }

@@ -19,8 +19,7 @@ impl CircuitBreaker {
     }
 }
 
-/// Builds a [`CircuitBreaker`]; start from
-/// [`CircuitBreaker::builder`].
+/// Builds a [`CircuitBreaker`]; start from [`CircuitBreaker::builder`].
 ///
 /// Defaults: threshold 5, cooldown 30 s, probe timeout 30 s, the system's monotonic clock
 /// (`quanta::Clock::new()`).
@@ -32,6 +31,7 @@ pub struct Builder {
     pub(super) rates: RateSettings,
     pub(super) shape: ShapeSettings,
     pub(super) probes: u32,
+    pub(super) throttling: Option<(f64, Duration)>,
     pub(super) cooldown: Duration,
     pub(super) probe_timeout: Duration,
     clock: Option<quanta::Clock>,
@@ -50,6 +50,7 @@ impl Default for Builder {
             rates: RateSettings::default(),
             shape: ShapeSettings::default(),
             probes: 1,
+            throttling: None,
             cooldown: DEFAULT_COOLDOWN,
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             clock: None,
@@ -280,6 +281,7 @@ impl Builder {
         self.rates = config.rate_settings();
         self.shape = config.shape_settings();
         self.probes = config.probes();
+        self.throttling = config.adaptive_throttling();
         self.cooldown = config.cooldown();
         self.probe_timeout = config.probe_timeout();
         self.concurrency = config.concurrency().settings();
@@ -367,8 +369,7 @@ impl Builder {
     /// # Examples
     ///
     /// ```
-    /// use std::time::Duration;
-    /// use toolbreaker::CircuitBreaker;
+    /// use {std::time::Duration, toolbreaker::CircuitBreaker};
     ///
     /// let err = CircuitBreaker::builder().cooldown(Duration::ZERO).build().unwrap_err();
     /// assert_eq!(err.field(), "cooldown");

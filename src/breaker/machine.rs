@@ -11,6 +11,7 @@ use smol_str::SmolStr;
 use super::cap::Cap;
 use super::hook::Hook;
 use super::prober::Attached;
+use super::throttle::Throttle;
 use super::window::Windows;
 use crate::config::{Config, Limits, Rates, WindowLimit};
 use crate::observe::{Counter, Counters, Herald, Listener, Metrics};
@@ -98,6 +99,8 @@ pub(super) struct Inner {
     pub(super) metrics: Option<Box<Counters>>,
     /// The rate rules' window, made when the breaker first has one (see `window`).
     pub(super) windows: OnceBox<Windows>,
+    /// Adaptive throttling's counts and probability, made when the breaker first has it.
+    pub(super) throttle: OnceBox<Throttle>,
     pub(super) name: SmolStr,
     /// The herald and the hook, boxed: only the slow paths reach them.
     pub(super) cold: Box<Cold>,
@@ -159,6 +162,8 @@ impl CircuitBreaker {
 
     pub(crate) fn with_extras(config: Config, clock: quanta::Clock, extras: Extras) -> Self {
         let limits = config.limits();
+        let origin = Origin::new(clock);
+        let throttle = Throttle::cell(config.throttling(), origin.now_ms(Word::MAX_TIME_MS));
         let windows = OnceBox::new();
         if let Some(rates) = limits.rates {
             let made = Box::new(Windows::new());
@@ -175,9 +180,10 @@ impl CircuitBreaker {
             inner: CachePadded::new(Inner {
                 word: WordCell::new(Word::initial(limits.rates.is_some())),
                 settings,
-                origin: Origin::new(clock),
+                origin,
                 metrics: extras.metrics.then(|| Box::new(Counters::new())),
                 windows,
+                throttle,
                 name: extras.name,
                 cold: Box::new(Cold {
                     herald: Herald::new(extras.listener),
@@ -201,7 +207,9 @@ impl CircuitBreaker {
     /// [`reconfigure`](Self::reconfigure).
     pub fn config(&self) -> Config {
         let concurrency = self.inner.cold.cap.get().map(Cap::concurrency);
-        Config::from_limits(self.limits()).with_valid_concurrency(concurrency.unwrap_or_default())
+        Config::from_limits(self.limits())
+            .with_valid_concurrency(concurrency.unwrap_or_default())
+            .with_throttling(self.throttling())
     }
 
     #[inline]
@@ -329,6 +337,7 @@ impl CircuitBreaker {
         {
             self.rebase(after.generation());
         }
+        self.throttle_on_update(updated.before, updated.after);
         updated
     }
 

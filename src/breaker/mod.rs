@@ -3,8 +3,9 @@
 //!
 //! The files, bottom up, each importing only from those before it: `hook` (what the slow paths
 //! tell and ask whoever shares the transitions: fleet mode's tap), `window` (the rate rules'
-//! counts, beside the word, a cell of its own) and `cap` (the slots of the cap on calls in
-//! flight, another cell beside the word); `machine` is the type, what it is built from and
+//! counts, beside the word, a cell of its own), `cap` (the slots of the cap on calls in
+//! flight, another cell beside the word) and `throttle` (adaptive throttling's counts and
+//! probability, another); `machine` is the type, what it is built from and
 //! what every operation shares (the settings read, a decision applied through the word's cell,
 //! transitions told); then one file per operation: `sharing` (the hook's door on the breaker), `probes`
 //! (the several probes' slots), `admit` (admission beyond the closed fast path), `report`
@@ -15,6 +16,8 @@
 //! member: a permit, or its refusal uncounted), `call` (guarded calls), `builder` and `admission` (the cap's builder settings and
 //! the validation of them all); then `hint`
 //! (a dependency's hint of how long to stay open: the builder's settings and the report's side),
+//! `throttling` (adaptive throttling: the builder's setting, the admission's draw, the reports'
+//! side),
 //! and last `health` (feature `tokio`: the health check's builder methods and prober task, over
 //! `prober`, the breaker's side of it, which sits below `machine`) and `checks` (ready-made
 //! health checks).
@@ -42,6 +45,8 @@ mod reconfigure;
 mod report;
 mod sharing;
 mod ticket;
+mod throttle;
+mod throttling;
 mod window;
 
 pub use self::builder::Builder;

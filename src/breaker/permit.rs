@@ -34,7 +34,17 @@ impl CircuitBreaker {
     #[inline(always)]
     pub(super) fn closed_permit(&self, word: Word) -> Option<Permit<'_>> {
         let generation = word.closed_generation()?;
-        Some(Permit::new(self, generation, false, self.counting()).rated(word.has(Word::RATED)))
+        // Adaptive throttling, when set: one load, 0 while the dependency accepts its calls.
+        if self.sheds() {
+            return None;
+        }
+        Some(self.permit_of_closed(word, generation))
+    }
+
+    /// The permit of closed word `word` of `generation`, admitted.
+    #[inline(always)]
+    fn permit_of_closed(&self, word: Word, generation: u32) -> Permit<'_> {
+        Permit::new(self, generation, false, self.counting()).rated(word.has(Word::RATED))
     }
 
     /// The rest of `try_acquire`, out of line so the closed path stays a load and a compare:
@@ -56,6 +66,12 @@ impl CircuitBreaker {
         word: Word,
         now: Option<u64>,
     ) -> Result<Permit<'_>, Blocked> {
+        // A closed word comes here only while adaptive throttling sheds: its draw decides.
+        // Then, admitted, the cap's slot: throttling comes before the cap.
+        if let Some(generation) = word.closed_generation() {
+            self.throttle_gate()?;
+            return self.permit_of_closed(word, generation).capped();
+        }
         self.acquire_decided(word, now, false, |generation, probe| {
             Permit::new(self, generation, probe, self.counting())
         })?

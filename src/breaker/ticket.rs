@@ -74,6 +74,7 @@ impl<B: Deref<Target = CircuitBreaker>> Ticket<B> {
                 if counting {
                     self.breaker.count(counter);
                 }
+                self.breaker.throttle_accept();
                 return None;
             }
         }

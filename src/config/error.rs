@@ -68,7 +68,8 @@ impl ConfigError {
 
     /// The offending field: `failure_threshold`, `cooldown`, `probe_timeout`, `failure_rate`,
     /// `slow_call_threshold`, `slow_call_rate`, `window`, `minimum_calls`,
-    /// `cooldown_multiplier`, `max_cooldown`, `cooldown_jitter`, `probes` or `probe_with` (a
+    /// `cooldown_multiplier`, `max_cooldown`, `cooldown_jitter`, `probes`,
+    /// `adaptive_throttling.k`, `adaptive_throttling.window` or `probe_with` (a
     /// health check, feature `tokio`); for a fleet (feature `redis`), `prefix`, `instance`, `fleet_failure_threshold`, `min_instances`, `window`,
     /// `sync_interval`, `command_timeout` or `probe_window`; for MCP (feature `mcp`), `server`,
     /// `upstream`, `per_call_timeout` or `call_time_limit`; for a pool, `groups` or
@@ -173,6 +174,9 @@ impl ConfigError {
             }
             (Problem::OutOfRange, "cooldown_jitter") => {
                 format!("{subject} must be a fraction of at least 0 and below 1")
+            }
+            (Problem::OutOfRange, "adaptive_throttling.k") => {
+                format!("{subject} must be a finite number of at least 1 (2 is the usual choice)")
             }
             (Problem::OutOfRange, "hint_jitter") => {
                 format!("{subject} must be a fraction from 0 to 1")

@@ -4,7 +4,8 @@
 //! `defaults` (the defaults and the largest values accepted), `error` (`ConfigError`,
 //! `Problem`), `fields` (one field's check), `shape` (the cooldown's backoff and jitter),
 //! `rates` (`Window` and the rate rules), `concurrency` (the cap on calls in flight and
-//! `Limit`), `limits` (a configuration in the word's units), and
+//! `Limit`), `throttling` (client-side adaptive throttling's settings), `limits` (a configuration
+//! in the word's units), and
 //! `validated` (`Config`: the whole validation and its accessors).
 
 mod concurrency;
@@ -14,6 +15,7 @@ mod fields;
 mod limits;
 mod rates;
 mod shape;
+mod throttling;
 mod validated;
 
 pub use self::concurrency::Limit;
@@ -33,3 +35,4 @@ pub(crate) use self::fields::{duration_field, name_field};
 pub(crate) use self::limits::Limits;
 pub(crate) use self::rates::{RateSettings, Rates, WindowLimit};
 pub(crate) use self::shape::{Shape, ShapeSettings};
+pub(crate) use self::throttling::Throttling;

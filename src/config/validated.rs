@@ -12,6 +12,7 @@ use super::fields::{MILLION, duration_field};
 use super::limits::{CONSECUTIVE_OFF, Limits};
 use super::rates::{DEFAULT_MINIMUM_CALLS, RateSettings, Rates, Window, WindowLimit};
 use super::shape::{Shape, ShapeSettings};
+use super::throttling::Throttling;
 use crate::time::millis_ceil;
 
 /// A validated breaker configuration.
@@ -60,6 +61,8 @@ pub struct Config {
     probes: u32,
     /// The cap on calls in flight; not part of `Limits` (the breaker keeps it with its slots).
     concurrency: Concurrency,
+    /// Client-side adaptive throttling, if set (kept beside the word's limits).
+    throttling: Option<Throttling>,
 }
 
 impl Config {
@@ -127,6 +130,7 @@ impl Config {
             shape,
             probes,
             concurrency: Concurrency::default(),
+            throttling: None,
         })
     }
 
@@ -299,7 +303,39 @@ impl Config {
             },
             probes: limits.probes,
             concurrency: Concurrency::default(),
+            throttling: None,
         }
+    }
+
+    /// Client-side adaptive throttling: the multiplier `k` and the window (whole ms); `None`
+    /// when off. See [`Builder::adaptive_throttling`](crate::breaker::Builder::adaptive_throttling).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolbreaker::{CircuitBreaker, Config};
+    ///
+    /// let config = CircuitBreaker::builder()
+    ///     .adaptive_throttling(2.0, Duration::from_micros(10_000_500))
+    ///     .build_config()?;
+    /// assert_eq!(config.adaptive_throttling(), Some((2.0, Duration::from_millis(10_001))));
+    /// assert_eq!(Config::default().adaptive_throttling(), None);
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn adaptive_throttling(&self) -> Option<(f64, Duration)> {
+        self.throttling.map(|t| (t.k(), t.window()))
+    }
+
+    /// This configuration with `throttling` (validated by `Throttling::new`).
+    pub(crate) const fn with_throttling(mut self, throttling: Option<Throttling>) -> Config {
+        self.throttling = throttling;
+        self
+    }
+
+    /// The adaptive throttling set, validated.
+    pub(crate) const fn throttling(&self) -> Option<Throttling> {
+        self.throttling
     }
 
     pub(crate) const fn limits(&self) -> Limits {
@@ -329,6 +365,7 @@ impl Default for Config {
             shape: Shape::FIXED,
             probes: 1,
             concurrency: Concurrency::default(),
+            throttling: None,
         }
     }
 }

@@ -29,6 +29,8 @@ pub(crate) enum Counter {
     Unavailable,
     OtherFailure,
     Ignored,
+    /// A closed admission shed by adaptive throttling.
+    Throttled,
 }
 
 const COUNTERS: usize = 10;
@@ -71,6 +73,7 @@ impl Counter {
             Counter::Dropped
             | Counter::Blocked
             | Counter::Saturated
+            | Counter::Throttled
             | Counter::Success
             | Counter::Ignored => None,
         }
@@ -205,6 +208,7 @@ impl Counters {
                 other: self.sum(Counter::OtherFailure),
             },
             ignored: self.sum(Counter::Ignored),
+            throttled: self.sum(Counter::Throttled),
             transitions: TransitionCounts {
                 failure_threshold: t(TransitionReason::FailureThreshold),
                 failure_rate: t(TransitionReason::FailureRate),
@@ -260,6 +264,10 @@ pub struct Metrics {
     pub ignored: u64,
     /// Admitted calls whose permit was dropped without an outcome: cancelled, or panicked.
     pub dropped: u64,
+    /// Calls adaptive throttling shed while closed, before sending
+    /// ([`Builder::adaptive_throttling`](crate::breaker::Builder::adaptive_throttling)): not
+    /// admitted, and not in `blocked`.
+    pub throttled: u64,
     /// Transitions, by reason.
     pub transitions: TransitionCounts,
 }

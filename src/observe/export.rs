@@ -21,6 +21,7 @@ impl Metrics {
     /// | `toolbreaker_calls_saturated_total` | `dependency` | counter |
     /// | `toolbreaker_calls_in_flight` | `dependency` | gauge: calls holding a slot of the cap on calls in flight |
     /// | `toolbreaker_concurrency_limit` | `dependency` | gauge: the cap in force (exported only with a cap) |
+    /// | `toolbreaker_calls_throttled_total` | `dependency` | counter |
     /// | `toolbreaker_transitions_total` | `dependency`, `reason` (as [`TransitionReason::as_str`](crate::TransitionReason::as_str)) | counter |
     /// | `toolbreaker_state` | `dependency`, `state` (`closed`, `open`, `half_open`) | gauge: 1 for the state now, 0 for the others |
     ///
@@ -59,6 +60,8 @@ impl Metrics {
             gauge!("toolbreaker_concurrency_limit", "dependency" => d.clone())
                 .set(f64::from(limit));
         }
+        counter!("toolbreaker_calls_throttled_total", "dependency" => d.clone())
+            .absolute(self.throttled);
         let t = &self.transitions;
         for (reason, count) in [
             ("failure_threshold", t.failure_threshold),
@@ -123,6 +126,11 @@ fn describe() {
         "toolbreaker_concurrency_limit",
         Unit::Count,
         "The cap on calls in flight in force, fixed or adaptive"
+    );
+    describe_counter!(
+        "toolbreaker_calls_throttled_total",
+        Unit::Count,
+        "Calls adaptive throttling shed before sending while the circuit breaker was closed"
     );
     describe_counter!(
         "toolbreaker_transitions_total",

@@ -371,6 +371,12 @@ impl fmt::Display for ConfigChange {
             c.adaptive_concurrency()
                 .map_or("off".to_owned(), |l| format!("{l:?}"))
         };
+        let throttling = |c: Config| {
+            c.adaptive_throttling()
+                .map_or("off".to_owned(), |(k, window)| {
+                    format!("k {k} over {} ms", millis_floor(window))
+                })
+        };
         for (name, old, new) in [
             (
                 "failure_rate",
@@ -389,6 +395,7 @@ impl fmt::Display for ConfigChange {
                 cap(a.max_in_flight()),
             ),
             ("adaptive_concurrency", adaptive(b), adaptive(a)),
+            ("adaptive_throttling", throttling(b), throttling(a)),
         ] {
             if old != new {
                 write!(f, "{sep}{name} {old} -> {new}")?;

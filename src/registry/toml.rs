@@ -7,6 +7,7 @@ use toml::de::{DeTable, DeValue};
 mod error;
 mod pools;
 mod section;
+mod throttling;
 
 pub use self::error::ConfigFileError;
 
@@ -353,6 +354,7 @@ mod tests {
                 "adaptive_concurrency = { algorithm = \"gradient\", min = 1, max = 8, smoothing = 0 }",
                 "adaptive_concurrency.smoothing",
             ),
+            ("adaptive_throttling = true", "adaptive_throttling"),
         ];
         // An `adaptive_concurrency` table's errors name its keys as `adaptive_concurrency.KEY`,
         // and an unknown one lists the algorithm's keys.

@@ -1,5 +1,6 @@
 //! One test binary for `CircuitBreaker` itself: its contract, guarded calls, the cooldown's shape,
-//! probes, rate rules, reconfiguration, the auto traits, the listeners' order and the stress runs.
+//! probes, rate rules, reconfiguration, the auto traits, the listeners' order, the stress runs and
+//! adaptive throttling.
 //! One binary links the crate once for them all; each file is a module, gated on the crate
 //! features it uses, so a build with fewer features runs the files it can.
 
@@ -30,3 +31,4 @@ mod rates;
 #[cfg(feature = "toml")]
 mod reconfigure;
 mod stress;
+mod throttling;

@@ -354,6 +354,7 @@ fn the_registry_snapshot_holds_every_dependency_by_name() {
                 "failures": {"timeout": 1, "connect": 0, "rate_limited": 0, "unavailable": 0, "other": 0},
                 "ignored": 0,
                 "dropped": 0,
+                "throttled": 0,
                 "transitions": {
                     "failure_threshold": 1, "failure_rate": 0, "slow_call_rate": 0, "retry_after": 0,
                     "cooldown_elapsed": 0, "probe_succeeded": 0,
@@ -368,6 +369,7 @@ fn the_registry_snapshot_holds_every_dependency_by_name() {
                 "failures": {"timeout": 1, "connect": 0, "rate_limited": 0, "unavailable": 0, "other": 0},
                 "ignored": 0,
                 "dropped": 0,
+                "throttled": 0,
                 "transitions": {
                     "failure_threshold": 1, "failure_rate": 0, "slow_call_rate": 0, "retry_after": 0,
                     "cooldown_elapsed": 0, "probe_succeeded": 0,
@@ -382,6 +384,7 @@ fn the_registry_snapshot_holds_every_dependency_by_name() {
                 "failures": {"timeout": 0, "connect": 0, "rate_limited": 0, "unavailable": 0, "other": 0},
                 "ignored": 0,
                 "dropped": 0,
+                "throttled": 0,
                 "transitions": {
                     "failure_threshold": 0, "failure_rate": 0, "slow_call_rate": 0, "retry_after": 0,
                     "cooldown_elapsed": 0, "probe_succeeded": 0,
@@ -435,6 +438,7 @@ fn a_single_snapshot_serialises_with_every_documented_field() {
             "ignored",
             "state",
             "successes",
+            "throttled",
             "transitions"
         ]
     );

@@ -97,6 +97,11 @@ fn every_counter_is_exported_with_its_labels_and_absolute_value() {
         value("toolbreaker_calls_dropped_total", &s),
         &DebugValue::Counter(0)
     );
+    assert_eq!(
+        value("toolbreaker_calls_throttled_total", &s),
+        &DebugValue::Counter(0),
+        "no adaptive throttling: exported as 0"
+    );
     let failures = |kind| {
         value(
             "toolbreaker_call_failures_total",

@@ -8,12 +8,14 @@ use toml::de::{DeInteger, DeValue};
 
 use crate::config::{Config, Limit, MAX_DURATION_MS, MAX_PROBES, Window};
 use crate::registry::toml::error::ConfigFileError;
+use crate::registry::toml::throttling;
 
 pub(super) const FIELDS: &str = "`failure_threshold`, `cooldown_ms`, `probe_timeout_ms`, `failure_rate`, \
                       `slow_call_threshold_ms`, `slow_call_rate`, `window_calls`, `window_ms`, \
                       `minimum_calls`, `cooldown_multiplier`, `max_cooldown_ms`, \
                       `cooldown_jitter`, `probes`, `max_hinted_open_ms`, `hint_jitter`, \
-                      `open_on_long_hint`, `max_in_flight`, `adaptive_concurrency`";
+                      `open_on_long_hint`, `max_in_flight`, `adaptive_concurrency`, \
+                      `adaptive_throttling`";
 
 /// The keys of an `adaptive_concurrency` table, by algorithm.
 const AIMD_FIELDS: &str = "`algorithm`, `min`, `max`, `initial`, `backoff_ratio`, \
@@ -57,6 +59,7 @@ pub(super) fn section(
     let mut multiplier = shape.backoff.map(|(m, _)| m);
     let mut max_cooldown = shape.backoff.map(|(_, max)| max);
     let mut concurrency = base.concurrency().settings();
+    let mut throttle = base.throttling();
     for (key, value) in table {
         let key: &str = key.get_ref();
         let value = value.get_ref();
@@ -121,6 +124,7 @@ pub(super) fn section(
                 concurrency.max_in_flight = Some(number(u64::from(u32::MAX), "calls")? as u32);
             }
             "adaptive_concurrency" => concurrency.adaptive = Some(adaptive(dependency, value)?),
+            throttling::KEY => throttle = throttling::throttling(dependency, value)?,
             "minimum_calls" => {
                 rates.minimum_calls = Some(number(u64::from(u32::MAX), "calls")? as u32);
             }
@@ -158,7 +162,8 @@ pub(super) fn section(
     )?;
     let threshold_set = threshold.is_some();
     let config = Config::with_rules(threshold, cooldown, probe_timeout, &rates, &shape, probes)
-        .and_then(|config| config.with_concurrency(&concurrency));
+        .and_then(|config| config.with_concurrency(&concurrency))
+        .map(|config| config.with_throttling(throttle));
     config.map(|config| (config, threshold_set)).map_err(|e| {
         // The `ConfigError`'s words with the file's keys for every setting they name; not
         // kept as a source, whose text would name the builder's.
@@ -302,7 +307,11 @@ fn both<A, B>(
 
 /// `value` as a number (a ratio, a multiplier, a fraction), or what is wrong with it (one out of
 /// range is `Config`'s to refuse).
-fn ratio(value: &DeValue<'_>, dependency: Option<&str>, key: &str) -> Result<f64, ConfigFileError> {
+pub(super) fn ratio(
+    value: &DeValue<'_>,
+    dependency: Option<&str>,
+    key: &str,
+) -> Result<f64, ConfigFileError> {
     let number = match value {
         DeValue::Float(float) => float.as_str().replace('_', "").parse::<f64>().ok(),
         // Any integer, however large, is a number: one out of range is refused for its value.
@@ -325,7 +334,7 @@ fn ratio(value: &DeValue<'_>, dependency: Option<&str>, key: &str) -> Result<f64
 /// `value` as a whole number up to `max`, or what is wrong with it. Zero passes, for
 /// [`Config::new`] to refuse in its own words. The integer is judged from its digits, so one of
 /// any size is too large (or, negative, too small), never a parse failure.
-fn whole_number(value: &DeValue<'_>, max: u64, unit: &str) -> Result<u64, String> {
+pub(super) fn whole_number(value: &DeValue<'_>, max: u64, unit: &str) -> Result<u64, String> {
     let range = format!("must be a whole number of {unit} from 1 to {max}");
     let DeValue::Integer(integer) = value else {
         return Err(format!("{range}, not a {}", value.type_str()));
