@@ -22,7 +22,8 @@
 //!
 //! Next to them, the report shows the breaker's own counters ([`Metrics`], from
 //! `Registry::metrics`), which agree with the gateway's: the breaker admitted `sent` attempts,
-//! recorded the same successes, failures by kind and ignored, and blocked the same calls.
+//! recorded the same successes, failures by kind and ignored, and refused the same calls (its
+//! `blocked`, `saturated` and `throttled` together are the gateway's `blocked`).
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

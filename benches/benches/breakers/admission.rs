@@ -76,10 +76,11 @@ fn breakers() -> [(&'static str, CircuitBreaker); 5] {
             "toolbreaker_adaptive_aimd",
             breaker(|b| {
                 b.adaptive_concurrency(Limit::Aimd {
+                    initial: CAP,
                     min: 1,
                     max: CAP,
-                    initial: CAP,
                     backoff_ratio: 0.9,
+                    latency_threshold: Duration::from_secs(5),
                 })
             }),
         ),
