@@ -21,7 +21,7 @@
 //!
 //! | tool | behaviour |
 //! |---|---|
-//! | `search` | healthy; from 6 % **degrading**: 503 on a growing share of requests, spread evenly (15 %, 30 %, 45 %, 60 %, then 75 % from 14 %); **503** from 20 % to 55 % of the demo; healthy again |
+//! | `search` | healthy; from 6 % **degrading**: 503 on a growing share of requests, spread evenly (20 %, 40 %, 55 %, then 65 % from 12 %); **503** from 20 % to 55 % of the demo; healthy again |
 //! | `weather` | healthy; **hangs** (never answers) from 35 % to 65 %, so attempts time out |
 //! | `quotes` | healthy; from 50 % to 75 % a partial outage: one request in three is answered **429 with `Retry-After: 1`**, the others as usual, so it never fails two in a row |
 //! | `files` | always up, but answers **400** to invalid arguments, which the agent sends on 1 call in 8 |
@@ -51,9 +51,9 @@
 //!   (its table: their answer took a fraction of a millisecond, against the 250 ms an attempt
 //!   waits), and the agents go on with the other tools; `search`'s breaker throttles adaptively
 //!   (`k` 2, over 250 ms): while its 503s grow past half of its calls, it sheds a share of them
-//!   (`throttled`, never sent) before its breaker trips, at the outage's 503s (its table: shed
-//!   before the breaker first tripped, and their share of the calls asked since it began to
-//!   degrade). Neither counts as a failure nor moves the breaker; the other tools' tables have no
+//!   (`throttled`, never sent) before its breaker trips, mostly at the outage's 503s (or in the 65 %
+//!   step, if answers come back out of order enough to make 5 failures in a row) (its table: shed before the breaker first tripped, and their share of the calls asked
+//!   since it began to degrade). Neither counts as a failure nor moves the breaker; the other tools' tables have no
 //!   such rows (no cap, no throttle);
 //! - `search`'s and `weather`'s breakers trip after 5 counted failures in a row (every attempt
 //!   counts, retries included); `quotes`' by its failure-rate rule, once 30 % of its last 20
@@ -98,7 +98,7 @@
 //! |---|---|---|
 //! | failure threshold | 5 consecutive counted failures | at this load a 503 outage trips within a millisecond, a hang within one per-call timeout |
 //! | `weather`'s cap, besides | at most 8 calls in flight (`max_in_flight`) | a hang holds every call that reaches it for a per-call timeout: past 8, a call is answered `saturated` at once rather than joining them |
-//! | `search`'s adaptive throttling, besides | `k` 2.0 over a 250 ms window | sheds calls once fewer than 1 in 2 succeed over the window: from the 60 % step of its degradation; short, to follow steps of a few hundred ms |
+//! | `search`'s adaptive throttling, besides | `k` 2.0 over a 250 ms window | sheds calls once fewer than 1 in 2 succeed over the window: from the 55 % step of its degradation; short, to follow steps of a few hundred ms |
 //! | `quotes`' failure-rate rule, besides | 30 % of the last 20 judged calls, judged from 10 | one failure in three puts 3 or 4 failures in any 10 calls and 6 or 7 in any 20: at least 30 %, so it trips about 10 calls into the outage, or into a close; a healthy `quotes` fails none |
 //! | cooldown | 500 ms | several probes fit in each outage, even in a 4 s demo (`search` is down 1.4 s of it) |
 //! | probe timeout | 2 s | the probe's lease; longer than the per-call timeout, so a probe always reports |
@@ -243,14 +243,14 @@ struct Phase {
 /// `search`'s degradation before its outage, in a single gateway's demo (not in fleet mode, whose
 /// figures compare the requests the outages had: the degradation's successes would drown them): a
 /// growing share of 503s, spread evenly, so its adaptive throttling sheds calls once more than
-/// half fail, while its consecutive rule, at 75 % (three 503s in a row, then a success), does not
-/// trip it until the outage's 503s at 20 %.
-const DEGRADATION: [Phase; 5] = [
-    degrading(15, 0.06, 0.08),
-    degrading(30, 0.08, 0.10),
-    degrading(45, 0.10, 0.12),
-    degrading(60, 0.12, 0.14),
-    degrading(75, 0.14, 0.20),
+/// half fail, while its consecutive rule needs the answers to come back far out of order to see 5
+/// in a row at 65 % (the server answers at most two 503s in a row, then a success): it trips at
+/// the outage's 503s from 20 %, or now and then late in the 65 % step.
+const DEGRADATION: [Phase; 4] = [
+    degrading(20, 0.06, 0.08),
+    degrading(40, 0.08, 0.10),
+    degrading(55, 0.10, 0.12),
+    degrading(65, 0.12, 0.20),
 ];
 
 const fn degrading(percent: u8, from: f64, to: f64) -> Phase {

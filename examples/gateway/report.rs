@@ -610,7 +610,7 @@ impl Snapshot {
             if let Some(mean) = a.saturated_mean_ms() {
                 row(
                     "    their answer took, mean / slowest",
-                    format!("{mean:.3} / {:.3} ms", a.saturated_us_max as f64 / 1000.0),
+                    format!("{:.1} / {} µs", mean * 1000.0, a.saturated_us_max),
                 );
             }
         }

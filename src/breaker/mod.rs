@@ -44,9 +44,9 @@ mod probes;
 mod reconfigure;
 mod report;
 mod sharing;
-mod ticket;
 mod throttle;
 mod throttling;
+mod ticket;
 mod window;
 
 pub use self::builder::Builder;

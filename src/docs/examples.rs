@@ -34,9 +34,10 @@
 //! (`max_in_flight`): while it hangs, only 8 calls wait out the 250 ms per-call timeout, and the
 //! calls past the cap are answered `saturated` at once; its table gives how many, and how long
 //! their answers took, mean and slowest, a fraction of a millisecond. `search` degrades before its
-//! outage, from 6 % of the demo: 503 on a growing share of its requests, spread evenly (15 % to
-//! 75 %, three in a row at most, so its consecutive rule does not trip), then on every one from
-//! 20 %; its breaker throttles adaptively (`adaptive_throttling`, `k` 2.0 over 250 ms), shedding
+//! outage, from 6 % of the demo: 503 on a growing share of its requests, spread evenly (20 % to
+//! 65 %, two in a row at most as the server answers them, so its consecutive rule trips at the
+//! outage, or now and then late in the 65 % step when answers come back far out of order), then
+//! on every one from 20 %; its breaker throttles adaptively (`adaptive_throttling`, `k` 2.0 over 250 ms), shedding
 //! a share of its calls once fewer than half succeed, and its table gives the calls shed before
 //! the breaker first tripped and their share of the calls asked since the degradation began (the
 //! degradation is the single gateway's: fleet mode runs the schedule without it).
