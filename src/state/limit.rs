@@ -216,7 +216,11 @@ mod tests {
         let new = next(at(18.0, 990), &sample(Some(1), 20, true, 995), &a);
         assert_eq!(new, at(16.0, 1000), "started after the decrease at 990");
         // A decrease 2^31 ms or more ago (its low bits read as later than now) is long over.
-        let wrapped = next(at(18.0, 1000 + (1 << 31)), &sample(None, 20, true, 1000), &a);
+        let wrapped = next(
+            at(18.0, 1000 + (1 << 31)),
+            &sample(None, 20, true, 1000),
+            &a,
+        );
         assert_eq!(wrapped, at(16.0, 1000));
         // Clamped both ways.
         assert_eq!(
