@@ -147,7 +147,7 @@ impl Cap {
                 s[0].store(u64::from(fixed) | (kind << 32), o);
             }
         }
-        self.publish();
+        self.publish(&self.concurrency());
     }
 
     /// The settings stored.
@@ -186,7 +186,8 @@ impl Cap {
     /// returned it); the new limit in force if it changed.
     #[inline(never)]
     pub(crate) fn sample(&self, sample: &Sample) -> Option<u32> {
-        let adaptive = self.concurrency().adaptive?;
+        let concurrency = self.concurrency();
+        let adaptive = concurrency.adaptive?;
         let estimate = &self.hot.estimate;
         let mut seen = estimate.load(Ordering::Relaxed);
         loop {
@@ -199,16 +200,15 @@ impl Cap {
                 Err(now) => seen = now,
             }
         }
-        self.publish()
+        self.publish(&concurrency)
     }
 
     /// Write the limit in force into the slots: the fixed cap, or the adaptive limit's whole part
     /// bounded by it. The new limit if it changed.
-    fn publish(&self) -> Option<u32> {
+    fn publish(&self, concurrency: &Concurrency) -> Option<u32> {
         let slots = &self.hot.slots;
         let mut seen = slots.load(Ordering::Relaxed);
         loop {
-            let concurrency = self.concurrency();
             let fixed = concurrency.max_in_flight.unwrap_or(UNBOUNDED);
             let limit = match concurrency.adaptive {
                 Some(a) => {

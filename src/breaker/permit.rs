@@ -58,24 +58,37 @@ impl CircuitBreaker {
     }
 
     /// The admission of a word that is not closed and not plainly open (`reject_open` said
-    /// no): decided and applied, out of line, one copy for `try_acquire` and `call`. `now` is
-    /// the clock's reading if it was already taken.
-    #[inline(never)]
+    /// no): decided and applied, then a slot of the cap on calls in flight taken, out of line,
+    /// one copy for `try_acquire` and `call`. `now` is the clock's reading if it was already
+    /// taken.
+    #[inline]
     pub(super) fn acquire_past_open(
         &self,
         word: Word,
         now: Option<u64>,
     ) -> Result<Permit<'_>, Blocked> {
+        self.acquire_past_open_if_counted(word, now, true)
+    }
+
+    /// [`acquire_past_open`](Self::acquire_past_open); a refusal by the cap on calls in flight
+    /// is counted and logged only if `counted` (a pool passing over a member counts nothing).
+    #[inline(never)]
+    pub(super) fn acquire_past_open_if_counted(
+        &self,
+        word: Word,
+        now: Option<u64>,
+        counted: bool,
+    ) -> Result<Permit<'_>, Blocked> {
         // A closed word comes here only while adaptive throttling sheds: its draw decides.
         // Then, admitted, the cap's slot: throttling comes before the cap.
         if let Some(generation) = word.closed_generation() {
             self.throttle_gate()?;
-            return self.permit_of_closed(word, generation).capped();
+            return self.permit_of_closed(word, generation).capped_if_counted(counted);
         }
         self.acquire_decided(word, now, false, |generation, probe| {
             Permit::new(self, generation, probe, self.counting())
         })?
-        .capped()
+        .capped_if_counted(counted)
     }
 
     /// [`try_acquire`](Self::try_acquire) for a breaker behind an `Arc`: the permit holds the

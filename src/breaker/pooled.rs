@@ -56,7 +56,7 @@ impl CircuitBreaker {
     fn pooled_not_closed(&self, word: Word) -> Result<Permit<'_>, Refusal> {
         match self.refusal(word) {
             None => self
-                .acquire_past_open(word, None)
+                .acquire_past_open_if_counted(word, None, false)
                 .map_err(|blocked| match blocked.reason() {
                     BlockedReason::Saturated => saturated(blocked),
                     _ => Refusal {

@@ -104,8 +104,11 @@ pub(crate) fn next(estimate: Estimate, sample: &Sample, adaptive: &Adaptive) -> 
             let pushback =
                 sample.failed || sample.rtt_us.is_some_and(|rtt| rtt >= latency_threshold_us);
             let last = estimate.aux;
-            // Started after the last decrease (wrapping: the clock's low 32 bits).
-            let news = last == 0 || (sample.started_ms.wrapping_sub(last) as i32) > 0;
+            // Started after the last decrease (the clock's low 32 bits, compared wrapping; a
+            // decrease that reads as later than now is over 24 days old, wrapped round).
+            let news = last == 0
+                || (sample.started_ms.wrapping_sub(last) as i32) > 0
+                || (sample.now_ms.wrapping_sub(last) as i32) < 0;
             let (next, aux) = if pushback && news {
                 let lowered = (limit * (backoff_ppm as f32 / 1e6)).floor();
                 (lowered, sample.now_ms.max(1))
@@ -212,6 +215,13 @@ mod tests {
         assert_eq!(old, failed, "started before the decrease at 1000");
         let new = next(at(18.0, 990), &sample(Some(1), 20, true, 995), &a);
         assert_eq!(new, at(16.0, 1000), "started after the decrease at 990");
+        // A decrease 2^31 ms or more ago (its low bits read as later than now) is long over.
+        let wrapped = next(
+            at(18.0, 1000 + (1 << 31)),
+            &sample(None, 20, true, 1000),
+            &a,
+        );
+        assert_eq!(wrapped, at(16.0, 1000));
         // Clamped both ways.
         assert_eq!(
             next(at(30.0, 0), &sample(Some(1), 30, false, 999), &a).limit,
