@@ -30,8 +30,8 @@ const FILES: &[(&str, &[&str])] = &[
         "breaker",
         &[
             "hook",
-            "window",
             "throttle",
+            "window",
             "prober",
             "machine",
             "sharing",

@@ -2,11 +2,11 @@
 //! state in `crate::state` (the word, the cells, the decider).
 //!
 //! The files, bottom up, each importing only from those before it: `hook` (what the slow paths
-//! tell and ask whoever shares the transitions: fleet mode's tap), `window` (the rate rules'
-//! counts, beside the word, a cell of its own) and `throttle` (adaptive throttling's counts and
-//! probability, another); `machine` is the type, what it is built from and
-//! what every operation shares (the settings read, a decision applied through the word's cell,
-//! transitions told); then one file per operation: `sharing` (the hook's door on the breaker), `probes`
+//! tell and ask whoever shares the transitions: fleet mode's tap), `throttle` (adaptive
+//! throttling's counts and probability, a cell of its own) and `window` (the rate rules' counts,
+//! beside the word, a cell of its own that also holds the throttle's pointer); `machine` is the
+//! type, what it is built from and what every operation shares (the settings read, a decision
+//! applied through the word's cell, transitions told); then one file per operation: `sharing` (the hook's door on the breaker), `probes`
 //! (the several probes' slots), `admit` (admission beyond the closed fast path), `report`
 //! (outcomes and the window's judgement), `manual` (changes by hand) and `reconfigure`; then
 //! `permit` (the permits, and the methods that issue them), `pooled` (what a pool asks of a

@@ -44,7 +44,6 @@
 //! epoch are ignored, and a window that begins before the restart counts from it, exactly.
 
 use crossbeam_utils::CachePadded;
-use once_cell::race::OnceBox;
 
 use crate::config::Throttling;
 use crate::observe::{stripe_count, thread_index};
@@ -123,18 +122,6 @@ impl Throttle {
             ring: Default::default(),
             latest: AtomicU128::new(0),
         }
-    }
-
-    /// The breaker's cell: a throttle with `settings`, counting from `now_ms`, if they are set.
-    pub(crate) fn cell(settings: Option<Throttling>, now_ms: u64) -> OnceBox<Throttle> {
-        let cell = OnceBox::new();
-        if settings.is_some() {
-            let throttle = Throttle::new();
-            throttle.set(settings);
-            throttle.restart(now_ms);
-            let _ = cell.set(Box::new(throttle));
-        }
-        cell
     }
 
     /// The settings in force; `None` when off.

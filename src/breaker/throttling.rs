@@ -8,6 +8,7 @@ use core::time::Duration;
 use super::builder::Builder;
 use super::machine::CircuitBreaker;
 use super::throttle::{ACCEPT, REQUEST, Throttle};
+use super::window::Windows;
 use crate::config::{Config, ConfigError, Throttling};
 use crate::observe::{self, Counter};
 use crate::state::word::Word;
@@ -120,19 +121,26 @@ impl CircuitBreaker {
     /// # Ok::<(), toolbreaker::ConfigError>(())
     /// ```
     pub fn throttle_probability(&self) -> f64 {
-        self.inner.throttle.get().map_or(0.0, Throttle::p)
+        self.throttle().map_or(0.0, Throttle::p)
+    }
+
+    /// The throttle's cell, if the breaker has had adaptive throttling: behind the window's
+    /// pointer (made for it if the breaker has no rate rule).
+    #[inline(always)]
+    fn throttle(&self) -> Option<&Throttle> {
+        self.inner.windows.get()?.throttle.get()
     }
 
     /// The adaptive throttling in force, if any.
     pub(super) fn throttling(&self) -> Option<Throttling> {
-        self.inner.throttle.get()?.settings()
+        self.throttle()?.settings()
     }
 
     /// Whether a closed admission takes the throttle's draw: one load, of a line only the slow
     /// paths write, when throttling is set.
     #[inline(always)]
     pub(super) fn sheds(&self) -> bool {
-        self.inner.throttle.get().is_some_and(Throttle::sheds)
+        self.throttle().is_some_and(Throttle::sheds)
     }
 
     /// The throttle's draw for a closed admission while the probability is above 0: the
@@ -141,7 +149,7 @@ impl CircuitBreaker {
     #[cold]
     #[inline(never)]
     pub(super) fn throttle_gate(&self) -> Result<(), Blocked> {
-        let Some(throttle) = self.inner.throttle.get() else {
+        let Some(throttle) = self.throttle() else {
             return Ok(());
         };
         let now_ms = self.now_ms();
@@ -168,7 +176,7 @@ impl CircuitBreaker {
     /// current): an accept; the probability computed afresh only while above 0.
     #[inline(always)]
     pub(super) fn throttle_accept(&self) {
-        if let Some(throttle) = self.inner.throttle.get() {
+        if let Some(throttle) = self.throttle() {
             throttle.add(ACCEPT);
             if throttle.sheds() {
                 self.throttle_refresh(throttle);
@@ -186,7 +194,7 @@ impl CircuitBreaker {
     /// generation, accepted unless a counted failure; the probability computed afresh on a
     /// failure, or while above 0.
     pub(super) fn throttle_record(&self, generation: u32, counter: Counter) {
-        let Some(throttle) = self.inner.throttle.get() else {
+        let Some(throttle) = self.throttle() else {
             return;
         };
         if self.word().closed_generation() != Some(generation) {
@@ -202,7 +210,7 @@ impl CircuitBreaker {
     /// A write that landed a closed word of a new generation restarts the throttle's window.
     #[inline]
     pub(super) fn throttle_on_update(&self, before: Word, after: Option<Word>) {
-        if let Some(throttle) = self.inner.throttle.get()
+        if let Some(throttle) = self.throttle()
             && let Some(generation) = after.and_then(Word::closed_generation)
             && before.closed_generation() != Some(generation)
         {
@@ -218,13 +226,15 @@ impl CircuitBreaker {
             return;
         }
         let Some(settings) = settings else {
-            if let Some(throttle) = self.inner.throttle.get() {
+            if let Some(throttle) = self.throttle() {
                 throttle.set(None);
             }
             return;
         };
         let throttle = self
             .inner
+            .windows
+            .get_or_init(|| Box::new(Windows::new()))
             .throttle
             .get_or_init(|| Box::new(Throttle::new()));
         throttle.set(Some(settings));
