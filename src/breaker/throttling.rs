@@ -46,8 +46,9 @@ impl Builder {
     /// recorded: to a stripe only this thread ever writes, a load and a store with no lock
     /// prefix (threads past the first few dozen to use the crate share a few stripes, with an
     /// atomic add); the clock is read and the stripes summed only while the probability is
-    /// above 0, or at a counted failure. The counts take about 1.6 KiB per breaker on 2 cores,
-    /// and at most about 6.5 KiB (16 cores or more).
+    /// above 0, or at a counted failure. It takes about 3 KiB per breaker on 2 cores, and at
+    /// most about 10 KiB (16 cores or more), the rate rules' window cell that holds it included
+    /// (made for it when the breaker has no rate rule); measured by `tests/memory.rs`.
     ///
     /// Validated by `build`: `k` finite and at least 1 (`adaptive_throttling.k`), `window`
     /// from 1 ms to [`MAX_DURATION`](crate::config::MAX_DURATION)
