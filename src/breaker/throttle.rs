@@ -191,12 +191,14 @@ impl Throttle {
         window_ms.div_ceil(BUCKETS)
     }
 
-    /// Whether `now_ms` is in a later bucket than the last computation's.
+    /// Whether `p` is to be computed afresh before a draw at `now_ms`: `now_ms` is in a later
+    /// bucket than the last computation's, or throttling is off (a computation that raced its
+    /// turning off may have left a `p`; computing it again clears it).
     #[inline]
-    pub(crate) fn bucket_moved(&self, now_ms: u64) -> bool {
+    pub(crate) fn stale(&self, now_ms: u64) -> bool {
         let window_ms = self.window_ms.load(Ordering::Relaxed);
-        window_ms != 0
-            && now_ms / Self::bucket_ms(window_ms) != self.computed.load(Ordering::Relaxed)
+        window_ms == 0
+            || now_ms / Self::bucket_ms(window_ms) != self.computed.load(Ordering::Relaxed)
     }
 
     const fn tag(epoch: u64, time_ms: u64) -> u64 {

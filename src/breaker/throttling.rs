@@ -155,7 +155,7 @@ impl CircuitBreaker {
         };
         let now_ms = self.now_ms();
         let mut p = throttle.p();
-        if throttle.bucket_moved(now_ms) {
+        if throttle.stale(now_ms) {
             p = throttle.refresh(now_ms);
         }
         // A thread-local generator, no lock; drawn only while shedding.
