@@ -162,7 +162,12 @@ impl Throttle {
     /// Add `amount` ([`REQUEST`] or [`ACCEPT`]) to this thread's stripe.
     #[inline(always)]
     pub(crate) fn add(&self, amount: u64) {
-        let index = thread_index();
+        self.add_at(thread_index(), amount);
+    }
+
+    /// [`add`](Self::add) as the thread of index `index`: only that thread may call it.
+    #[inline(always)]
+    fn add_at(&self, index: usize, amount: u64) {
         match self.own.get(index) {
             // Written by this thread alone, ever (see the module's docs): load and store.
             Some(own) => own.store(
@@ -401,17 +406,21 @@ mod tests {
         assert_eq!((throttle.p(), throttle.refresh(6_370)), (0.0, 0.0));
     }
 
-    /// Several threads, more than there are own stripes, each add known numbers: the sum is
-    /// exact.
+    /// Several threads, more than there are own stripes, each add known numbers: one per own
+    /// stripe (by its index, as `thread_index` hands them out: never two threads the same) and
+    /// the rest on the shared stripes, several to a stripe, at once. The sum is exact.
     #[test]
     fn the_counts_are_exact_under_threads_on_own_and_shared_stripes() {
         let throttle = Throttle::new();
-        let threads = own_count() + stripe_count() + 3;
+        let threads = own_count() + 3 * stripe_count() + 1;
+        let start = std::sync::Barrier::new(threads);
         std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(|| {
+            for index in 0..threads {
+                let (throttle, start) = (&throttle, &start);
+                scope.spawn(move || {
+                    start.wait();
                     for i in 0..10_000 {
-                        throttle.add(if i % 3 == 0 { ACCEPT } else { REQUEST });
+                        throttle.add_at(index, if i % 3 == 0 { ACCEPT } else { REQUEST });
                     }
                 });
             }
