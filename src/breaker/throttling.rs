@@ -37,9 +37,12 @@ impl Builder {
     /// of the window (when the probability is next computed afresh). It is counted only in
     /// [`Metrics::throttled`](crate::observe::Metrics::throttled) and logged as a blocked call:
     /// it is never a failure or a success, never in a rate rule's window, never a transition,
-    /// never sent to the fleet and never a pool's reason to pass a member over for health. When
-    /// the breaker closes in a new generation (a probe's success, a change by hand) the counts
-    /// start afresh, so a recovered dependency is not shed for a window over its old failures.
+    /// never sent to the fleet, and a pool tries another member for it, as for any block,
+    /// without counting the member ejected. When the breaker closes in a new generation (a
+    /// probe's success, a change by hand) the counts start afresh, so a recovered dependency is
+    /// not shed for a window over its old failures. Changed live by
+    /// [`CircuitBreaker::reconfigure`](super::CircuitBreaker::reconfigure) and
+    /// [`Registry::reload`](crate::Registry::reload) (`adaptive_throttling` in a file).
     ///
     /// The window is counted in 10 buckets of a tenth of it (see [`docs::configuration`]).
     /// It costs a healthy call one load when it is admitted, and one add when its outcome is
