@@ -350,7 +350,8 @@ impl Blocked {
     /// How long until a call may be admitted again, in whole milliseconds and never zero: the
     /// remaining cooldown while open, the time left on the probe's lease while a probe is in
     /// flight. An isolated breaker has no known end, so it gives its cooldown: the interval at
-    /// which to ask again.
+    /// which to ask again. A call shed by adaptive throttling gives a tenth of the throttle's
+    /// window, when its probability is next computed afresh.
     pub const fn retry_after(&self) -> Duration {
         Duration::from_millis(self.retry_after_ms)
     }

@@ -30,9 +30,9 @@ const FILES: &[(&str, &[&str])] = &[
         "breaker",
         &[
             "hook",
+            "throttle",
             "window",
             "cap",
-            "throttle",
             "prober",
             "machine",
             "sharing",

@@ -11,7 +11,6 @@ use smol_str::SmolStr;
 use super::cap::Cap;
 use super::hook::Hook;
 use super::prober::Attached;
-use super::throttle::Throttle;
 use super::window::Windows;
 use crate::config::{Config, Limits, Rates, WindowLimit};
 use crate::observe::{Counter, Counters, Herald, Listener, Metrics};
@@ -99,8 +98,6 @@ pub(super) struct Inner {
     pub(super) metrics: Option<Box<Counters>>,
     /// The rate rules' window, made when the breaker first has one (see `window`).
     pub(super) windows: OnceBox<Windows>,
-    /// Adaptive throttling's counts and probability, made when the breaker first has it.
-    pub(super) throttle: OnceBox<Throttle>,
     pub(super) name: SmolStr,
     /// The herald and the hook, boxed: only the slow paths reach them.
     pub(super) cold: Box<Cold>,
@@ -162,8 +159,6 @@ impl CircuitBreaker {
 
     pub(crate) fn with_extras(config: Config, clock: quanta::Clock, extras: Extras) -> Self {
         let limits = config.limits();
-        let origin = Origin::new(clock);
-        let throttle = Throttle::cell(config.throttling(), origin.now_ms(Word::MAX_TIME_MS));
         let windows = OnceBox::new();
         if let Some(rates) = limits.rates {
             let made = Box::new(Windows::new());
@@ -176,14 +171,13 @@ impl CircuitBreaker {
             let _ = cap.set(Box::new(Cap::new(&config.concurrency())));
             settings.mark_capped();
         }
-        CircuitBreaker {
+        let breaker = CircuitBreaker {
             inner: CachePadded::new(Inner {
                 word: WordCell::new(Word::initial(limits.rates.is_some())),
                 settings,
-                origin,
+                origin: Origin::new(clock),
                 metrics: extras.metrics.then(|| Box::new(Counters::new())),
                 windows,
-                throttle,
                 name: extras.name,
                 cold: Box::new(Cold {
                     herald: Herald::new(extras.listener),
@@ -194,7 +188,10 @@ impl CircuitBreaker {
                     cap,
                 }),
             }),
-        }
+        };
+        // Adaptive throttling's cell hangs off the window's (see `throttling`).
+        breaker.reconfigure_throttle(config.throttling());
+        breaker
     }
 
     /// The dependency this breaker guards, as named by [`Builder::name`](super::Builder::name) or by the

@@ -2,12 +2,12 @@
 //! state in `crate::state` (the word, the cells, the decider).
 //!
 //! The files, bottom up, each importing only from those before it: `hook` (what the slow paths
-//! tell and ask whoever shares the transitions: fleet mode's tap), `window` (the rate rules'
-//! counts, beside the word, a cell of its own), `cap` (the slots of the cap on calls in
-//! flight, another cell beside the word) and `throttle` (adaptive throttling's counts and
-//! probability, another); `machine` is the type, what it is built from and
-//! what every operation shares (the settings read, a decision applied through the word's cell,
-//! transitions told); then one file per operation: `sharing` (the hook's door on the breaker), `probes`
+//! tell and ask whoever shares the transitions: fleet mode's tap), `throttle` (adaptive
+//! throttling's counts and probability, a cell of its own), `window` (the rate rules' counts,
+//! beside the word, a cell of its own that also holds the throttle's pointer) and `cap` (the
+//! slots of the cap on calls in flight, another cell beside the word); `machine` is the
+//! type, what it is built from and what every operation shares (the settings read, a decision
+//! applied through the word's cell, transitions told); then one file per operation: `sharing` (the hook's door on the breaker), `probes`
 //! (the several probes' slots), `admit` (admission beyond the closed fast path), `report`
 //! (outcomes and the window's judgement), `manual` (changes by hand), `reconfigure` and `capped`
 //! (a permit's slot taken and given back, the saturated rejection, the cap's readings); then

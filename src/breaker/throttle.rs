@@ -44,7 +44,6 @@
 //! epoch are ignored, and a window that begins before the restart counts from it, exactly.
 
 use crossbeam_utils::CachePadded;
-use once_cell::race::OnceBox;
 
 use crate::config::Throttling;
 use crate::observe::{stripe_count, thread_index};
@@ -125,18 +124,6 @@ impl Throttle {
         }
     }
 
-    /// The breaker's cell: a throttle with `settings`, counting from `now_ms`, if they are set.
-    pub(crate) fn cell(settings: Option<Throttling>, now_ms: u64) -> OnceBox<Throttle> {
-        let cell = OnceBox::new();
-        if settings.is_some() {
-            let throttle = Throttle::new();
-            throttle.set(settings);
-            throttle.restart(now_ms);
-            let _ = cell.set(Box::new(throttle));
-        }
-        cell
-    }
-
     /// The settings in force; `None` when off.
     pub(crate) fn settings(&self) -> Option<Throttling> {
         let window_ms = self.window_ms.load(Ordering::Relaxed);
@@ -175,7 +162,12 @@ impl Throttle {
     /// Add `amount` ([`REQUEST`] or [`ACCEPT`]) to this thread's stripe.
     #[inline(always)]
     pub(crate) fn add(&self, amount: u64) {
-        let index = thread_index();
+        self.add_at(thread_index(), amount);
+    }
+
+    /// [`add`](Self::add) as the thread of index `index`: only that thread may call it.
+    #[inline(always)]
+    fn add_at(&self, index: usize, amount: u64) {
         match self.own.get(index) {
             // Written by this thread alone, ever (see the module's docs): load and store.
             Some(own) => own.store(
@@ -204,12 +196,14 @@ impl Throttle {
         window_ms.div_ceil(BUCKETS)
     }
 
-    /// Whether `now_ms` is in a later bucket than the last computation's.
+    /// Whether `p` is to be computed afresh before a draw at `now_ms`: `now_ms` is in a later
+    /// bucket than the last computation's, or throttling is off (a computation that raced its
+    /// turning off may have left a `p`; computing it again clears it).
     #[inline]
-    pub(crate) fn bucket_moved(&self, now_ms: u64) -> bool {
+    pub(crate) fn stale(&self, now_ms: u64) -> bool {
         let window_ms = self.window_ms.load(Ordering::Relaxed);
-        window_ms != 0
-            && now_ms / Self::bucket_ms(window_ms) != self.computed.load(Ordering::Relaxed)
+        window_ms == 0
+            || now_ms / Self::bucket_ms(window_ms) != self.computed.load(Ordering::Relaxed)
     }
 
     const fn tag(epoch: u64, time_ms: u64) -> u64 {
@@ -412,17 +406,21 @@ mod tests {
         assert_eq!((throttle.p(), throttle.refresh(6_370)), (0.0, 0.0));
     }
 
-    /// Several threads, more than there are own stripes, each add known numbers: the sum is
-    /// exact.
+    /// Several threads, more than there are own stripes, each add known numbers: one per own
+    /// stripe (by its index, as `thread_index` hands them out: never two threads the same) and
+    /// the rest on the shared stripes, several to a stripe, at once. The sum is exact.
     #[test]
     fn the_counts_are_exact_under_threads_on_own_and_shared_stripes() {
         let throttle = Throttle::new();
-        let threads = own_count() + stripe_count() + 3;
+        let threads = own_count() + 3 * stripe_count() + 1;
+        let start = std::sync::Barrier::new(threads);
         std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(|| {
+            for index in 0..threads {
+                let (throttle, start) = (&throttle, &start);
+                scope.spawn(move || {
+                    start.wait();
                     for i in 0..10_000 {
-                        throttle.add(if i % 3 == 0 { ACCEPT } else { REQUEST });
+                        throttle.add_at(index, if i % 3 == 0 { ACCEPT } else { REQUEST });
                     }
                 });
             }

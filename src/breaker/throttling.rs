@@ -8,6 +8,7 @@ use core::time::Duration;
 use super::builder::Builder;
 use super::machine::CircuitBreaker;
 use super::throttle::{ACCEPT, REQUEST, Throttle};
+use super::window::Windows;
 use crate::config::{Config, ConfigError, Throttling};
 use crate::observe::{self, Counter};
 use crate::state::word::Word;
@@ -36,17 +37,21 @@ impl Builder {
     /// of the window (when the probability is next computed afresh). It is counted only in
     /// [`Metrics::throttled`](crate::observe::Metrics::throttled) and logged as a blocked call:
     /// it is never a failure or a success, never in a rate rule's window, never a transition,
-    /// never sent to the fleet and never a pool's reason to pass a member over for health. When
-    /// the breaker closes in a new generation (a probe's success, a change by hand) the counts
-    /// start afresh, so a recovered dependency is not shed for a window over its old failures.
+    /// never sent to the fleet, and a pool tries another member for it, as for any block,
+    /// without counting the member ejected. When the breaker closes in a new generation (a
+    /// probe's success, a change by hand) the counts start afresh, so a recovered dependency is
+    /// not shed for a window over its old failures. Changed live by
+    /// [`CircuitBreaker::reconfigure`](super::CircuitBreaker::reconfigure) and
+    /// [`Registry::reload`](crate::Registry::reload) (`adaptive_throttling` in a file).
     ///
     /// The window is counted in 10 buckets of a tenth of it (see [`docs::configuration`]).
     /// It costs a healthy call one load when it is admitted, and one add when its outcome is
     /// recorded: to a stripe only this thread ever writes, a load and a store with no lock
     /// prefix (threads past the first few dozen to use the crate share a few stripes, with an
     /// atomic add); the clock is read and the stripes summed only while the probability is
-    /// above 0, or at a counted failure. The counts take about 1.6 KiB per breaker on 2 cores,
-    /// and at most about 6.5 KiB (16 cores or more).
+    /// above 0, or at a counted failure. It takes about 3 KiB per breaker on 2 cores, and at
+    /// most about 10 KiB (16 cores or more), the rate rules' window cell that holds it included
+    /// (made for it when the breaker has no rate rule); measured by `tests/memory.rs`.
     ///
     /// Validated by `build`: `k` finite and at least 1 (`adaptive_throttling.k`), `window`
     /// from 1 ms to [`MAX_DURATION`](crate::config::MAX_DURATION)
@@ -120,19 +125,26 @@ impl CircuitBreaker {
     /// # Ok::<(), toolbreaker::ConfigError>(())
     /// ```
     pub fn throttle_probability(&self) -> f64 {
-        self.inner.throttle.get().map_or(0.0, Throttle::p)
+        self.throttle().map_or(0.0, Throttle::p)
+    }
+
+    /// The throttle's cell, if the breaker has had adaptive throttling: behind the window's
+    /// pointer (made for it if the breaker has no rate rule).
+    #[inline(always)]
+    fn throttle(&self) -> Option<&Throttle> {
+        self.inner.windows.get()?.throttle.get()
     }
 
     /// The adaptive throttling in force, if any.
     pub(super) fn throttling(&self) -> Option<Throttling> {
-        self.inner.throttle.get()?.settings()
+        self.throttle()?.settings()
     }
 
     /// Whether a closed admission takes the throttle's draw: one load, of a line only the slow
     /// paths write, when throttling is set.
     #[inline(always)]
     pub(super) fn sheds(&self) -> bool {
-        self.inner.throttle.get().is_some_and(Throttle::sheds)
+        self.throttle().is_some_and(Throttle::sheds)
     }
 
     /// The throttle's draw for a closed admission while the probability is above 0: the
@@ -141,12 +153,12 @@ impl CircuitBreaker {
     #[cold]
     #[inline(never)]
     pub(super) fn throttle_gate(&self) -> Result<(), Blocked> {
-        let Some(throttle) = self.inner.throttle.get() else {
+        let Some(throttle) = self.throttle() else {
             return Ok(());
         };
         let now_ms = self.now_ms();
         let mut p = throttle.p();
-        if throttle.bucket_moved(now_ms) {
+        if throttle.stale(now_ms) {
             p = throttle.refresh(now_ms);
         }
         // A thread-local generator, no lock; drawn only while shedding.
@@ -168,7 +180,7 @@ impl CircuitBreaker {
     /// current): an accept; the probability computed afresh only while above 0.
     #[inline(always)]
     pub(super) fn throttle_accept(&self) {
-        if let Some(throttle) = self.inner.throttle.get() {
+        if let Some(throttle) = self.throttle() {
             throttle.add(ACCEPT);
             if throttle.sheds() {
                 self.throttle_refresh(throttle);
@@ -186,7 +198,7 @@ impl CircuitBreaker {
     /// generation, accepted unless a counted failure; the probability computed afresh on a
     /// failure, or while above 0.
     pub(super) fn throttle_record(&self, generation: u32, counter: Counter) {
-        let Some(throttle) = self.inner.throttle.get() else {
+        let Some(throttle) = self.throttle() else {
             return;
         };
         if self.word().closed_generation() != Some(generation) {
@@ -202,7 +214,7 @@ impl CircuitBreaker {
     /// A write that landed a closed word of a new generation restarts the throttle's window.
     #[inline]
     pub(super) fn throttle_on_update(&self, before: Word, after: Option<Word>) {
-        if let Some(throttle) = self.inner.throttle.get()
+        if let Some(throttle) = self.throttle()
             && let Some(generation) = after.and_then(Word::closed_generation)
             && before.closed_generation() != Some(generation)
         {
@@ -218,13 +230,15 @@ impl CircuitBreaker {
             return;
         }
         let Some(settings) = settings else {
-            if let Some(throttle) = self.inner.throttle.get() {
+            if let Some(throttle) = self.throttle() {
                 throttle.set(None);
             }
             return;
         };
         let throttle = self
             .inner
+            .windows
+            .get_or_init(|| Box::new(Windows::new()))
             .throttle
             .get_or_init(|| Box::new(Throttle::new()));
         throttle.set(Some(settings));

@@ -8,7 +8,7 @@ use super::fields::duration_field;
 
 /// Validated adaptive throttling: `k` (finite, at least 1, kept exactly as its bits so the
 /// configuration stays `Eq`) and the window in whole ms.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Throttling {
     /// `k`'s `f64` bits.
     pub(crate) k_bits: u64,
@@ -45,6 +45,16 @@ impl Throttling {
     /// The window.
     pub(crate) fn window(self) -> Duration {
         Duration::from_millis(self.window_ms)
+    }
+}
+
+/// `k` as the number it is, not its bits.
+impl core::fmt::Debug for Throttling {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Throttling")
+            .field("k", &self.k())
+            .field("window_ms", &self.window_ms)
+            .finish()
     }
 }
 
@@ -85,5 +95,10 @@ mod tests {
         assert_eq!((kept.k(), kept.window()), (1.000_000_1, MAX_DURATION));
         let rounded = Throttling::new(f64::MAX, Duration::from_micros(1_500)).unwrap();
         assert_eq!((rounded.k(), rounded.window_ms), (f64::MAX, 2));
+        let shown = format!(
+            "{:?}",
+            Throttling::new(2.5, Duration::from_secs(10)).unwrap()
+        );
+        assert_eq!(shown, "Throttling { k: 2.5, window_ms: 10000 }");
     }
 }

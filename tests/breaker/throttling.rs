@@ -99,6 +99,50 @@ fn the_shed_share_matches_the_formula_call_by_call() {
     assert_eq!(metrics.admitted, 20_000 - shed);
 }
 
+/// Threads recording at once, more of them than the breaker has stripes: no request or accept
+/// is lost. Each thread counts its calls shed and its outcomes; after they are done, one more
+/// failure computes the probability from every count, and it is the formula's exactly.
+#[test]
+fn no_count_is_lost_under_threads() {
+    let k = 1.0;
+    let (breaker, _mock) = throttled(k, 10 * S);
+    let threads = 2 * std::thread::available_parallelism().map_or(1, |n| n.get()) + 20;
+    let totals = Mutex::new((0u64, 0u64)); // (requests, accepts)
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            let (breaker, totals) = (&breaker, &totals);
+            scope.spawn(move || {
+                fastrand::seed(t as u64);
+                let (mut requests, mut accepts) = (0, 0);
+                for i in 0..2_000 {
+                    requests += 1;
+                    if let Ok(permit) = breaker.try_acquire() {
+                        if i % 4 == 0 {
+                            permit.record(FAILED);
+                        } else {
+                            permit.record(Outcome::Success);
+                            accepts += 1;
+                        }
+                    }
+                }
+                let mut totals = totals.lock().unwrap();
+                totals.0 += requests;
+                totals.1 += accepts;
+            });
+        }
+    });
+    let (requests, accepts) = totals.into_inner().unwrap();
+    if let Ok(permit) = breaker.try_acquire() {
+        permit.record(FAILED);
+    }
+    // The last ask, shed or failed, is one more request either way.
+    assert_eq!(
+        breaker.throttle_probability(),
+        formula((requests + 1) as f64, accepts as f64, k)
+    );
+    assert!(breaker.throttle_probability() > 0.0);
+}
+
 /// An upstream whose share of 503s grows from 0 to all over a minute, called every 10 ms by a
 /// breaker with a failure-rate rule (80 % of 10 s) and throttling (k = 2 over 10 s): shedding
 /// begins while closed, once more calls fail than are accepted, grows with the failure share,

@@ -21,6 +21,7 @@ pub fn healthy(c: &mut Criterion) {
     let slow = toolbreaker_slow();
     let capped = toolbreaker_capped(64, false);
     let adaptive = toolbreaker_capped(64, true);
+    let throttled = toolbreaker_throttled(5, LONG);
     let fc = failsafe_consecutive(5, LONG);
     let fd = failsafe_default();
     let rc = recloser(0.5, 100, LONG);
@@ -50,6 +51,9 @@ pub fn healthy(c: &mut Criterion) {
     g.bench_function("toolbreaker_adaptive_concurrency", |b| {
         b.iter(|| call_toolbreaker(&adaptive, false))
     });
+    g.bench_function("toolbreaker_throttled", |b| {
+        b.iter(|| call_toolbreaker(&throttled, false))
+    });
     g.bench_function("failsafe_consecutive", |b| {
         b.iter(|| call_failsafe(&fc, false))
     });
@@ -60,7 +64,8 @@ pub fn healthy(c: &mut Criterion) {
     assert!(call_sketch(&sk, false) && call_toolbreaker(&tb, false));
     assert!(call_toolbreaker(&capped, false) && call_toolbreaker(&adaptive, false));
     assert_eq!((capped.in_flight(), adaptive.in_flight()), (0, 0));
-    for rated in [&rate, &rate_time, &slow] {
+    assert_eq!(throttled.throttle_probability(), 0.0, "nothing shed");
+    for rated in [&rate, &rate_time, &slow, &throttled] {
         assert_eq!(rated.state(), toolbreaker::State::Closed);
     }
 }

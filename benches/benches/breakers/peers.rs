@@ -84,6 +84,18 @@ pub fn toolbreaker_rate(window: toolbreaker::Window) -> CircuitBreaker {
         .expect("valid")
 }
 
+/// `toolbreaker(threshold, cooldown)` with adaptive throttling (`k` = 2 over 10 s): a healthy
+/// admission loads its probability (0), a healthy outcome adds to this thread's own stripe.
+pub fn toolbreaker_throttled(threshold: u32, cooldown: Duration) -> CircuitBreaker {
+    CircuitBreaker::builder()
+        .failure_threshold(threshold)
+        .cooldown(cooldown)
+        .probe_timeout(cooldown)
+        .adaptive_throttling(2.0, Duration::from_secs(10))
+        .build()
+        .expect("valid")
+}
+
 /// A slow-call rule (1 s, 50 %) over the default count window: `call` times each call on the
 /// breaker's clock.
 pub fn toolbreaker_slow() -> CircuitBreaker {
