@@ -83,7 +83,9 @@ impl CircuitBreaker {
         // Then, admitted, the cap's slot: throttling comes before the cap.
         if let Some(generation) = word.closed_generation() {
             self.throttle_gate()?;
-            return self.permit_of_closed(word, generation).capped_if_counted(counted);
+            return self
+                .permit_of_closed(word, generation)
+                .capped_if_counted(counted);
         }
         self.acquire_decided(word, now, false, |generation, probe| {
             Permit::new(self, generation, probe, self.counting())
