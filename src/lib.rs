@@ -98,7 +98,7 @@ pub use breaker::{CallError, CircuitBreaker, Permit};
 #[cfg(feature = "tokio")]
 pub use breaker::{HealthCheck, HealthProbe};
 pub use classify::{Classified, Classify, FailureKind, Outcome};
-pub use config::{Config, ConfigError, Window};
+pub use config::{Config, ConfigError, Limit, Window};
 #[cfg(feature = "redis")]
 pub use fleet::{Fleet, FleetError};
 pub use pool::{Pool, PoolBuilder, PoolPermit};

@@ -63,11 +63,22 @@ pub enum BlockedReason {
     /// every one is open, isolated or has its probe in flight, and no panic admits one. The
     /// retry-after is the earliest of its members'.
     PoolExhausted,
+    /// The breaker admits calls, but as many as its cap on calls in flight allows are in flight
+    /// already ([`Builder::max_in_flight`](crate::breaker::Builder::max_in_flight),
+    /// [`Builder::adaptive_concurrency`](crate::breaker::Builder::adaptive_concurrency)): the
+    /// dependency is busy, not down. Never counted as a failure, never moves the breaker; the
+    /// retry-after is 1 ms (a slot frees when any call in flight ends).
+    Saturated,
+    /// Adaptive throttling shed the call while the breaker is closed: the dependency is failing
+    /// a growing share of its calls, and this one was not sent, to let it recover
+    /// ([`Builder::adaptive_throttling`](crate::breaker::Builder::adaptive_throttling)). The
+    /// retry-after is a tenth of the throttle's window.
+    Throttled,
 }
 
 impl BlockedReason {
-    /// The reason as used in logs and JSON: `dependency_open`, `probe_in_flight`, `isolated` or
-    /// `pool_exhausted`.
+    /// The reason as used in logs and JSON: `dependency_open`, `probe_in_flight`, `isolated`,
+    /// `pool_exhausted`, `saturated` or `throttled`.
     ///
     /// # Examples
     ///
@@ -80,6 +91,8 @@ impl BlockedReason {
             BlockedReason::ProbeInFlight => "probe_in_flight",
             BlockedReason::Isolated => "isolated",
             BlockedReason::PoolExhausted => "pool_exhausted",
+            BlockedReason::Saturated => "saturated",
+            BlockedReason::Throttled => "throttled",
         }
     }
 }
@@ -337,13 +350,16 @@ impl Blocked {
     /// How long until a call may be admitted again, in whole milliseconds and never zero: the
     /// remaining cooldown while open, the time left on the probe's lease while a probe is in
     /// flight. An isolated breaker has no known end, so it gives its cooldown: the interval at
-    /// which to ask again.
+    /// which to ask again. A call shed by adaptive throttling gives a tenth of the throttle's
+    /// window, when its probability is next computed afresh.
     pub const fn retry_after(&self) -> Duration {
         Duration::from_millis(self.retry_after_ms)
     }
 
     /// The state the breaker was in: [`State::Open`], or [`State::HalfOpen`] with a probe in
-    /// flight; a pool's rejection ([`BlockedReason::PoolExhausted`]) is [`State::Open`].
+    /// flight; a pool's rejection ([`BlockedReason::PoolExhausted`]) is [`State::Open`]; a
+    /// saturated one ([`BlockedReason::Saturated`]) the state that admitted the call before the
+    /// cap refused it ([`State::Closed`], or [`State::HalfOpen`] for a probe).
     pub const fn state(&self) -> State {
         self.state
     }
@@ -370,6 +386,19 @@ impl fmt::Display for Blocked {
                 );
             }
             BlockedReason::PoolExhausted => "every upstream of the pool unavailable: calls blocked",
+            BlockedReason::Saturated => {
+                return write!(
+                    f,
+                    "dependency busy: its cap on calls in flight is reached; ask again in {secs:.3} s"
+                );
+            }
+            BlockedReason::Throttled => {
+                return write!(
+                    f,
+                    "circuit closed, dependency degrading: call shed by adaptive throttling; ask \
+                     again in {secs:.3} s"
+                );
+            }
         };
         write!(f, "{what} for another {secs:.3} s")
     }

@@ -57,13 +57,15 @@ fn bytes_per_breaker_and_per_registry_entry() {
     );
     assert_eq!(
         per_arc,
-        256 + 160,
+        256 + 168,
         "the Arc's counts take a padded block of their own; the cold part (the herald: the \
          listener and the queue that tells transitions in order; the slow paths' hook; the lock that \
          serialises reconfigurations; the cooldown's shape, the cooldown in force and the end a \
-         dependency's hint set; the probe slots) is a box of 160 B beside it"
+         dependency's hint set; the probe slots; the pointer to the cap on calls in flight) is a box \
+         of 168 B beside it"
     );
-    assert!(per_entry <= 512, "{per_entry} B per registry entry");
+    // 512 B before the cap on calls in flight's pointer joined the cold box (8 B).
+    assert!(per_entry <= 520, "{per_entry} B per registry entry");
     drop(registry);
 
     // A rate rule adds its window: the stripes (one padded block per thread, at most 16) and
@@ -86,6 +88,42 @@ fn bytes_per_breaker_and_per_registry_entry() {
         "{window} B for {stripes} stripes"
     );
     drop(rated);
+
+    // Adaptive throttling adds its cell (its probability on a line of its own, four own stripes
+    // per stripe up to 32 and the shared stripes, padded; its snapshots) and, with no rate rule,
+    // the window's cell that holds its pointer. Its healthy calls, and its calls shed, allocate
+    // nothing.
+    let region = Region::new(GLOBAL);
+    let throttled = Arc::new(
+        CircuitBreaker::builder()
+            .adaptive_throttling(2.0, std::time::Duration::from_secs(10))
+            .build()
+            .expect("valid"),
+    );
+    let throttle = live(&region) - per_arc;
+    let own = (4 * stripes).min(32);
+    eprintln!("adaptive throttling: {throttle} B with {stripes} stripes, window's cell included");
+    assert!(
+        throttle <= 128 * (1 + own + stripes) + 512 + (window + 128),
+        "{throttle} B for {stripes} stripes"
+    );
+    throttled
+        .try_acquire()
+        .unwrap()
+        .record(Outcome::Failure(toolbreaker::FailureKind::Unavailable));
+    let region = Region::new(GLOBAL);
+    for _ in 0..1000 {
+        if let Ok(permit) = throttled.try_acquire() {
+            permit.record(Outcome::Success);
+        }
+    }
+    let change = region.change();
+    assert_eq!(
+        (change.allocations, change.reallocations),
+        (0, 0),
+        "throttling allocated"
+    );
+    drop(throttled);
 
     // A pool's healthy path allocates nothing: the choice (a thread-local draw, a member's
     // load), the permit and its record, and a whole `call`. (Checked here, in the one test of

@@ -634,10 +634,12 @@ async fn run_fleet(args: Args, instances: usize) -> Result<(), Box<dyn Error>> {
         .iter()
         .map(|s| (s.tool, Arc::clone(&s.control)))
         .collect();
+    // The schedule without `search`'s degradation, as each instance's copy runs it.
     let scheduler = tokio::spawn(crate::schedule(
         start,
         controls.clone(),
         args.duration,
+        false,
         finish.subscribe(),
         log,
     ));
@@ -697,7 +699,7 @@ async fn run_fleet(args: Args, instances: usize) -> Result<(), Box<dyn Error>> {
         inputs.push(DependencyInput {
             name: server.tool.name().to_owned(),
             cooldown_us: u64::try_from(cooldown.as_micros()).unwrap_or(u64::MAX),
-            outage: crate::outage_window(server.tool, args.duration).map(
+            outage: crate::outage_window(server.tool, args.duration, false).map(
                 |w| json!({"mode": w.mode.describe(), "from_ms": w.from_ms, "to_ms": w.to_ms}),
             ),
             server_hits: server.control.hits(),

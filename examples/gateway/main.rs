@@ -21,7 +21,7 @@
 //!
 //! | tool | behaviour |
 //! |---|---|
-//! | `search` | healthy; **503** from 20 % to 55 % of the demo; healthy again |
+//! | `search` | healthy; from 6 % **degrading**: 503 on a growing share of requests, spread evenly (20 %, 40 %, 55 %, then 65 % from 12 %); **503** from 20 % to 55 % of the demo; healthy again |
 //! | `weather` | healthy; **hangs** (never answers) from 35 % to 65 %, so attempts time out |
 //! | `quotes` | healthy; from 50 % to 75 % a partial outage: one request in three is answered **429 with `Retry-After: 1`**, the others as usual, so it never fails two in a row |
 //! | `files` | always up, but answers **400** to invalid arguments, which the agent sends on 1 call in 8 |
@@ -45,6 +45,16 @@
 //!
 //! What to look for in the output:
 //!
+//! - admission control refuses calls for load, never for health, and never sends them:
+//!   `weather`'s breaker lets at most 8 calls be in flight at once, so when it hangs only 8 agent
+//!   tasks wait out the per-call timeout; the calls past the cap are answered `saturated` at once
+//!   (its table: their answer took a fraction of a millisecond, against the 250 ms an attempt
+//!   waits), and the agents go on with the other tools; `search`'s breaker throttles adaptively
+//!   (`k` 2, over 250 ms): while its 503s grow past half of its calls, it sheds a share of them
+//!   (`throttled`, never sent) before its breaker trips, mostly at the outage's 503s (or in the 65 %
+//!   step, if answers come back out of order enough to make 5 failures in a row) (its table: shed before the breaker first tripped, and their share of the calls asked
+//!   since it began to degrade). Neither counts as a failure nor moves the breaker; the other tools' tables have no
+//!   such rows (no cap, no throttle);
 //! - `search`'s and `weather`'s breakers trip after 5 counted failures in a row (every attempt
 //!   counts, retries included); `quotes`' by its failure-rate rule, once 30 % of its last 20
 //!   judged calls failed (judged from the 10th): a third of its calls fail, but never 5 in a row,
@@ -82,11 +92,13 @@
 //!   probes: 0"): the check closes `llm-a` as soon as its quota resets and `llm-b` within a
 //!   cooldown of its recovery, and traffic moves back with no call spent finding out.
 //!
-//! Settings (built in; `--config FILE` replaces the first four, the breakers' own, and the pool):
+//! Settings (built in; `--config FILE` replaces the first six, the breakers' own, and the pool):
 //!
 //! | setting | value | why |
 //! |---|---|---|
 //! | failure threshold | 5 consecutive counted failures | at this load a 503 outage trips within a millisecond, a hang within one per-call timeout |
+//! | `weather`'s cap, besides | at most 8 calls in flight (`max_in_flight`) | a hang holds every call that reaches it for a per-call timeout: past 8, a call is answered `saturated` at once rather than joining them |
+//! | `search`'s adaptive throttling, besides | `k` 2.0 over a 250 ms window | sheds calls once fewer than 1 in 2 succeed over the window: from the 55 % step of its degradation; short, to follow steps of a few hundred ms |
 //! | `quotes`' failure-rate rule, besides | 30 % of the last 20 judged calls, judged from 10 | one failure in three puts 3 or 4 failures in any 10 calls and 6 or 7 in any 20: at least 30 %, so it trips about 10 calls into the outage, or into a close; a healthy `quotes` fails none |
 //! | cooldown | 500 ms | several probes fit in each outage, even in a 4 s demo (`search` is down 1.4 s of it) |
 //! | probe timeout | 2 s | the probe's lease; longer than the per-call timeout, so a probe always reports |
@@ -127,7 +139,12 @@
 //! The report shows, next to the gateway's own counters, each breaker's (`Registry::metrics`), and
 //! sums them up in one line per dependency: whether the service failed (counted failures, by
 //! kind), whether the breaker opened (transitions by reason), and whether the agents kept calling
-//! it after it opened (calls blocked, never sent). The pool's table (`--json`: under `pools.llm`)
+//! it after it opened (calls blocked, never sent). A dependency with a cap or a throttle has rows
+//! of its own (`--json`: `concurrency_limit`, `saturated`, `saturated_at_once`,
+//! `saturated_answer_ms` `{mean, max}`, `throttled`, `throttled_before_trip`,
+//! `outage_attempted_before_trip` and `shed_before_trip_share`, under every dependency, zero or
+//! `null` where there is none; `settings.breakers` gives each breaker's `max_in_flight`,
+//! `adaptive_concurrency` and `adaptive_throttling`). The pool's table (`--json`: under `pools.llm`)
 //! gives its calls (ok, failed, blocked, `pool_exhausted`, stopped, retries moved to another
 //! member) and per member: calls served and share, failures by kind, trips, blocked, its longest
 //! open period next to its cooldown and its largest hint, its health checks (success/failure, as
@@ -136,8 +153,8 @@
 //!
 //! # Fleet mode: `--fleet N`
 //!
-//! `--fleet N` (up to 16) runs N gateway instances (calling the four tools; the `chat` pool is the
-//! single gateway's), each a separate process (this executable,
+//! `--fleet N` (up to 16) runs N gateway instances (calling the four tools; the `chat` pool and
+//! `search`'s degradation before its outage are the single gateway's), each a separate process (this executable,
 //! started again with a hidden `--instance-of`), against one set of tool servers going through the
 //! schedule above; the agent tasks (`--concurrency`, 64 by default) are split among them. Each
 //! instance's registry is in fleet mode (`Fleet::builder(url).prefix(..).instance("gw-1")`, the
@@ -221,6 +238,36 @@ struct Phase {
     mode: Mode,
     from: f64,
     to: f64,
+}
+
+/// `search`'s degradation before its outage, in a single gateway's demo (not in fleet mode, whose
+/// figures compare the requests the outages had: the degradation's successes would drown them): a
+/// growing share of 503s, spread evenly, so its adaptive throttling sheds calls once more than
+/// half fail, while its consecutive rule needs the answers to come back far out of order to see 5
+/// in a row at 65 % (the server answers at most two 503s in a row, then a success): it trips at
+/// the outage's 503s from 20 %, or now and then late in the 65 % step.
+const DEGRADATION: [Phase; 4] = [
+    degrading(20, 0.06, 0.08),
+    degrading(40, 0.08, 0.10),
+    degrading(55, 0.10, 0.12),
+    degrading(65, 0.12, 0.20),
+];
+
+const fn degrading(percent: u8, from: f64, to: f64) -> Phase {
+    Phase {
+        tool: Tool::Search,
+        mode: Mode::PartlyUnavailable { percent },
+        from,
+        to,
+    }
+}
+
+/// The phases of the run: [`SCHEDULE`], after [`DEGRADATION`] when `degrading`.
+fn phases(degrading: bool) -> impl Iterator<Item = &'static Phase> {
+    DEGRADATION
+        .iter()
+        .filter(move |_| degrading)
+        .chain(SCHEDULE.iter())
 }
 
 const SCHEDULE: [Phase; 3] = [
@@ -757,10 +804,14 @@ async fn drive(
         .iter()
         .map(|d| (d.tool, Arc::clone(&d.control)))
         .collect();
+    // `search` degrades before its outage in a single gateway's demo (the one with the pool),
+    // not in fleet mode.
+    let degrading = shared.chat.is_some();
     let scheduler = tokio::spawn(schedule(
         shared.start,
         controls,
         duration,
+        degrading,
         finish.subscribe(),
         log,
     ));
@@ -817,7 +868,7 @@ fn snapshots(
         .enumerate()
         .map(|(i, dependency)| {
             dependency.stats.snapshot(
-                outage_window(dependency.tool, duration),
+                outage_window(dependency.tool, duration, shared.chat.is_some()),
                 hits.and_then(|hits| hits.get(i).copied()),
                 registry.get(dependency.tool.name()).config(),
                 metrics.remove(dependency.tool.name()),
@@ -866,30 +917,34 @@ fn registry_handles(registry: &Registry) -> Vec<Arc<CircuitBreaker>> {
         .collect()
 }
 
-/// The scheduled outage of `tool`, in ms since the start.
-fn outage_window(tool: Tool, duration: Duration) -> Option<Window> {
+/// The scheduled outage of `tool`, in ms since the start, with its degradation before it when
+/// `degrading` ([`DEGRADATION`]).
+fn outage_window(tool: Tool, duration: Duration, degrading: bool) -> Option<Window> {
     let ms = |fraction: f64| (duration.as_secs_f64() * fraction * 1000.0).round() as u64;
-    SCHEDULE
-        .iter()
-        .find(|phase| phase.tool == tool)
-        .map(|phase| Window {
-            mode: phase.mode,
-            from_ms: ms(phase.from),
-            to_ms: ms(phase.to),
-        })
+    let outage = SCHEDULE.iter().find(|phase| phase.tool == tool)?;
+    let degrading_from = phases(degrading)
+        .filter(|phase| phase.tool == tool && phase.from < outage.from)
+        .map(|phase| phase.from)
+        .reduce(f64::min);
+    Some(Window {
+        mode: outage.mode,
+        from_ms: ms(outage.from),
+        to_ms: ms(outage.to),
+        degrading_from_ms: degrading_from.map(ms),
+    })
 }
 
 /// Switch the servers' modes (`controls`) at the scheduled times after `start`, until the run is
-/// over.
+/// over; with `search`'s degradation first when `degrading` ([`phases`]).
 async fn schedule(
     start: Instant,
     controls: Vec<(Tool, Arc<tools::Control>)>,
     duration: Duration,
+    degrading: bool,
     mut finished: watch::Receiver<bool>,
     log: Log,
 ) {
-    let mut switches: Vec<(Duration, Tool, Mode)> = SCHEDULE
-        .iter()
+    let mut switches: Vec<(Duration, Tool, Mode)> = phases(degrading)
         .flat_map(|phase| {
             [
                 (duration.mul_f64(phase.from), phase.tool, phase.mode),
@@ -897,6 +952,13 @@ async fn schedule(
             ]
         })
         .collect();
+    // A phase that ends as the next of the same tool begins hands over without a healthy moment.
+    let starts: Vec<(Duration, Tool)> = switches
+        .iter()
+        .filter(|(_, _, mode)| mode.is_failing())
+        .map(|(at, tool, _)| (*at, *tool))
+        .collect();
+    switches.retain(|(at, tool, mode)| mode.is_failing() || !starts.contains(&(*at, *tool)));
     switches.sort_by_key(|(at, _, _)| *at);
     for (at, tool, mode) in switches {
         tokio::select! {
@@ -1007,6 +1069,7 @@ async fn agent(task: usize, shared: Arc<Shared>, breakers: Vec<Arc<CircuitBreake
             };
             let in_outage = dependency.control.mode().is_failing();
             let mut observed = 0;
+            let asked = Instant::now();
             let result = call_tool(
                 &shared.guard,
                 &run,
@@ -1019,7 +1082,9 @@ async fn agent(task: usize, shared: Arc<Shared>, breakers: Vec<Arc<CircuitBreake
                 },
             )
             .await;
-            dependency.stats.call(&result, in_outage, observed);
+            dependency
+                .stats
+                .call(&result, in_outage, observed, asked.elapsed());
             shared.runs.call(&result, cut_short);
             if matches!(result, ToolResult::Stopped { .. }) {
                 break;

@@ -15,20 +15,26 @@
 //!   the breaker sends its first attempt or is blocked; every further attempt is a retry, and a
 //!   retry the opened breaker refused ends the call `blocked`.
 //!
+//! Calls answered `blocked` include those refused for load rather than health: `saturated` (over
+//! the dependency's cap on calls in flight) and `throttled` (shed by adaptive throttling); each is
+//! counted on its own too, with how fast a saturated call was answered and how many calls were
+//! shed before the breaker first tripped.
+//!
 //! Next to them, the report shows the breaker's own counters ([`Metrics`], from
 //! `Registry::metrics`), which agree with the gateway's: the breaker admitted `sent` attempts,
-//! recorded the same successes, failures by kind and ignored, and blocked the same calls.
+//! recorded the same successes, failures by kind and ignored, and refused the same calls (its
+//! `blocked`, `saturated` and `throttled` together are the gateway's `blocked`).
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use toolbreaker::{
-    Config, FailureKind, Outcome, State, StopReason, ToolResult, TransitionReason, agent::Attempt,
-    observe::Metrics,
+    BlockedReason, Config, FailureKind, Outcome, State, StopReason, ToolResult, TransitionReason,
+    agent::Attempt, observe::Metrics,
 };
 
 use crate::tools::{Mode, Tool};
@@ -90,6 +96,19 @@ pub struct DependencyStats {
     outage_sent: AtomicU64,
     /// The last `Retry-After` hint seen, in ms (0: none yet).
     retry_after_hint_ms: AtomicU64,
+    /// Admission control: the calls answered `saturated` (over the cap), those of them answered
+    /// before any attempt, and how long those took (sum and slowest, µs).
+    saturated: AtomicU64,
+    saturated_at_once: AtomicU64,
+    saturated_us_sum: AtomicU64,
+    saturated_us_max: AtomicU64,
+    /// The calls answered `throttled` (shed), those shed before the breaker first tripped, and the
+    /// calls attempted during the outage before that trip.
+    throttled: AtomicU64,
+    throttled_before_trip: AtomicU64,
+    outage_attempted_before_trip: AtomicU64,
+    /// Whether the breaker has tripped (closed -> open) yet.
+    tripped: AtomicBool,
     /// Transitions are rare (a handful a second at most), so a lock is the simple choice here.
     transitions: Mutex<Vec<LoggedTransition>>,
     /// The first `blocked` result, as the JSON the model received.
@@ -117,6 +136,14 @@ impl DependencyStats {
             outage_never_sent: AtomicU64::new(0),
             outage_sent: AtomicU64::new(0),
             retry_after_hint_ms: AtomicU64::new(0),
+            saturated: AtomicU64::new(0),
+            saturated_at_once: AtomicU64::new(0),
+            saturated_us_sum: AtomicU64::new(0),
+            saturated_us_max: AtomicU64::new(0),
+            throttled: AtomicU64::new(0),
+            throttled_before_trip: AtomicU64::new(0),
+            outage_attempted_before_trip: AtomicU64::new(0),
+            tripped: AtomicBool::new(false),
             transitions: Mutex::default(),
             first_blocked: OnceLock::new(),
             probe_starts: Mutex::default(),
@@ -173,11 +200,17 @@ impl DependencyStats {
     /// Count one call by its result. `in_outage`: the dependency's server was in a failing mode
     /// when the call started. `observed`: how many of its attempts the pipeline reported (to
     /// [`attempt`](Self::attempt)); one more was sent if the run's deadline cut it short, and it
-    /// is counted here.
+    /// is counted here. `took`: how long the call took, as its caller timed it.
     ///
     /// A call the run guard stopped before its first attempt was never asked of the breaker, and
     /// counts nothing here.
-    pub fn call(&self, result: &ToolResult<String>, in_outage: bool, observed: u32) {
+    pub fn call(
+        &self,
+        result: &ToolResult<String>,
+        in_outage: bool,
+        observed: u32,
+        took: Duration,
+    ) {
         let attempts = result.stats().map_or(0, |stats| stats.attempts);
         if matches!(result, ToolResult::Stopped { .. }) && attempts > observed {
             bump(&self.cut);
@@ -190,16 +223,38 @@ impl DependencyStats {
             return;
         }
         bump(&self.attempted);
+        let before_trip = !self.tripped.load(Ordering::Relaxed);
         if in_outage {
             bump(&self.outage_attempted);
+            if before_trip {
+                bump(&self.outage_attempted_before_trip);
+            }
             self.outage_sent
                 .fetch_add(u64::from(attempts), Ordering::Relaxed);
             if attempts == 0 {
                 bump(&self.outage_never_sent);
             }
         }
-        if let ToolResult::Blocked { .. } = result {
+        if let ToolResult::Blocked { reason, .. } = result {
             bump(&self.blocked);
+            match reason {
+                BlockedReason::Saturated => {
+                    bump(&self.saturated);
+                    if attempts == 0 {
+                        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+                        bump(&self.saturated_at_once);
+                        self.saturated_us_sum.fetch_add(us, Ordering::Relaxed);
+                        self.saturated_us_max.fetch_max(us, Ordering::Relaxed);
+                    }
+                }
+                BlockedReason::Throttled => {
+                    bump(&self.throttled);
+                    if before_trip {
+                        bump(&self.throttled_before_trip);
+                    }
+                }
+                _ => {}
+            }
             if attempts > 0 {
                 bump(&self.retries_refused);
             }
@@ -212,6 +267,9 @@ impl DependencyStats {
     }
 
     fn log_transition(&self, at: Duration, from: State, to: State, reason: TransitionReason) {
+        if from == State::Closed && to == State::Open {
+            self.tripped.store(true, Ordering::Relaxed);
+        }
         let mut log = self.transitions.lock().unwrap_or_else(|e| e.into_inner());
         log.push(LoggedTransition {
             at_ms: millis(at),
@@ -274,6 +332,15 @@ impl DependencyStats {
                 0 => None,
                 ms => Some(ms),
             },
+            admission: Admission {
+                saturated: load(&self.saturated),
+                saturated_at_once: load(&self.saturated_at_once),
+                saturated_us_sum: load(&self.saturated_us_sum),
+                saturated_us_max: load(&self.saturated_us_max),
+                throttled: load(&self.throttled),
+                throttled_before_trip: load(&self.throttled_before_trip),
+                outage_attempted_before_trip: load(&self.outage_attempted_before_trip),
+            },
             server_hits,
             window,
             transitions,
@@ -292,6 +359,57 @@ pub struct Window {
     pub from_ms: u64,
     /// To, in ms since the start of the run.
     pub to_ms: u64,
+    /// When it began to degrade before that (a growing share of failures), if it did: the calls
+    /// from then on count as the outage's.
+    pub degrading_from_ms: Option<u64>,
+}
+
+impl Window {
+    /// The outage in words: `503 unavailable from 2.00 s to 5.50 s`, after its degradation if it
+    /// had one.
+    pub fn describe(&self) -> String {
+        let outage = format!(
+            "{} from {:.2} s to {:.2} s",
+            self.mode.describe(),
+            self.from_ms as f64 / 1000.0,
+            self.to_ms as f64 / 1000.0
+        );
+        match self.degrading_from_ms {
+            Some(from) => format!(
+                "503 on a growing share of requests from {:.2} s, then {outage}",
+                from as f64 / 1000.0
+            ),
+            None => outage,
+        }
+    }
+}
+
+/// What admission control refused, for one dependency: calls answered `saturated` and
+/// `throttled`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Admission {
+    saturated: u64,
+    saturated_at_once: u64,
+    saturated_us_sum: u64,
+    saturated_us_max: u64,
+    throttled: u64,
+    throttled_before_trip: u64,
+    outage_attempted_before_trip: u64,
+}
+
+impl Admission {
+    /// The mean time a saturated call took to be answered, when it was answered before any
+    /// attempt, in ms.
+    fn saturated_mean_ms(&self) -> Option<f64> {
+        (self.saturated_at_once > 0)
+            .then(|| self.saturated_us_sum as f64 / self.saturated_at_once as f64 / 1000.0)
+    }
+
+    /// The share of the calls attempted during the outage before the first trip that were shed.
+    fn shed_before_trip(&self) -> Option<f64> {
+        (self.outage_attempted_before_trip > 0)
+            .then(|| self.throttled_before_trip as f64 / self.outage_attempted_before_trip as f64)
+    }
 }
 
 /// The counters of one dependency at the end of the run.
@@ -311,6 +429,7 @@ pub struct Snapshot {
     outage_never_sent: u64,
     outage_sent: u64,
     retry_after_hint_ms: Option<u64>,
+    admission: Admission,
     server_hits: Option<u64>,
     window: Option<Window>,
     transitions: Vec<LoggedTransition>,
@@ -333,12 +452,7 @@ impl Snapshot {
     pub fn table(&self) -> String {
         let mut out = String::new();
         let outage = match self.window {
-            Some(w) => format!(
-                "{} from {:.2} s to {:.2} s",
-                w.mode.describe(),
-                w.from_ms as f64 / 1000.0,
-                w.to_ms as f64 / 1000.0
-            ),
+            Some(w) => w.describe(),
             None => "none (always healthy)".to_owned(),
         };
         let _ = writeln!(out, "{}  (outage: {outage})", self.tool.name());
@@ -363,6 +477,7 @@ impl Snapshot {
             "  of which retries refused (opened breaker)",
             self.retries_refused.to_string(),
         );
+        self.admission_rows(&mut row);
         row("successes", self.successes.to_string());
         row("counted failures", self.failures().to_string());
         for (kind, count) in KINDS.iter().zip(self.failures_by_kind) {
@@ -423,6 +538,13 @@ impl Snapshot {
                 m.failures.total(),
                 m.ignored
             );
+            if m.saturated + m.throttled > 0 || self.admission_rows_shown() {
+                let _ = writeln!(
+                    out,
+                    "    refused for load, never counted: saturated {}, throttled {}",
+                    m.saturated, m.throttled
+                );
+            }
             let f = &m.failures;
             let _ = writeln!(
                 out,
@@ -448,6 +570,67 @@ impl Snapshot {
             let _ = writeln!(out, "  in short: {}", verdict(m, self.config));
         }
         out
+    }
+
+    /// The cap in force at the end: the breaker's own (adaptive or fixed), else its setting's.
+    fn concurrency_limit(&self) -> Option<u32> {
+        self.metrics
+            .as_ref()
+            .and_then(|m| m.concurrency_limit)
+            .or(self.config.max_in_flight())
+    }
+
+    /// Whether the table has admission rows: the dependency has a cap or a throttle, or refused
+    /// a call for load. The other dependencies' tables are as they were without it.
+    fn admission_rows_shown(&self) -> bool {
+        let a = &self.admission;
+        self.concurrency_limit().is_some()
+            || self.config.adaptive_throttling().is_some()
+            || a.saturated + a.throttled > 0
+    }
+
+    /// The admission control's rows, when [`admission_rows_shown`](Self::admission_rows_shown).
+    fn admission_rows(&self, row: &mut impl FnMut(&str, String)) {
+        let a = &self.admission;
+        let limit = self.concurrency_limit();
+        let throttling = self.config.adaptive_throttling();
+        if !self.admission_rows_shown() {
+            return;
+        }
+        if limit.is_some() || a.saturated > 0 {
+            let label = match limit {
+                Some(limit) => format!("  of which saturated (cap: {limit} in flight)"),
+                None => "  of which saturated (over the cap)".to_owned(),
+            };
+            row(&label, a.saturated.to_string());
+            row(
+                "    answered before any attempt",
+                a.saturated_at_once.to_string(),
+            );
+            if let Some(mean) = a.saturated_mean_ms() {
+                row(
+                    "    their answer took, mean / slowest",
+                    format!("{:.1} / {} µs", mean * 1000.0, a.saturated_us_max),
+                );
+            }
+        }
+        if throttling.is_some() || a.throttled > 0 {
+            row(
+                "  of which throttled (shed, never sent)",
+                a.throttled.to_string(),
+            );
+            row(
+                "    shed before the breaker first tripped",
+                a.throttled_before_trip.to_string(),
+            );
+            row(
+                "    share of the outage's calls, till then",
+                match a.shed_before_trip() {
+                    Some(share) => format!("{:.2} %", share * 100.0),
+                    None => "-".to_owned(),
+                },
+            );
+        }
     }
 
     /// This dependency's entry in the JSON report.
@@ -483,11 +666,23 @@ impl Snapshot {
             "cut_by_deadline": self.cut,
             "server_hits": self.server_hits,
             "retry_after_hint_ms": self.retry_after_hint_ms,
+            "concurrency_limit": self.concurrency_limit(),
+            "saturated": self.admission.saturated,
+            "saturated_at_once": self.admission.saturated_at_once,
+            "saturated_answer_ms": self.admission.saturated_mean_ms().map(|mean| json!({
+                "mean": mean,
+                "max": self.admission.saturated_us_max as f64 / 1000.0,
+            })),
+            "throttled": self.admission.throttled,
+            "throttled_before_trip": self.admission.throttled_before_trip,
+            "outage_attempted_before_trip": self.admission.outage_attempted_before_trip,
+            "shed_before_trip_share": self.admission.shed_before_trip(),
             "transitions": transitions,
             "outage": self.window.map(|w| json!({
                 "mode": w.mode.describe(),
                 "from_ms": w.from_ms,
                 "to_ms": w.to_ms,
+                "degrading_from_ms": w.degrading_from_ms,
                 "attempted": self.outage_attempted,
                 "never_sent": self.outage_never_sent,
                 "sent": self.outage_sent,

@@ -39,26 +39,60 @@ pub const WINDOW_CALLS: u32 = 20;
 /// …once the window holds at least this many.
 pub const MINIMUM_CALLS: u32 = 10;
 
+/// The dependency whose calls are capped: at most [`MAX_IN_FLIGHT`] in flight at once, so when it
+/// hangs, the calls past the cap are answered `saturated` at once instead of each waiting out its
+/// per-call timeout.
+pub const CAPPED: Tool = Tool::Weather;
+/// [`CAPPED`]'s cap on calls in flight.
+pub const MAX_IN_FLIGHT: u32 = 8;
+
+/// The dependency whose breaker sheds load by client-side adaptive throttling while its 503s grow,
+/// before its consecutive rule trips.
+pub const THROTTLED: Tool = Tool::Search;
+/// [`THROTTLED`]'s throttle: requests may reach `K` times the accepted ones over the window before
+/// calls are shed (the SRE book's `K`)…
+pub const THROTTLE_K: f64 = 2.0;
+/// …over this window: short, so that it follows the demo's degradation (a few hundred ms per
+/// step), where a service's would be minutes.
+pub const THROTTLE_WINDOW: Duration = Duration::from_millis(250);
+
 /// The built-in groups of the pool [`POOL`]: two preferred providers, then the backup.
 pub const LLM_GROUPS: [&[&str]; 2] = [&["llm-a", "llm-b"], &["llm-c"]];
 
 /// The settings the gateway runs with when no `--config` is given: one configuration for every
-/// dependency but [`RATED`], whose own adds the failure-rate rule to the same consecutive rule,
-/// cooldown and probe timeout; and the pool [`POOL`] of [`LLM_GROUPS`]. `breakers.toml`, next to
-/// this file, holds the same.
+/// dependency but three, whose own add to the same consecutive rule, cooldown and probe timeout:
+/// [`RATED`] a failure-rate rule, [`CAPPED`] a cap on calls in flight, [`THROTTLED`] adaptive
+/// throttling; and the pool [`POOL`] of [`LLM_GROUPS`]. `breakers.toml`, next to this file,
+/// holds the same.
 pub fn built_in() -> RegistryConfig {
     let config = Config::new(FAILURE_THRESHOLD, COOLDOWN, PROBE_TIMEOUT)
         .expect("the built-in breaker settings are valid");
-    let rated = CircuitBreaker::builder()
-        .failure_threshold(FAILURE_THRESHOLD)
-        .cooldown(COOLDOWN)
-        .probe_timeout(PROBE_TIMEOUT)
+    let common = || {
+        CircuitBreaker::builder()
+            .failure_threshold(FAILURE_THRESHOLD)
+            .cooldown(COOLDOWN)
+            .probe_timeout(PROBE_TIMEOUT)
+    };
+    let rated = common()
         .failure_rate(FAILURE_RATE)
         .window(Window::Calls(WINDOW_CALLS))
         .minimum_calls(MINIMUM_CALLS)
         .build_config()
         .expect("the built-in rate rule is valid");
-    with_pool(RegistryConfig::new(config).dependency(RATED.name(), rated))
+    let capped = common()
+        .max_in_flight(MAX_IN_FLIGHT)
+        .build_config()
+        .expect("the built-in cap is valid");
+    let throttled = common()
+        .adaptive_throttling(THROTTLE_K, THROTTLE_WINDOW)
+        .build_config()
+        .expect("the built-in throttle is valid");
+    with_pool(
+        RegistryConfig::new(config)
+            .dependency(RATED.name(), rated)
+            .dependency(CAPPED.name(), capped)
+            .dependency(THROTTLED.name(), throttled),
+    )
 }
 
 /// `config`, with the built-in pool [`POOL`] if it has none.
@@ -215,8 +249,21 @@ pub fn describe(config: Config) -> String {
             rate * 100.0,
         ));
     }
+    let mut admission = String::new();
+    if let Some(cap) = config.max_in_flight() {
+        admission.push_str(&format!(", at most {cap} calls in flight"));
+    }
+    if let Some(limit) = config.adaptive_concurrency() {
+        admission.push_str(&format!(", adaptive concurrency {limit:?}"));
+    }
+    if let Some((k, window)) = config.adaptive_throttling() {
+        admission.push_str(&format!(
+            ", adaptive throttling k {k} over {} ms",
+            window.as_millis()
+        ));
+    }
     format!(
-        "{}, cooldown {} ms, probe timeout {} ms",
+        "{}, cooldown {} ms, probe timeout {} ms{admission}",
         rules.join(" or "),
         config.cooldown().as_millis(),
         config.probe_timeout().as_millis()
@@ -225,7 +272,9 @@ pub fn describe(config: Config) -> String {
 
 /// One breaker configuration as a JSON object, with the TOML file's key names; a rule that is
 /// off is `null` (`failure_threshold` for a rate rule alone; the rate rules' keys without one),
-/// and so is the window's key it does not use (`window_ms` for a count window).
+/// and so is the window's key it does not use (`window_ms` for a count window), and so is each
+/// admission control that is off (`max_in_flight`, `adaptive_concurrency` written as its Rust
+/// value, `adaptive_throttling` as `{"k", "window_ms"}`).
 pub fn json(config: Config) -> serde_json::Value {
     let millis = |duration: Duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
     let (window_calls, window_ms) = match config.window() {
@@ -244,6 +293,11 @@ pub fn json(config: Config) -> serde_json::Value {
         "minimum_calls": config.minimum_calls(),
         "slow_call_threshold_ms": slow_calls.map(|(threshold, _)| millis(threshold)),
         "slow_call_rate": slow_calls.map(|(_, rate)| rate),
+        "max_in_flight": config.max_in_flight(),
+        "adaptive_concurrency": config.adaptive_concurrency().map(|limit| format!("{limit:?}")),
+        "adaptive_throttling": config
+            .adaptive_throttling()
+            .map(|(k, window)| serde_json::json!({"k": k, "window_ms": millis(window)})),
     })
 }
 

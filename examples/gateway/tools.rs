@@ -103,6 +103,15 @@ pub enum Mode {
         /// The `Retry-After` header's delay-seconds.
         retry_after_secs: u32,
     },
+    /// A degradation: `percent` % of the requests are answered 503 Service Unavailable, the
+    /// others as when healthy. Deterministic and spread evenly, as [`Mode::PartlyRateLimited`]:
+    /// the `n`-th request numbered while failing (from 0) is refused when `(n + 1) × percent / 100`
+    /// passes a whole number that `n × percent / 100` did not, so at 75 % the refusals come three
+    /// in a row, then one success; a run of 5 needs more than 80 %.
+    PartlyUnavailable {
+        /// The share of requests refused, in percent (100: every one, as [`Mode::Unavailable`]).
+        percent: u8,
+    },
     /// A partial outage: one request in `one_in` is answered 429 Too Many Requests with
     /// `Retry-After: retry_after_secs`, the others as when healthy. Deterministic: the server
     /// numbers the requests that reach it while failing ([`Control::failing_hits`]), and answers
@@ -127,6 +136,7 @@ impl Mode {
         match self {
             Mode::Healthy => "healthy".to_owned(),
             Mode::Unavailable => "503 unavailable".to_owned(),
+            Mode::PartlyUnavailable { percent } => format!("503 on {percent} % of requests"),
             Mode::Hang => "hanging (never answers)".to_owned(),
             Mode::RateLimited { retry_after_secs } => {
                 format!("429 rate limited, Retry-After: {retry_after_secs}")
@@ -144,7 +154,8 @@ impl Mode {
 
     // One word holds the mode and its parameters, so a switch is a single store and a reader
     // never sees one mode with another's parameters: the low 8 bits are the mode, the next 32 the
-    // `Retry-After` seconds, the next 16 the share of a partial outage (`one_in`).
+    // `Retry-After` seconds, the next 16 the share of a partial outage (`one_in`); a
+    // degradation's percentage is in the next 8 bits after the mode.
     const fn encode(self) -> u64 {
         match self {
             Mode::Healthy => 0,
@@ -155,6 +166,7 @@ impl Mode {
                 one_in,
                 retry_after_secs,
             } => 4 | ((retry_after_secs as u64) << 8) | ((one_in as u64) << 40),
+            Mode::PartlyUnavailable { percent } => 5 | ((percent as u64) << 8),
         }
     }
 
@@ -168,6 +180,9 @@ impl Mode {
             4 => Mode::PartlyRateLimited {
                 one_in: (word >> 40) as u16,
                 retry_after_secs: (word >> 8) as u32,
+            },
+            5 => Mode::PartlyUnavailable {
+                percent: (word >> 8) as u8,
             },
             _ => Mode::Healthy,
         }
@@ -365,6 +380,16 @@ async fn handle(
                 _ = stopping.wait_for(|stopping| *stopping) => {}
             }
             return error(StatusCode::SERVICE_UNAVAILABLE, tool, "shutting down");
+        }
+        Mode::PartlyUnavailable { percent } => {
+            let percent = u64::from(percent.min(100));
+            if (failing_number + 1) * percent / 100 > failing_number * percent / 100 {
+                return error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    tool,
+                    "temporarily unavailable",
+                );
+            }
         }
         Mode::RateLimited { retry_after_secs } => return rate_limited(tool, retry_after_secs),
         Mode::PartlyRateLimited {

@@ -14,6 +14,8 @@ use crate::types::BlockedReason;
 pub(super) fn blocked(dependency: &str, reason: BlockedReason, retry_after_ms: u64) -> String {
     let what = match reason {
         BlockedReason::PoolExhausted => return pool_exhausted(dependency, retry_after_ms),
+        BlockedReason::Saturated => return saturated(dependency),
+        BlockedReason::Throttled => return throttled(dependency, retry_after_ms),
         BlockedReason::DependencyOpen => "is temporarily unavailable",
         BlockedReason::ProbeInFlight => "is being checked for recovery",
         BlockedReason::Isolated => "is switched off by its operators",
@@ -26,6 +28,15 @@ pub(super) fn blocked(dependency: &str, reason: BlockedReason, retry_after_ms: u
     )
 }
 
+/// The message of a call `dependency`'s cap on calls in flight refused: busy, not down.
+fn saturated(dependency: &str) -> String {
+    format!(
+        "{} is busy: it is handling as many calls as it accepts at once, and is not down. Try \
+         again shortly, or use another tool.",
+        subject(dependency)
+    )
+}
+
 /// The message of a call no upstream of the pool `pool` admitted, one callable again in
 /// `retry_after_ms` (the earliest of its members').
 fn pool_exhausted(pool: &str, retry_after_ms: u64) -> String {
@@ -33,6 +44,17 @@ fn pool_exhausted(pool: &str, retry_after_ms: u64) -> String {
         "Every upstream of {} is unavailable; do not call it again now. Answer with what you \
          know, use another tool, or try after {} s.",
         if pool.is_empty() { "this tool" } else { pool },
+        seconds(retry_after_ms)
+    )
+}
+
+/// The message of a call adaptive throttling shed: `dependency` is failing more and more of its
+/// calls, and this one was not sent, to let it recover.
+fn throttled(dependency: &str, retry_after_ms: u64) -> String {
+    format!(
+        "{} is degrading, so this call was held back here to let it recover; nothing was sent. \
+         Answer with what you know, use another tool, or try after {} s.",
+        subject(dependency),
         seconds(retry_after_ms)
     )
 }

@@ -64,7 +64,7 @@ pub enum ToolResult<T> {
         /// The dependency whose breaker blocked the call (a pool's name, for a pool none of
         /// whose members admitted it).
         dependency: String,
-        /// `dependency_open`, `probe_in_flight`, `isolated` or `pool_exhausted`.
+        /// `dependency_open`, `probe_in_flight`, `isolated`, `pool_exhausted` or `throttled`.
         reason: BlockedReason,
         /// Milliseconds until the dependency may be called again; never zero.
         retry_after_ms: u64,

@@ -6,8 +6,8 @@ use smol_str::SmolStr;
 
 use super::machine::{CircuitBreaker, Extras};
 use crate::config::{
-    Config, ConfigError, DEFAULT_COOLDOWN, DEFAULT_PROBE_TIMEOUT, RateSettings, ShapeSettings,
-    Window,
+    ConcurrencySettings, Config, ConfigError, DEFAULT_COOLDOWN, DEFAULT_PROBE_TIMEOUT,
+    RateSettings, ShapeSettings, Window,
 };
 use crate::observe::{Listener, TransitionEvent};
 
@@ -19,8 +19,7 @@ impl CircuitBreaker {
     }
 }
 
-/// Builds a [`CircuitBreaker`]; start from
-/// [`CircuitBreaker::builder`].
+/// Builds a [`CircuitBreaker`]; start from [`CircuitBreaker::builder`].
 ///
 /// Defaults: threshold 5, cooldown 30 s, probe timeout 30 s, the system's monotonic clock
 /// (`quanta::Clock::new()`).
@@ -28,17 +27,20 @@ impl CircuitBreaker {
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct Builder {
     /// `None`: not set (5 unless a rate rule is set; then off).
-    failure_threshold: Option<u32>,
-    rates: RateSettings,
+    pub(super) failure_threshold: Option<u32>,
+    pub(super) rates: RateSettings,
     pub(super) shape: ShapeSettings,
-    probes: u32,
-    cooldown: Duration,
-    probe_timeout: Duration,
+    pub(super) probes: u32,
+    pub(super) throttling: Option<(f64, Duration)>,
+    pub(super) cooldown: Duration,
+    pub(super) probe_timeout: Duration,
     clock: Option<quanta::Clock>,
     name: SmolStr,
     listener: Option<Listener>,
     metrics: bool,
     pub(super) health: super::prober::PendingCheck,
+    /// The cap on calls in flight (`admission`).
+    pub(super) concurrency: ConcurrencySettings,
 }
 
 impl Default for Builder {
@@ -48,6 +50,7 @@ impl Default for Builder {
             rates: RateSettings::default(),
             shape: ShapeSettings::default(),
             probes: 1,
+            throttling: None,
             cooldown: DEFAULT_COOLDOWN,
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             clock: None,
@@ -55,6 +58,7 @@ impl Default for Builder {
             listener: None,
             metrics: false,
             health: Default::default(),
+            concurrency: ConcurrencySettings::default(),
         }
     }
 }
@@ -277,8 +281,10 @@ impl Builder {
         self.rates = config.rate_settings();
         self.shape = config.shape_settings();
         self.probes = config.probes();
+        self.throttling = config.adaptive_throttling();
         self.cooldown = config.cooldown();
         self.probe_timeout = config.probe_timeout();
+        self.concurrency = config.concurrency().settings();
         self
     }
 
@@ -354,40 +360,6 @@ impl Builder {
         self
     }
 
-    /// Validate the settings into a [`Config`] (for a [`Registry`](crate::Registry)); the clock,
-    /// if set, is not part of it.
-    ///
-    /// # Errors
-    ///
-    /// As [`Config::new`], and for the rate rules: a ratio outside (0, 1] (`failure_rate`,
-    /// `slow_call_rate`), a zero slow-call threshold (`slow_call_threshold`), a window of 0 or
-    /// longer than [`MAX_DURATION`](crate::config::MAX_DURATION) (`window`), `minimum_calls` of 0
-    /// or above a count window, and a `window` or `minimum_calls` with no rate rule.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use toolbreaker::CircuitBreaker;
-    ///
-    /// let config = CircuitBreaker::builder()
-    ///     .failure_threshold(3)
-    ///     .cooldown(Duration::from_secs(10))
-    ///     .build_config()?;
-    /// assert_eq!(config.probe_timeout(), Duration::from_secs(30), "the default");
-    /// # Ok::<(), toolbreaker::ConfigError>(())
-    /// ```
-    pub fn build_config(&self) -> Result<Config, ConfigError> {
-        Config::with_rules(
-            self.failure_threshold,
-            self.cooldown,
-            self.probe_timeout,
-            &self.rates,
-            &self.shape,
-            self.probes,
-        )
-    }
-
     /// Build the breaker, closed with no failures.
     ///
     /// # Errors
@@ -397,8 +369,7 @@ impl Builder {
     /// # Examples
     ///
     /// ```
-    /// use std::time::Duration;
-    /// use toolbreaker::CircuitBreaker;
+    /// use {std::time::Duration, toolbreaker::CircuitBreaker};
     ///
     /// let err = CircuitBreaker::builder().cooldown(Duration::ZERO).build().unwrap_err();
     /// assert_eq!(err.field(), "cooldown");

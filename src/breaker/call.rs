@@ -132,7 +132,26 @@ impl CircuitBreaker {
         let Some(permit) = self.closed_permit(word) else {
             return self.call_not_closed(word, op, classify);
         };
+        if self.cap().is_some() {
+            return self.call_capped(permit, op, classify);
+        }
         self.call_admitted(permit, op, classify)
+    }
+
+    /// [`call`](Self::call) of a closed breaker with a cap on calls in flight: the slot taken
+    /// (or the saturated rejection), then the call. Out of line, so a breaker without a cap
+    /// pays one load and a branch.
+    #[inline(never)]
+    fn call_capped<T, E, O: Into<Classified>>(
+        &self,
+        permit: Permit<'_>,
+        op: impl FnOnce() -> Result<T, E>,
+        classify: impl Fn(&Result<T, E>) -> O,
+    ) -> Result<T, CallError<E>> {
+        match permit.capped() {
+            Ok(permit) => self.call_admitted(permit, op, classify),
+            Err(blocked) => Err(CallError::Blocked(blocked)),
+        }
     }
 
     /// The call of an admitted permit. Two paths, so a call that is not timed (no slow-call

@@ -1166,3 +1166,105 @@ fn racing_prober_steps_claim_the_slot_exactly_once() {
         );
     });
 }
+
+/// A breaker with a cap of `n` calls in flight and the consecutive rule at `threshold`, counting.
+fn capped_breaker(n: u32, threshold: u32) -> &'static CircuitBreaker {
+    let breaker = CircuitBreaker::builder()
+        .failure_threshold(threshold)
+        .cooldown(COOLDOWN)
+        .max_in_flight(n)
+        .metrics(true)
+        .clock(Clock::mock().0)
+        .build()
+        .unwrap();
+    Box::leak(Box::new(breaker))
+}
+
+/// One caller of a capped breaker: ask, and if admitted, count itself inside (asserting at most
+/// `n` are), leave, and record `outcome`. Whether it was admitted, or why not.
+fn capped_call(
+    breaker: &CircuitBreaker,
+    inside: &loom::sync::atomic::AtomicU32,
+    n: u32,
+    outcome: Outcome,
+) -> Result<(), BlockedReason> {
+    use loom::sync::atomic::Ordering::SeqCst;
+    let permit = breaker.try_acquire().map_err(|blocked| blocked.reason())?;
+    let now = inside.fetch_add(1, SeqCst) + 1;
+    assert!(now <= n, "{now} inside a cap of {n}");
+    inside.fetch_sub(1, SeqCst);
+    permit.record(outcome);
+    Ok(())
+}
+
+/// A counter of the callers inside, for one model execution.
+fn inside() -> &'static loom::sync::atomic::AtomicU32 {
+    Box::leak(Box::new(loom::sync::atomic::AtomicU32::new(0)))
+}
+
+/// Model: two callers race a cap of 1, one of them failing at a threshold of 1. Never both
+/// inside; every slot given back; the failure, if admitted, trips the breaker as without a cap;
+/// a refusal is saturated, and counted as saturated only, never as a failure or a block.
+#[test]
+fn a_cap_of_one_admits_one_at_a_time_and_a_racing_trip_lands() {
+    loom::model(|| {
+        let breaker = capped_breaker(1, 1);
+        let inside = inside();
+        let failing = thread::spawn(move || capped_call(breaker, inside, 1, FAIL));
+        let succeeding = capped_call(breaker, inside, 1, Outcome::Success);
+        let failing = failing.join().unwrap();
+        assert_eq!(breaker.in_flight(), 0, "every slot given back");
+        for refused in [failing, succeeding].into_iter().filter_map(Result::err) {
+            assert_eq!(refused, BlockedReason::Saturated);
+        }
+        let expected = if failing.is_ok() {
+            State::Open
+        } else {
+            State::Closed
+        };
+        assert_eq!(breaker.state(), expected);
+        let metrics = breaker.metrics().unwrap();
+        let admitted = u64::from(failing.is_ok()) + u64::from(succeeding.is_ok());
+        assert_eq!(
+            (metrics.admitted, metrics.saturated),
+            (admitted, 2 - admitted)
+        );
+        assert_eq!(metrics.blocked, 0);
+        assert_eq!(metrics.failures.total(), u64::from(failing.is_ok()));
+    });
+}
+
+/// Model: three callers race a cap of 2 at a threshold of 2, two of them failing, while the
+/// third gives its slot back by dropping its permit. Never more than 2 inside, every slot given
+/// back; two admitted failures (a drop clears no count) trip the breaker as without a cap, and
+/// a failing caller is refused only as saturated (two inside), never as open.
+#[test]
+fn a_cap_of_two_holds_while_failures_trip_and_a_permit_is_dropped() {
+    loom::model(|| {
+        let breaker = capped_breaker(2, 2);
+        let inside = inside();
+        let dropping = thread::spawn(move || breaker.try_acquire().map(drop));
+        let second = thread::spawn(move || capped_call(breaker, inside, 2, FAIL));
+        let third = capped_call(breaker, inside, 2, FAIL);
+        let dropping = dropping.join().unwrap();
+        let second = second.join().unwrap();
+        assert_eq!(breaker.in_flight(), 0, "every slot given back");
+        if let Err(blocked) = dropping {
+            assert!(
+                matches!(
+                    blocked.reason(),
+                    BlockedReason::Saturated | BlockedReason::DependencyOpen
+                ),
+                "{blocked:?}"
+            );
+        }
+        let failures = breaker.metrics().unwrap().failures.total();
+        match (second, third) {
+            (Ok(()), Ok(())) => assert_eq!((breaker.state(), failures), (State::Open, 2)),
+            (a, b) => {
+                assert_eq!(a.err().or(b.err()), Some(BlockedReason::Saturated));
+                assert_eq!((breaker.state(), failures), (State::Closed, 1));
+            }
+        }
+    });
+}

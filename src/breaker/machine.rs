@@ -8,6 +8,7 @@ use crossbeam_utils::CachePadded;
 use once_cell::race::OnceBox;
 use smol_str::SmolStr;
 
+use super::cap::Cap;
 use super::hook::Hook;
 use super::prober::Attached;
 use super::window::Windows;
@@ -119,6 +120,9 @@ pub(super) struct Cold {
     pub(super) cooldown: Cooldown,
     /// The probe slots of a breaker that admits several probes (`Builder::probes`).
     pub(super) slots: SlotsCell,
+    /// The cap on calls in flight, made when the breaker is first configured with one (`cap`);
+    /// the settings' `CAPPED` flag says it is there.
+    pub(super) cap: OnceBox<Cap>,
 }
 
 /// What a [`CircuitBreaker`] is built with besides its configuration and clock.
@@ -162,10 +166,15 @@ impl CircuitBreaker {
             made.rebase(0, &rates, 0);
             let _ = windows.set(made);
         }
-        CircuitBreaker {
+        let (cap, settings) = (OnceBox::new(), Settings::new(limits));
+        if config.concurrency().is_capped() {
+            let _ = cap.set(Box::new(Cap::new(&config.concurrency())));
+            settings.mark_capped();
+        }
+        let breaker = CircuitBreaker {
             inner: CachePadded::new(Inner {
                 word: WordCell::new(Word::initial(limits.rates.is_some())),
-                settings: Settings::new(limits),
+                settings,
                 origin: Origin::new(clock),
                 metrics: extras.metrics.then(|| Box::new(Counters::new())),
                 windows,
@@ -176,9 +185,13 @@ impl CircuitBreaker {
                     reconfigure: Mutex::new(()),
                     cooldown: Cooldown::new(limits.shape, limits.cooldown_ms),
                     slots: SlotsCell::new(),
+                    cap,
                 }),
             }),
-        }
+        };
+        // Adaptive throttling's cell hangs off the window's (see `throttling`).
+        breaker.reconfigure_throttle(config.throttling());
+        breaker
     }
 
     /// The dependency this breaker guards, as named by [`Builder::name`](super::Builder::name) or by the
@@ -190,7 +203,10 @@ impl CircuitBreaker {
     /// The configuration in force: the one built with, or the latest
     /// [`reconfigure`](Self::reconfigure).
     pub fn config(&self) -> Config {
+        let concurrency = self.inner.cold.cap.get().map(Cap::concurrency);
         Config::from_limits(self.limits())
+            .with_valid_concurrency(concurrency.unwrap_or_default())
+            .with_throttling(self.throttling())
     }
 
     #[inline]
@@ -257,7 +273,11 @@ impl CircuitBreaker {
     /// ```
     pub fn metrics(&self) -> Option<Metrics> {
         let counters = self.inner.metrics.as_deref()?;
-        Some(counters.snapshot(self.state()))
+        let mut metrics = counters.snapshot(self.state());
+        if let Some(cap) = self.inner.cold.cap.get() {
+            (metrics.in_flight, metrics.concurrency_limit) = (cap.in_flight(), cap.limit());
+        }
+        Some(metrics)
     }
 
     /// The effective state now.
@@ -314,6 +334,7 @@ impl CircuitBreaker {
         {
             self.rebase(after.generation());
         }
+        self.throttle_on_update(updated.before, updated.after);
         updated
     }
 

@@ -1,14 +1,13 @@
 //! The generation-tagged permits, and the methods of [`CircuitBreaker`] that hand them out.
 
-use core::ops::Deref;
 use core::time::Duration;
 use std::sync::Arc;
 
 use super::machine::CircuitBreaker;
+use super::ticket::{Slot, Ticket};
 use crate::classify::Outcome;
-use crate::observe::Counter;
 use crate::state::word::Word;
-use crate::types::{Blocked, Transition};
+use crate::types::{Blocked, State, Transition};
 
 impl CircuitBreaker {
     /// Ask to make one call to the dependency.
@@ -25,7 +24,7 @@ impl CircuitBreaker {
         let word = self.word();
         // The healthy path, kept small enough to inline: closed admits on the one load.
         match self.closed_permit(word) {
-            Some(permit) => Ok(permit),
+            Some(permit) => permit.capped(),
             None => self.try_acquire_not_closed(word),
         }
     }
@@ -35,7 +34,17 @@ impl CircuitBreaker {
     #[inline(always)]
     pub(super) fn closed_permit(&self, word: Word) -> Option<Permit<'_>> {
         let generation = word.closed_generation()?;
-        Some(Permit::new(self, generation, false, self.counting()).rated(word.has(Word::RATED)))
+        // Adaptive throttling, when set: one load, 0 while the dependency accepts its calls.
+        if self.sheds() {
+            return None;
+        }
+        Some(self.permit_of_closed(word, generation))
+    }
+
+    /// The permit of closed word `word` of `generation`, admitted.
+    #[inline(always)]
+    fn permit_of_closed(&self, word: Word, generation: u32) -> Permit<'_> {
+        Permit::new(self, generation, false, self.counting()).rated(word.has(Word::RATED))
     }
 
     /// The rest of `try_acquire`, out of line so the closed path stays a load and a compare:
@@ -49,17 +58,39 @@ impl CircuitBreaker {
     }
 
     /// The admission of a word that is not closed and not plainly open (`reject_open` said
-    /// no): decided and applied, out of line, one copy for `try_acquire` and `call`. `now` is
-    /// the clock's reading if it was already taken.
-    #[inline(never)]
+    /// no): decided and applied, then a slot of the cap on calls in flight taken, out of line,
+    /// one copy for `try_acquire` and `call`. `now` is the clock's reading if it was already
+    /// taken.
+    #[inline]
     pub(super) fn acquire_past_open(
         &self,
         word: Word,
         now: Option<u64>,
     ) -> Result<Permit<'_>, Blocked> {
+        self.acquire_past_open_if_counted(word, now, true)
+    }
+
+    /// [`acquire_past_open`](Self::acquire_past_open); a refusal by the cap on calls in flight
+    /// is counted and logged only if `counted` (a pool passing over a member counts nothing).
+    #[inline(never)]
+    pub(super) fn acquire_past_open_if_counted(
+        &self,
+        word: Word,
+        now: Option<u64>,
+        counted: bool,
+    ) -> Result<Permit<'_>, Blocked> {
+        // A closed word comes here only while adaptive throttling sheds: its draw decides.
+        // Then, admitted, the cap's slot: throttling comes before the cap.
+        if let Some(generation) = word.closed_generation() {
+            self.throttle_gate()?;
+            return self
+                .permit_of_closed(word, generation)
+                .capped_if_counted(counted);
+        }
         self.acquire_decided(word, now, false, |generation, probe| {
             Permit::new(self, generation, probe, self.counting())
-        })
+        })?
+        .capped_if_counted(counted)
     }
 
     /// [`try_acquire`](Self::try_acquire) for a breaker behind an `Arc`: the permit holds the
@@ -122,7 +153,36 @@ impl<'a> Permit<'a> {
                 probe,
                 counting,
                 rated: false,
+                slot: Slot::None,
             },
+        }
+    }
+
+    /// This permit with a slot of the breaker's cap on calls in flight, if it has one; else the
+    /// permit vanishes without a trace (not counted as dropped; a probe gives its slot back)
+    /// and the call is refused as saturated. A breaker without a cap pays one load and a branch.
+    #[inline(always)]
+    pub(crate) fn capped(self) -> Result<Self, Blocked> {
+        self.capped_if_counted(true)
+    }
+
+    /// [`capped`](Self::capped); a refusal is counted and logged only if `counted` (a pool
+    /// passing over a member counts nothing).
+    #[inline(always)]
+    pub(crate) fn capped_if_counted(mut self, counted: bool) -> Result<Self, Blocked> {
+        let Some(cap) = self.ticket.breaker.cap() else {
+            return Ok(self);
+        };
+        let state = [State::Closed, State::HalfOpen][usize::from(self.ticket.probe)];
+        match self.ticket.breaker.claim_in_flight(cap, state, counted) {
+            Ok(timed) => {
+                self.ticket.slot = [Slot::Held, Slot::Timed][usize::from(timed)];
+                Ok(self)
+            }
+            Err(blocked) => {
+                self.ticket.counting = false;
+                Err(blocked)
+            }
         }
     }
 
@@ -253,6 +313,7 @@ impl<'a> Permit<'a> {
                 probe: core::mem::take(&mut ticket.probe),
                 counting: core::mem::take(&mut ticket.counting),
                 rated: ticket.rated,
+                slot: core::mem::replace(&mut ticket.slot, Slot::None),
             },
         }
     }
@@ -328,70 +389,5 @@ impl OwnedPermit {
     /// The breaker that issued this permit.
     pub fn breaker(&self) -> &Arc<CircuitBreaker> {
         &self.ticket.breaker
-    }
-}
-
-/// What both permits hold: the breaker, the generation, whether the probe slot is held, and
-/// whether the call is still to be counted (counting is on and the permit is not used up).
-#[derive(Debug)]
-struct Ticket<B: Deref<Target = CircuitBreaker>> {
-    breaker: B,
-    generation: u32,
-    probe: bool,
-    counting: bool,
-    /// Issued from a closed word with a rate rule.
-    rated: bool,
-}
-
-impl<B: Deref<Target = CircuitBreaker>> Ticket<B> {
-    fn is_current(&self) -> bool {
-        self.breaker.permit_is_current(self.generation, self.probe)
-    }
-
-    /// Whether the call is to be timed: issued from a rated word (so a breaker without a rate
-    /// rule decides it with no load) whose breaker has a slow-call rule.
-    #[inline(always)]
-    fn times_call(&self) -> bool {
-        self.rated && self.breaker.times_calls()
-    }
-
-    #[inline(always)]
-    fn record(mut self, outcome: Outcome, elapsed: Option<Duration>) -> Option<Transition> {
-        let counter = Counter::of(&outcome);
-        // The report replaces what `Drop` would do.
-        let probe = core::mem::take(&mut self.probe);
-        let counting = core::mem::take(&mut self.counting);
-        // The healthy path first, inline: nothing to write, and at most one count. Everything
-        // else is one out-of-line call with plain arguments.
-        if !probe && !counter.is_failure() {
-            // One load: the consecutive-only breaker's healthy word, or a rated breaker's, whose
-            // success (not slow) is counted into its window and no more.
-            let word = self.breaker.word();
-            if word.is_healthy(self.generation, false)
-                || (word.is_healthy(self.generation, true)
-                    && (counter != Counter::Success || self.breaker.count_healthy(elapsed)))
-            {
-                if counting {
-                    self.breaker.count(counter);
-                }
-                return None;
-            }
-        }
-        // A dependency's hint of how long to stay away (`Retry-After`), in whole ms; 0: none.
-        let hint_ms = outcome.retry_after().map_or(0, crate::time::millis_ceil);
-        self.breaker
-            .record_slow(self.generation, probe, counting, counter, elapsed, hint_ms)
-    }
-}
-
-impl<B: Deref<Target = CircuitBreaker>> Drop for Ticket<B> {
-    #[inline]
-    fn drop(&mut self) {
-        // Only the probe's slot needs giving back, and the call counting as dropped: an
-        // unrecorded ordinary call of a breaker that does not count costs nothing to drop.
-        if self.probe || self.counting {
-            self.breaker
-                .dropped(self.generation, self.probe, self.counting);
-        }
     }
 }

@@ -8,7 +8,7 @@ use super::permit::Permit;
 use crate::state::decide::{self, Admission};
 use crate::state::word::{Kind, Word};
 use crate::time::millis_floor;
-use crate::types::{BlockedReason, State};
+use crate::types::{Blocked, BlockedReason, State};
 
 /// A member that does not admit a call now: what it would answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,6 +24,18 @@ pub(crate) struct Refusal {
     pub(crate) isolated: bool,
 }
 
+/// The refusal of a member whose cap on calls in flight is reached: busy, not ejected, so the
+/// pool asks another member, and the member's health is untouched.
+#[cold]
+fn saturated(blocked: Blocked) -> Refusal {
+    Refusal {
+        retry_after_ms: millis_floor(blocked.retry_after()).max(1),
+        ejected: false,
+        open_for_ms: None,
+        isolated: false,
+    }
+}
+
 impl CircuitBreaker {
     /// A permit, as [`try_acquire`](Self::try_acquire) gives it, or the member's refusal,
     /// neither counted as blocked nor logged. A closed breaker answers on the one load, inline;
@@ -34,7 +46,7 @@ impl CircuitBreaker {
     pub(crate) fn try_acquire_pooled(&self) -> Result<Permit<'_>, Refusal> {
         let word = self.word();
         match self.closed_permit(word) {
-            Some(permit) => Ok(permit),
+            Some(permit) => permit.capped_if_counted(false).map_err(saturated),
             None => self.pooled_not_closed(word),
         }
     }
@@ -44,12 +56,15 @@ impl CircuitBreaker {
     fn pooled_not_closed(&self, word: Word) -> Result<Permit<'_>, Refusal> {
         match self.refusal(word) {
             None => self
-                .acquire_past_open(word, None)
-                .map_err(|blocked| Refusal {
-                    retry_after_ms: millis_floor(blocked.retry_after()).max(1),
-                    ejected: blocked.state() == State::Open,
-                    open_for_ms: None,
-                    isolated: blocked.reason() == BlockedReason::Isolated,
+                .acquire_past_open_if_counted(word, None, false)
+                .map_err(|blocked| match blocked.reason() {
+                    BlockedReason::Saturated => saturated(blocked),
+                    _ => Refusal {
+                        retry_after_ms: millis_floor(blocked.retry_after()).max(1),
+                        ejected: blocked.state() == State::Open,
+                        open_for_ms: None,
+                        isolated: blocked.reason() == BlockedReason::Isolated,
+                    },
                 }),
             Some(refusal) => Err(refusal),
         }

@@ -29,6 +29,13 @@ impl CircuitBreaker {
     ///   from the next reopen); with the backoff and jitter removed, the configured cooldown
     ///   applies at once.
     /// - Probes: a half-open period already started admits up to the new number.
+    /// - The cap on calls in flight ([`Builder::max_in_flight`](super::Builder::max_in_flight),
+    ///   [`Builder::adaptive_concurrency`](super::Builder::adaptive_concurrency)): calls in
+    ///   flight keep their slots; a lowered cap refuses new calls until enough of them finish,
+    ///   and a removed one admits every call. A new or changed adaptive limit starts from its
+    ///   `initial`; the same one keeps its value.
+    /// - Adaptive throttling: turned on, or given a new window, it counts afresh; a new `k`
+    ///   judges the window as it stands; turned off, nothing is shed from the next call.
     ///
     /// Reconfigurations of one breaker are serialised; each call's decisions use the settings in
     /// force when they are made. The three settings are stored one after another, so a decision
@@ -79,11 +86,13 @@ impl CircuitBreaker {
             window_changed: window_of(self.rates()) != window_of(limits.rates),
             changed: self.rates() != limits.rates,
         };
+        self.set_concurrency(&config.concurrency());
         self.inner.cold.cooldown.store(limits.shape);
         self.inner.settings.store(limits);
         if let Some(windows) = self.inner.windows.get() {
             windows.set_rates(limits.rates);
         }
+        self.reconfigure_throttle(config.throttling());
         // A read-modify-write of the word, even when it writes the same value: it comes after the
         // stores above, so a report whose swap reads from it (or from a later write) sees the new
         // settings, and one that swapped before it is seen here (the loom model of a lowered

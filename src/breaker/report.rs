@@ -86,6 +86,9 @@ impl CircuitBreaker {
         if counting {
             self.count(counter);
         }
+        if !probe {
+            self.throttle_record(generation, counter);
+        }
         if let Some(kind) = counter.failure_kind() {
             // The event is the subscriber's code and runs before the report lands: if it panics,
             // a probe's slot is given back as if its permit were dropped (the permit no longer

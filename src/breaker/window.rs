@@ -27,6 +27,9 @@
 //! recordings may miss a call being recorded at that moment, which the next judgement counts.
 
 use crossbeam_utils::CachePadded;
+use once_cell::race::OnceBox;
+
+use super::throttle::Throttle;
 
 use crate::config::{Rates, WindowLimit};
 use crate::observe::{stripe_count, thread_index};
@@ -70,6 +73,9 @@ pub(crate) struct Windows {
     /// The window: a count, or with the top bit set a duration in ms.
     window: AtomicU64,
     minimum_calls: AtomicU64,
+    /// Adaptive throttling's cell, when the breaker has it (see `throttle`): kept here, one
+    /// pointer, so the breaker's block stays one cache-line pair.
+    pub(crate) throttle: OnceBox<Throttle>,
 }
 
 impl Windows {
@@ -123,6 +129,7 @@ impl Windows {
             slow_ns: AtomicU64::new(0),
             window: AtomicU64::new(0),
             minimum_calls: AtomicU64::new(0),
+            throttle: OnceBox::new(),
         }
     }
 

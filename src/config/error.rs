@@ -68,11 +68,14 @@ impl ConfigError {
 
     /// The offending field: `failure_threshold`, `cooldown`, `probe_timeout`, `failure_rate`,
     /// `slow_call_threshold`, `slow_call_rate`, `window`, `minimum_calls`,
-    /// `cooldown_multiplier`, `max_cooldown`, `cooldown_jitter`, `probes` or `probe_with` (a
+    /// `cooldown_multiplier`, `max_cooldown`, `cooldown_jitter`, `probes`,
+    /// `adaptive_throttling.k`, `adaptive_throttling.window` or `probe_with` (a
     /// health check, feature `tokio`); for a fleet (feature `redis`), `prefix`, `instance`, `fleet_failure_threshold`, `min_instances`, `window`,
     /// `sync_interval`, `command_timeout` or `probe_window`; for MCP (feature `mcp`), `server`,
     /// `upstream`, `per_call_timeout` or `call_time_limit`; for a pool, `groups` or
-    /// `max_ejected`.
+    /// `max_ejected`; for the cap on calls in flight, `max_in_flight` or
+    /// `adaptive_concurrency.FIELD` (`initial`, `min`, `max`, `backoff_ratio`,
+    /// `latency_threshold`, `tolerance`, `smoothing`, `long_window`).
     pub fn field(&self) -> &'static str {
         self.field
     }
@@ -97,8 +100,32 @@ impl ConfigError {
         match (self.problem, field) {
             (
                 Problem::Zero,
-                "failure_threshold" | "fleet_failure_threshold" | "min_instances" | "probes",
+                "failure_threshold"
+                | "fleet_failure_threshold"
+                | "min_instances"
+                | "probes"
+                | "max_in_flight"
+                | "adaptive_concurrency.min"
+                | "adaptive_concurrency.long_window",
             ) => format!("{subject} must be at least 1"),
+            (Problem::TooShort, "adaptive_concurrency.max") => format!(
+                "{subject} must be at least `{}`",
+                name("adaptive_concurrency.min")
+            ),
+            (Problem::OutOfRange, "adaptive_concurrency.initial") => format!(
+                "{subject} must be from `{}` to `{}`",
+                name("adaptive_concurrency.min"),
+                name("adaptive_concurrency.max")
+            ),
+            (Problem::OutOfRange, "adaptive_concurrency.backoff_ratio") => {
+                format!("{subject} must be a ratio above 0 and below 1")
+            }
+            (Problem::OutOfRange, "adaptive_concurrency.tolerance") => {
+                format!("{subject} must be a finite number of at least 1")
+            }
+            (Problem::Zero, "adaptive_concurrency.latency_threshold") => {
+                format!("{subject} must be longer than zero")
+            }
             (Problem::Empty, "groups") => format!(
                 "{subject} must hold at least one group, each group at least one member, and \
                  each member a name (non-empty, no control characters)"
@@ -150,6 +177,9 @@ impl ConfigError {
             }
             (Problem::OutOfRange, "retry_budget.ratio") => {
                 format!("{subject} must be a number from 0 to 1000")
+            }
+            (Problem::OutOfRange, "adaptive_throttling.k") => {
+                format!("{subject} must be a finite number of at least 1 (2 is the usual choice)")
             }
             (Problem::OutOfRange, "hint_jitter") => {
                 format!("{subject} must be a fraction from 0 to 1")

@@ -3,6 +3,7 @@
 
 use core::time::Duration;
 
+use super::concurrency::{Concurrency, ConcurrencySettings, Limit};
 use super::defaults::{
     DEFAULT_COOLDOWN, DEFAULT_FAILURE_THRESHOLD, DEFAULT_PROBE_TIMEOUT, MAX_PROBES,
 };
@@ -11,6 +12,7 @@ use super::fields::{MILLION, duration_field};
 use super::limits::{CONSECUTIVE_OFF, Limits};
 use super::rates::{DEFAULT_MINIMUM_CALLS, RateSettings, Rates, Window, WindowLimit};
 use super::shape::{Shape, ShapeSettings};
+use super::throttling::Throttling;
 use crate::time::millis_ceil;
 
 /// A validated breaker configuration.
@@ -57,6 +59,10 @@ pub struct Config {
     rates: Option<Rates>,
     shape: Shape,
     probes: u32,
+    /// The cap on calls in flight; not part of `Limits` (the breaker keeps it with its slots).
+    concurrency: Concurrency,
+    /// Client-side adaptive throttling, if set (kept beside the word's limits).
+    throttling: Option<Throttling>,
 }
 
 impl Config {
@@ -123,7 +129,44 @@ impl Config {
             rates,
             shape,
             probes,
+            concurrency: Concurrency::default(),
+            throttling: None,
         })
+    }
+
+    /// This configuration with the cap on calls in flight validated from `settings`.
+    pub(crate) fn with_concurrency(
+        mut self,
+        settings: &ConcurrencySettings,
+    ) -> Result<Config, ConfigError> {
+        self.concurrency = settings.validate()?;
+        Ok(self)
+    }
+
+    /// This configuration with a cap already validated (a breaker's own).
+    pub(crate) const fn with_valid_concurrency(mut self, concurrency: Concurrency) -> Config {
+        self.concurrency = concurrency;
+        self
+    }
+
+    /// The cap on calls in flight, validated.
+    pub(crate) const fn concurrency(&self) -> Concurrency {
+        self.concurrency
+    }
+
+    /// The fixed cap on calls in flight
+    /// ([`Builder::max_in_flight`](crate::breaker::Builder::max_in_flight)); `None` when not set.
+    /// With an adaptive limit too, it bounds the adaptive one.
+    pub const fn max_in_flight(&self) -> Option<u32> {
+        self.concurrency.max_in_flight
+    }
+
+    /// The adaptive limit on calls in flight
+    /// ([`Builder::adaptive_concurrency`](crate::breaker::Builder::adaptive_concurrency)), its
+    /// ratios kept to the millionth and its latency threshold to the microsecond; `None` when
+    /// not set.
+    pub fn adaptive_concurrency(&self) -> Option<Limit> {
+        self.concurrency.limit()
     }
 
     /// How many probes half-open admits (default 1): it closes when all of them succeed, and a
@@ -259,7 +302,40 @@ impl Config {
                 ..limits.shape
             },
             probes: limits.probes,
+            concurrency: Concurrency::default(),
+            throttling: None,
         }
+    }
+
+    /// Client-side adaptive throttling: the multiplier `k` and the window (whole ms); `None`
+    /// when off. See [`Builder::adaptive_throttling`](crate::breaker::Builder::adaptive_throttling).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolbreaker::{CircuitBreaker, Config};
+    ///
+    /// let config = CircuitBreaker::builder()
+    ///     .adaptive_throttling(2.0, Duration::from_micros(10_000_500))
+    ///     .build_config()?;
+    /// assert_eq!(config.adaptive_throttling(), Some((2.0, Duration::from_millis(10_001))));
+    /// assert_eq!(Config::default().adaptive_throttling(), None);
+    /// # Ok::<(), toolbreaker::ConfigError>(())
+    /// ```
+    pub fn adaptive_throttling(&self) -> Option<(f64, Duration)> {
+        self.throttling.map(|t| (t.k(), t.window()))
+    }
+
+    /// This configuration with `throttling` (validated by `Throttling::new`).
+    pub(crate) const fn with_throttling(mut self, throttling: Option<Throttling>) -> Config {
+        self.throttling = throttling;
+        self
+    }
+
+    /// The adaptive throttling set, validated.
+    pub(crate) const fn throttling(&self) -> Option<Throttling> {
+        self.throttling
     }
 
     pub(crate) const fn limits(&self) -> Limits {
@@ -288,6 +364,8 @@ impl Default for Config {
             rates: None,
             shape: Shape::FIXED,
             probes: 1,
+            concurrency: Concurrency::default(),
+            throttling: None,
         }
     }
 }

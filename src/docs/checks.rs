@@ -26,7 +26,12 @@
 //!   health checks, the prober's claim racing callers (the prober's in every interleaving, every
 //!   caller blocked with `probe_in_flight`) and two of its steps racing a caller (exactly one
 //!   claims: the check runs once per cooldown). Dropping the gate that keeps the slot from
-//!   callers makes both fail.
+//!   callers makes both fail. For the cap on calls in flight (rules 33 to 35), a cap of one
+//!   raced by a failing and a succeeding caller, and a cap of two raced by two failing callers
+//!   and a dropped permit: never more inside than the cap, every slot given back, the trip as
+//!   without a cap, and refusals counted as saturated only (`tests/breaker/concurrency.rs`
+//!   holds the threads, cancellation, panic and reload tests; `tests/breaker/adaptive.rs` the
+//!   adaptive limits' convergence on the mock clock).
 //!   (Loom does not preempt a new thread before its first atomic load; the models yield
 //!   where that matters. Turning a compare-and-swap into a load and a store, dropping the generation
 //!   check, relaxing every ordering, dropping a report's second look at the threshold, or making the

@@ -77,6 +77,37 @@
 //! too. [`open_on_long_hint`](crate::breaker::Builder::open_on_long_hint) (off by default) trips
 //! at once on a hint longer than the cooldown. In fleet mode the deadline is the fleet's.
 //!
+//! # Adaptive throttling
+//!
+//! A dependency that starts failing part of its calls (an overloaded upstream answering some of
+//! them with 503) is often made worse by a client that keeps sending all of them until its
+//! breaker trips. [`Builder::adaptive_throttling`](crate::breaker::Builder::adaptive_throttling)
+//! adds the client-side throttling of the Google SRE book (chapter "Handling Overload", section
+//! "Client-side throttling"): while closed, a call is shed locally, before anything is sent, with
+//! probability `max(0, (requests − k·accepts) / (requests + 1))` over the last window, where
+//! requests are the closed-state calls whose outcome was recorded plus the calls shed, and
+//! accepts those the dependency answered (a success or `Ignored`; a counted failure is not an
+//! accept). With the book's `k = 2`, nothing is shed while at least half the calls are
+//! accepted; past that, a growing share is shed as the failures grow, before a rule trips. A
+//! shed call is `Blocked` with reason `throttled`, state closed, and a retry-after of a tenth of
+//! the window; it is counted only in `Metrics::throttled` and logged as a blocked call, never a
+//! failure or a success, never in a rate rule's window, never a transition, never sent to the
+//! fleet, never a pool's judgement of a member's health. A probe is never shed.
+//!
+//! The window is counted in 10 buckets of a tenth of it, from snapshots of the counts taken
+//! whenever the probability is computed (at a counted failure, a shed call, and, while shedding,
+//! each outcome and the first admission of each bucket). When none was taken at the window's
+//! start (the dependency was healthy, so nothing was computed), the counts between the snapshots
+//! on either side of it are taken as spread evenly in time. Calls shed are requests too, so once
+//! the dependency recovers the probability falls over a few windows (at each, to about `2p − 1`
+//! with `k = 2`), as the book's throttle does; a close after a probe starts the window afresh, so
+//! a dependency that recovered while the breaker was open is not shed over its old failures.
+//!
+//! In a file: `adaptive_throttling = { k = 2.0, window_ms = 10000 }` in `[default]` or a
+//! dependency's section, or `adaptive_throttling = false` to turn off what `[default]` set; an
+//! error names `adaptive_throttling.k` or `adaptive_throttling.window_ms`. A reload that changes
+//! the window starts it afresh; one that changes `k` judges the window as it stands.
+//!
 //! # Live configuration and changes by hand
 //!
 //! ```toml
@@ -107,6 +138,9 @@
 //! max_hinted_open_ms = 300000   # a 429's Retry-After keeps it open up to 5 min (0: ignore hints)
 //! hint_jitter = 0.2             # a hinted deadline spread by 0 to +20 % of its hint
 //! open_on_long_hint = true      # a 429 asking for longer than the cooldown trips at once
+//! max_in_flight = 8             # at most 8 calls in flight; more are refused as saturated
+//! adaptive_concurrency = { algorithm = "aimd", min = 2, max = 8, backoff_ratio = 0.9, latency_threshold_ms = 3000 }
+//! adaptive_throttling = { k = 2.0, window_ms = 10000 }  # shed calls as 503s outgrow accepts
 //!
 //! # A pool of equivalent upstreams (`Registry::pool("search-any")`): its members are
 //! # dependencies above, each with its own breaker, in priority groups tried in order.

@@ -3,7 +3,7 @@
 //! The rules are numbered so tests, docs and issues can cite them; each is held by named tests
 //! (see [`checks`](super::checks)). Rules 1 to 11 hold for every breaker; fleet mode adds 12 to
 //! 20, MCP 21 to 24, and the rate rules, the cooldown's shape, several probes, a registry's
-//! bounds and the dependency's hints 25 to 32.
+//! bounds and the dependency's hints 25 to 32, and the cap on calls in flight 33 to 35.
 //!
 //! # Every breaker
 //!
@@ -212,3 +212,36 @@
 //!     reconfiguration (a reconfigured cooldown applies to the period as to any, rule 10). In
 //!     fleet mode the record keeps the hinted end of the trip or reopen, and no lease is granted
 //!     before it (rule 16).
+//!
+//! # The cap on calls in flight
+//!
+//! With [`max_in_flight(n)`](crate::breaker::Builder::max_in_flight) or
+//! [`adaptive_concurrency(limit)`](crate::breaker::Builder::adaptive_concurrency) (in a file,
+//! `max_in_flight` and `adaptive_concurrency = { algorithm = "aimd" | "gradient", min, max,
+//! ... }`):
+//!
+//! 33. **Never over the cap.** A call is admitted by the breaker's word first (an open breaker
+//!     refuses with `dependency_open` and costs the cap nothing), then takes a slot: it is
+//!     admitted iff the calls holding one are below the limit at the instant of its
+//!     compare-and-swap, so no race puts more than the limit in flight, and a refusal writes
+//!     nothing (no overshoot to roll back, so no caller is refused by another's). A half-open
+//!     probe needs a slot too. The permit gives its slot back exactly once: when its outcome is
+//!     recorded, or when it is dropped (a cancelled future, a panic unwinding through `call`),
+//!     also after `into_owned`. A lowered cap (`reconfigure`, a reload) leaves calls in flight
+//!     their slots and refuses new calls until enough have ended.
+//! 34. **Busy is not down.** A call over the cap is refused as
+//!     [`Saturated`](crate::BlockedReason::Saturated) (`saturated`; the model is told the tool is
+//!     busy, not down, and to try again shortly or use another tool). The refusal is counted
+//!     only as [`Metrics::saturated`](crate::observe::Metrics::saturated) and logged as a
+//!     blocked call; it is never a failure or a success, never reaches the rate window, the
+//!     fleet's tap or a transition, and never changes the breaker's word. A permit the breaker
+//!     issued and the cap then refused vanishes: a closed one is not counted as dropped, a
+//!     probe's gives its probe slot back for the next caller. A pool passes over a saturated
+//!     member, uncounted, as over any member that refuses, without counting it ejected.
+//! 35. **The adaptive limit listens to counted outcomes only.** An adaptive limit (AIMD or the
+//!     latency gradient, [`Limit`](crate::Limit)) moves from the outcomes and latencies of calls
+//!     recorded as a success or a counted failure; `Ignored` outcomes, dropped permits and every
+//!     refusal never move it. With a fixed cap as well, the fixed cap bounds it: the cap in
+//!     force is the adaptive value, never above `max_in_flight`. Calls are timed on the
+//!     breaker's clock when an adaptive limit is set; an outcome recorded without its time
+//!     feeds AIMD's failure signal only. Each change of the limit is a `debug` event.

@@ -28,6 +28,20 @@
 //! reason) and sums them up in one line: whether the service failed, whether the breaker opened (by
 //! which rule, where it has a rate rule), and whether the agents kept calling after it did.
 //!
+//! Two breakers add admission control, which refuses calls for load, never for health (a refused
+//! call is answered `blocked` with reason `saturated` or `throttled`, nothing is sent, and the
+//! breaker's state and counts are untouched). `weather`'s caps its calls in flight at 8
+//! (`max_in_flight`): while it hangs, only 8 calls wait out the 250 ms per-call timeout, and the
+//! calls past the cap are answered `saturated` at once; its table gives how many, and how long
+//! their answers took, mean and slowest, a fraction of a millisecond. `search` degrades before its
+//! outage, from 6 % of the demo: 503 on a growing share of its requests, spread evenly (20 % to
+//! 65 %, two in a row at most as the server answers them, so its consecutive rule trips at the
+//! outage, or now and then late in the 65 % step when answers come back far out of order), then
+//! on every one from 20 %; its breaker throttles adaptively (`adaptive_throttling`, `k` 2.0 over 250 ms), shedding
+//! a share of its calls once fewer than half succeed, and its table gives the calls shed before
+//! the breaker first tripped and their share of the calls asked since the degradation began (the
+//! degradation is the single gateway's: fleet mode runs the schedule without it).
+//!
 //! A fifth tool, `chat`, is served by the pool `llm` of three model providers (axum servers with
 //! `/chat` and `/health`), in groups `[["llm-a", "llm-b"], ["llm-c"]]`, through
 //! `ToolGuard::call_pool`, so a retry after a failure goes to another member. `llm-a` answers 429

@@ -37,7 +37,8 @@
 //!
 //! **Metrics** (opt-in: `Builder::metrics(true)`, `RegistryBuilder::metrics(true)`): admitted,
 //! blocked, successes, counted failures by kind, ignored, dropped (permits dropped unrecorded:
-//! cancelled or panicked calls), and transitions by reason, read as a `Metrics` snapshot from a
+//! cancelled or panicked calls), throttled (calls adaptive throttling shed while closed: in no
+//! other count), and transitions by reason, read as a `Metrics` snapshot from a
 //! breaker or from the registry (all dependencies, keyed by name; `Serialize` with feature `serde`).
 //! A call is counted once, when its permit is used up, so a call in flight is not counted yet and
 //! `admitted` is the sum of the outcomes and `dropped`. Each thread adds to its own cache-padded

@@ -20,6 +20,8 @@ pub(crate) enum Counter {
     /// A permit dropped without an outcome (the call was cancelled, or panicked).
     Dropped,
     Blocked,
+    /// A call the cap on calls in flight refused (counted only here).
+    Saturated,
     Success,
     Timeout,
     Connect,
@@ -27,9 +29,13 @@ pub(crate) enum Counter {
     Unavailable,
     OtherFailure,
     Ignored,
+    /// A closed admission shed by adaptive throttling.
+    Throttled,
 }
 
-const COUNTERS: usize = 9;
+/// One per `Counter` variant: the last variant's index plus one (two branches that each added a
+/// variant and each bumped a literal here once merged into a count one short).
+const COUNTERS: usize = Counter::Throttled as usize + 1;
 const REASONS: usize = 10;
 
 impl Counter {
@@ -66,7 +72,12 @@ impl Counter {
             Counter::RateLimited => Some(FailureKind::RateLimited { retry_after: None }.as_str()),
             Counter::Unavailable => Some(FailureKind::Unavailable.as_str()),
             Counter::OtherFailure => Some(FailureKind::Other.as_str()),
-            Counter::Dropped | Counter::Blocked | Counter::Success | Counter::Ignored => None,
+            Counter::Dropped
+            | Counter::Blocked
+            | Counter::Saturated
+            | Counter::Throttled
+            | Counter::Success
+            | Counter::Ignored => None,
         }
     }
 }
@@ -186,6 +197,10 @@ impl Counters {
             .fold(0, u64::wrapping_add),
             dropped: self.sum(Counter::Dropped),
             blocked: self.sum(Counter::Blocked),
+            saturated: self.sum(Counter::Saturated),
+            // The cap's readings are the breaker's: `CircuitBreaker::metrics` fills them in.
+            in_flight: 0,
+            concurrency_limit: None,
             successes: self.sum(Counter::Success),
             failures: FailureCounts {
                 timeout: self.sum(Counter::Timeout),
@@ -195,6 +210,7 @@ impl Counters {
                 other: self.sum(Counter::OtherFailure),
             },
             ignored: self.sum(Counter::Ignored),
+            throttled: self.sum(Counter::Throttled),
             transitions: TransitionCounts {
                 failure_threshold: t(TransitionReason::FailureThreshold),
                 failure_rate: t(TransitionReason::FailureRate),
@@ -232,6 +248,16 @@ pub struct Metrics {
     /// backoff wait (the breaker opened meanwhile) counts here too, although its call's first
     /// attempt was admitted.
     pub blocked: u64,
+    /// Calls the cap on calls in flight refused
+    /// ([`BlockedReason::Saturated`](crate::BlockedReason::Saturated)): counted here only, never
+    /// in `blocked` or `admitted`; nothing was sent.
+    pub saturated: u64,
+    /// Calls holding a slot of the cap on calls in flight when the snapshot was taken (0 with
+    /// no cap).
+    pub in_flight: u32,
+    /// The cap on calls in flight in force when the snapshot was taken, fixed or the adaptive
+    /// limit's value; `None` with no cap.
+    pub concurrency_limit: Option<u32>,
     /// Calls recorded as successes.
     pub successes: u64,
     /// Calls recorded as counted failures, by kind.
@@ -240,6 +266,10 @@ pub struct Metrics {
     pub ignored: u64,
     /// Admitted calls whose permit was dropped without an outcome: cancelled, or panicked.
     pub dropped: u64,
+    /// Calls adaptive throttling shed while closed, before sending
+    /// ([`Builder::adaptive_throttling`](crate::breaker::Builder::adaptive_throttling)): not
+    /// admitted, and not in `blocked`.
+    pub throttled: u64,
     /// Transitions, by reason.
     pub transitions: TransitionCounts,
 }

@@ -29,6 +29,16 @@ fn blocked_event(dependency: &str, blocked: &Blocked) {
     );
 }
 
+/// The adaptive limit on calls in flight of `dependency` moved to `limit` (only on a change, so
+/// no more often than samples move it). Out of line: only adaptive breakers reach it.
+#[inline(never)]
+pub(crate) fn limit_changed(dependency: &str, limit: u32) {
+    #[cfg(feature = "tracing")]
+    tracing::debug!(target: "toolbreaker", dependency, limit, "concurrency limit changed");
+    #[cfg(not(feature = "tracing"))]
+    let _ = (dependency, limit);
+}
+
 /// Pool `pool` admitted a call to its open member `member` by its panic rule (no member of the
 /// pool admitted it). Out of line: a pool in panic is already off its healthy path.
 #[inline(never)]

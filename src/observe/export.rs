@@ -18,6 +18,10 @@ impl Metrics {
     /// | `toolbreaker_call_failures_total` | `dependency`, `kind` (`timeout`, `connect`, `rate_limited`, `unavailable`, `other`) | counter |
     /// | `toolbreaker_calls_ignored_total` | `dependency` | counter |
     /// | `toolbreaker_calls_dropped_total` | `dependency` | counter |
+    /// | `toolbreaker_calls_saturated_total` | `dependency` | counter |
+    /// | `toolbreaker_calls_in_flight` | `dependency` | gauge: calls holding a slot of the cap on calls in flight |
+    /// | `toolbreaker_concurrency_limit` | `dependency` | gauge: the cap in force (exported only with a cap) |
+    /// | `toolbreaker_calls_throttled_total` | `dependency` | counter |
     /// | `toolbreaker_transitions_total` | `dependency`, `reason` (as [`TransitionReason::as_str`](crate::TransitionReason::as_str)) | counter |
     /// | `toolbreaker_state` | `dependency`, `state` (`closed`, `open`, `half_open`) | gauge: 1 for the state now, 0 for the others |
     ///
@@ -48,6 +52,16 @@ impl Metrics {
             .absolute(self.ignored);
         counter!("toolbreaker_calls_dropped_total", "dependency" => d.clone())
             .absolute(self.dropped);
+        counter!("toolbreaker_calls_saturated_total", "dependency" => d.clone())
+            .absolute(self.saturated);
+        gauge!("toolbreaker_calls_in_flight", "dependency" => d.clone())
+            .set(f64::from(self.in_flight));
+        if let Some(limit) = self.concurrency_limit {
+            gauge!("toolbreaker_concurrency_limit", "dependency" => d.clone())
+                .set(f64::from(limit));
+        }
+        counter!("toolbreaker_calls_throttled_total", "dependency" => d.clone())
+            .absolute(self.throttled);
         let t = &self.transitions;
         for (reason, count) in [
             ("failure_threshold", t.failure_threshold),
@@ -97,6 +111,26 @@ fn describe() {
         "toolbreaker_calls_ignored_total",
         Unit::Count,
         "Calls that failed through no fault of the dependency"
+    );
+    describe_counter!(
+        "toolbreaker_calls_saturated_total",
+        Unit::Count,
+        "Calls refused by a circuit breaker's cap on calls in flight; nothing was sent"
+    );
+    describe_gauge!(
+        "toolbreaker_calls_in_flight",
+        Unit::Count,
+        "Calls holding a slot of a circuit breaker's cap on calls in flight"
+    );
+    describe_gauge!(
+        "toolbreaker_concurrency_limit",
+        Unit::Count,
+        "The cap on calls in flight in force, fixed or adaptive"
+    );
+    describe_counter!(
+        "toolbreaker_calls_throttled_total",
+        Unit::Count,
+        "Calls adaptive throttling shed before sending while the circuit breaker was closed"
     );
     describe_counter!(
         "toolbreaker_transitions_total",

@@ -350,7 +350,7 @@ impl fmt::Display for ConfigChange {
             sep = ", ";
         }
         // The rate rules, each as the file spells it.
-        let rate = |r: Option<f64>| r.map_or("off".to_owned(), |r| r.to_string());
+        let rate = |c: Config| c.failure_rate().map_or("off".to_owned(), |r| r.to_string());
         let slow = |c: Config| {
             c.slow_calls().map_or("off".to_owned(), |(t, r)| {
                 format!("{} ms at {r}", millis_floor(t))
@@ -371,18 +371,31 @@ impl fmt::Display for ConfigChange {
             })
         };
         let jitter = |c: Config| c.cooldown_jitter().to_string();
+        let cap = |c: Config| {
+            c.max_in_flight()
+                .map_or("off".to_owned(), |n| n.to_string())
+        };
+        let adaptive = |c: Config| {
+            c.adaptive_concurrency()
+                .map_or("off".to_owned(), |l| format!("{l:?}"))
+        };
+        let throttling = |c: Config| {
+            c.adaptive_throttling()
+                .map_or("off".to_owned(), |(k, window)| {
+                    format!("k {k} over {} ms", millis_floor(window))
+                })
+        };
         for (name, old, new) in [
-            (
-                "failure_rate",
-                rate(b.failure_rate()),
-                rate(a.failure_rate()),
-            ),
+            ("failure_rate", rate(b), rate(a)),
             ("slow_calls", slow(b), slow(a)),
             ("window", window(b), window(a)),
             ("minimum_calls", minimum(b), minimum(a)),
             ("cooldown_backoff", backoff(b), backoff(a)),
             ("cooldown_jitter", jitter(b), jitter(a)),
             ("probes", b.probes().to_string(), a.probes().to_string()),
+            ("max_in_flight", cap(b), cap(a)),
+            ("adaptive_concurrency", adaptive(b), adaptive(a)),
+            ("adaptive_throttling", throttling(b), throttling(a)),
         ] {
             if old != new {
                 write!(f, "{sep}{name} {old} -> {new}")?;

@@ -8,6 +8,7 @@ mod budget;
 mod error;
 mod pools;
 mod section;
+mod throttling;
 
 pub use self::error::ConfigFileError;
 
@@ -338,7 +339,40 @@ mod tests {
             ("hint_jitter = -0.1", "hint_jitter"),
             ("open_on_long_hint = 1", "open_on_long_hint"),
             ("retry_budget = 1", "retry_budget"),
+            ("max_in_flight = 0", "max_in_flight"),
+            ("max_in_flight = -2", "max_in_flight"),
+            ("adaptive_concurrency = 8", "adaptive_concurrency"),
+            (
+                "adaptive_concurrency = { algorithm = \"aimd\", min = 0, max = 8 }",
+                "adaptive_concurrency.min",
+            ),
+            (
+                "adaptive_concurrency = { algorithm = \"gradient\", min = 9, max = 8 }",
+                "adaptive_concurrency.max",
+            ),
+            (
+                "adaptive_concurrency = { algorithm = \"aimd\", min = 2, max = 8, initial = 9 }",
+                "adaptive_concurrency.initial",
+            ),
+            (
+                "adaptive_concurrency = { algorithm = \"aimd\", min = 1, max = 8, tolerance = 2 }",
+                "adaptive_concurrency.tolerance",
+            ),
+            (
+                "adaptive_concurrency = { algorithm = \"gradient\", min = 1, max = 8, smoothing = 0 }",
+                "adaptive_concurrency.smoothing",
+            ),
+            ("adaptive_throttling = true", "adaptive_throttling"),
         ];
+        // An `adaptive_concurrency` table's errors name its keys as `adaptive_concurrency.KEY`,
+        // and an unknown one lists the algorithm's keys.
+        let nested = |name: &str| {
+            name.strip_prefix("adaptive_concurrency.")
+                .unwrap_or(name)
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c == '_')
+                && (name.starts_with("adaptive_concurrency") || !name.contains('.'))
+        };
         for key in &keys {
             assert!(
                 cases.iter().any(|(_, refused)| refused == key),
@@ -352,7 +386,10 @@ mod tests {
                 assert_eq!(err.field(), Some(*key), "{text}: {err}");
                 let shown = err.to_string();
                 for name in names(&shown) {
-                    assert!(keys.contains(&name), "{text}: `{name}` is no key: {shown}");
+                    assert!(
+                        keys.contains(&name) || (key.starts_with("adaptive") && nested(name)),
+                        "{text}: `{name}` is no key: {shown}"
+                    );
                 }
             }
         }

@@ -12,7 +12,7 @@
 //! ```text
 //! threshold:  the failure threshold (a whole u64)
 //! cooldown:   | SHAPED (bit 63) | HINTED (bit 62) | spare (21) | cooldown in ms (41 bits) |
-//! lease:      | spare (3) | probes − 1 (20) | probe timeout in ms (41 bits) |
+//! lease:      | CAPPED (bit 63) | spare (2) | probes − 1 (20) | probe timeout in ms (41 bits) |
 //! ```
 //!
 //! A duration is at most `MAX_DURATION_MS` (2^40 ms), so 41 bits hold it; `SHAPED` says the
@@ -20,6 +20,9 @@
 //! dependency's hint has been heard (its shape is read from the cooldown's cell only when either
 //! is set). `HINTED` is news, not configuration: set once, by the first hint, and kept by every
 //! later store, so an open period a hint lengthened is never read from the plain cooldown.
+//! `CAPPED` says the breaker has a cap on calls in flight (its cell is in the breaker's cold
+//! block): set once, when the cell is made, and kept by every later store, so a healthy call of
+//! a breaker without a cap pays one load of a line it has already and a branch.
 
 use super::pack::Field;
 use crate::config::{Limits, MAX_DURATION_MS, MAX_PROBES, Rates, Shape};
@@ -42,6 +45,8 @@ impl Settings {
     const HINTED: Field = Field::bit(62);
     /// The probes less one, above the probe timeout.
     const PROBES: Field = Self::DURATION.above(20);
+    /// The lease's flag: the breaker has a cap on calls in flight.
+    const CAPPED: Field = Field::bit(63);
 
     /// The settings of `limits`.
     pub(crate) fn new(limits: Limits) -> Self {
@@ -112,17 +117,34 @@ impl Settings {
                 Some(cooldown | (old & Self::HINTED.put(1)))
             });
         let probes = Self::PROBES.put(u64::from(limits.probes.max(1) - 1));
-        self.lease.store(
-            Self::DURATION.put(limits.probe_timeout_ms) | probes,
-            Ordering::Relaxed,
-        );
+        let lease = Self::DURATION.put(limits.probe_timeout_ms) | probes;
+        // The cap's flag is kept (see the module docs).
+        let _ = self
+            .lease
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+                Some(lease | (old & Self::CAPPED.put(1)))
+            });
+    }
+
+    /// Whether the breaker has a cap on calls in flight (see the module docs). One relaxed
+    /// load: a caller that misses a flag set this instant admits one call without a slot, as a
+    /// reconfiguration's other settings may be seen late.
+    #[inline(always)]
+    pub(crate) fn is_capped(&self) -> bool {
+        self.lease.load(Ordering::Relaxed) & Self::CAPPED.put(1) != 0
+    }
+
+    /// Mark that the breaker has a cap on calls in flight, once its cell is made; kept after.
+    pub(crate) fn mark_capped(&self) {
+        self.lease.fetch_or(Self::CAPPED.put(1), Ordering::Relaxed);
     }
 }
 
 // Every duration and number of probes a configuration accepts fits its field.
 const _: () = assert!(MAX_DURATION_MS <= Settings::DURATION.max());
 const _: () = assert!((MAX_PROBES - 1) as u64 <= Settings::PROBES.max());
-const _: () = assert!(Settings::PROBES.end() <= 64 && Settings::SHAPED.end() == 64);
+const _: () = assert!(Settings::PROBES.end() <= Settings::CAPPED.shift());
+const _: () = assert!(Settings::SHAPED.end() == 64 && Settings::CAPPED.end() == 64);
 const _: () = assert!(Settings::DURATION.end() <= Settings::SHAPED.shift());
 
 #[cfg(all(test, not(loom)))]
@@ -159,6 +181,11 @@ mod tests {
                             probes,
                         };
                         let settings = Settings::new(limits);
+                        assert_eq!(settings.load(rates, || shape), limits);
+                        assert!(!settings.is_capped());
+                        settings.mark_capped();
+                        settings.store(limits);
+                        assert!(settings.is_capped(), "kept by a store");
                         assert_eq!(settings.load(rates, || shape), limits);
                         let plain = (!shape.is_shaped()).then_some(duration);
                         assert_eq!(settings.plain_cooldown_ms(), plain);

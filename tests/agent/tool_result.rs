@@ -63,6 +63,36 @@ fn blocked_while_a_probe_is_in_flight_is_exactly_this_json() {
     );
 }
 
+/// A call adaptive throttling shed: the dependency is degrading and nothing was sent; the model
+/// is told to come back after a tenth of the throttle's window.
+#[test]
+fn a_call_shed_by_adaptive_throttling_is_exactly_this_json() {
+    let (clock, _mock) = quanta::Clock::mock();
+    let breaker = CircuitBreaker::builder()
+        .name("search")
+        .failure_threshold(1_000)
+        .adaptive_throttling(2.0, Duration::from_secs(20))
+        .clock(clock)
+        .build()
+        .unwrap();
+    breaker
+        .try_acquire()
+        .unwrap()
+        .record(Outcome::Failure(FailureKind::Unavailable));
+    let blocked = (0..1_000)
+        .find_map(|_| breaker.try_acquire().err())
+        .expect("p is at least 1/2: some call is shed");
+    assert_eq!(blocked.reason(), BlockedReason::Throttled);
+    assert_eq!(blocked.reason().as_str(), "throttled");
+    let json = ToolResult::<()>::blocked(breaker.name(), blocked)
+        .to_json()
+        .unwrap();
+    assert_eq!(
+        json,
+        r#"{"status":"blocked","dependency":"search","reason":"throttled","retry_after_ms":2000,"message":"search is degrading, so this call was held back here to let it recover; nothing was sent. Answer with what you know, use another tool, or try after 2.0 s."}"#
+    );
+}
+
 #[test]
 fn the_message_never_reads_as_retry_now() {
     // (remaining ms, seconds shown): rounded to the nearest tenth, never shown as 0.0 s.

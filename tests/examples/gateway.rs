@@ -684,7 +684,7 @@ mod reload {
 
     use toolbreaker::{FailureKind, Outcome, Registry, RegistryConfig, State};
 
-    use super::settings;
+    use super::{Tool, settings};
 
     fn shipped() -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/gateway/breakers.toml")
@@ -741,12 +741,18 @@ mod reload {
             Ok(vec![format!("reloaded {shown}: no change")])
         );
 
-        // A new default cooldown and a section of `search`'s own: one line per change, the
+        // A new default cooldown and a threshold in `search`'s own section, its throttle taken
+        // off (so that the failures recorded below are never shed): one line per change, the
         // default's first, then each dependency's in name order; the handles see the change.
         let text = std::fs::read_to_string(&path)
             .unwrap()
             .replace("cooldown_ms = 500 ", "cooldown_ms = 1000")
-            + "\n[dependencies.search]\nfailure_threshold = 3\n";
+            .replace("adaptive_throttling = { k = 2.0, window_ms = 250 }\n", "")
+            .replacen(
+                "[dependencies.search]\n",
+                "[dependencies.search]\nfailure_threshold = 3\n",
+                1,
+            );
         std::fs::write(&path, text).unwrap();
         // `quotes`' section takes its cooldown from [default]: it changes too, though no
         // breaker has been asked for it yet; so do the pool's members, whose breakers the
@@ -760,7 +766,8 @@ mod reload {
                 format!("reloaded {shown}: llm-c: cooldown_ms 500 -> 1000"),
                 format!("reloaded {shown}: quotes: cooldown_ms 500 -> 1000"),
                 format!(
-                    "reloaded {shown}: search: failure_threshold 5 -> 3, cooldown_ms 500 -> 1000"
+                    "reloaded {shown}: search: failure_threshold 5 -> 3, adaptive_throttling k 2 \
+                     over 250 ms -> off, cooldown_ms 500 -> 1000"
                 ),
                 format!("reloaded {shown}: weather: cooldown_ms 500 -> 1000"),
             ])
@@ -894,13 +901,16 @@ mod reload {
         assert_eq!(registry.configuration(), in_force);
 
         // A section for each tool and provider is accepted, and put in force on reload (the
-        // shipped file has `quotes`' already).
-        let rated = format!("[dependencies.{}]\n", settings::RATED.name());
+        // shipped file has `quotes`', `weather`'s and `search`'s already: each gets the key).
+        let shipped = [settings::RATED, settings::CAPPED, settings::THROTTLED].map(Tool::name);
         let every_tool: String = settings::dependencies()
-            .filter(|name| *name != settings::RATED.name())
+            .filter(|name| !shipped.contains(name))
             .map(|name| format!("\n[dependencies.{name}]\nfailure_threshold = 2\n"))
             .collect();
-        let good = good.replacen(&rated, &format!("{rated}failure_threshold = 2\n"), 1);
+        let good = shipped.iter().fold(good, |good, name| {
+            let section = format!("[dependencies.{name}]\n");
+            good.replacen(&section, &format!("{section}failure_threshold = 2\n"), 1)
+        });
         std::fs::write(&path, format!("{good}{every_tool}")).unwrap();
         let config = settings::initial(Some(&path)).unwrap();
         assert_eq!(config.dependencies().count(), 7);

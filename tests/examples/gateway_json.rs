@@ -78,9 +78,16 @@ fn search_opened_quotes_opened_by_its_failure_rate_and_files_never_did() {
             count(dep, "sent"),
             "{name}: admitted == sent"
         );
-        for key in ["blocked", "successes", "ignored"] {
+        for key in ["successes", "ignored"] {
             assert_eq!(count(metrics, key), count(dep, key), "{name}: {key}");
         }
+        // A call refused for load (saturated, throttled) is answered blocked; the breaker counts
+        // it apart from its blocked calls.
+        assert_eq!(
+            count(metrics, "blocked") + count(metrics, "saturated") + count(metrics, "throttled"),
+            count(dep, "blocked"),
+            "{name}: blocked"
+        );
         for kind in ["timeout", "connect", "rate_limited", "unavailable", "other"] {
             assert_eq!(
                 count(&metrics["failures"], kind),
@@ -225,6 +232,123 @@ fn search_opened_quotes_opened_by_its_failure_rate_and_files_never_did() {
         "every run ends on a stopped call: {text}"
     );
     assert_eq!(count(&report, "calls_stopped"), started, "{text}");
+}
+
+/// Admission control in the demo. `weather`, capped at 8 calls in flight, answered the calls past
+/// its cap `saturated` while it hung, at once: none of them waited out a per-call timeout, as the
+/// calls holding its slots did. `search`, throttled adaptively while its 503s grew, shed calls
+/// before its breaker first tripped. Neither refusal was counted as a failure or a success by the
+/// breakers, and no other tool refused a call for load: their entries have no cap, no throttle
+/// and nothing saturated or throttled.
+#[test]
+#[ignore = "needs GATEWAY_JSON: the path of a `gateway --json` report"]
+fn weather_answered_saturated_at_once_search_shed_before_its_trip_and_the_others_refused_none() {
+    let path = std::env::var("GATEWAY_JSON").expect("GATEWAY_JSON names the report to check");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let report: Value = serde_json::from_str(&text).expect("the report is one JSON object");
+    let settings = &report["settings"]["breakers"];
+    assert_eq!(settings["weather"]["max_in_flight"], 8, "{settings}");
+    assert_eq!(
+        settings["search"]["adaptive_throttling"],
+        serde_json::json!({"k": 2.0, "window_ms": 250}),
+        "{settings}"
+    );
+    let deps = &report["dependencies"];
+    for name in ["search", "weather", "quotes", "files"] {
+        let dep = &deps[name];
+        for key in [
+            "saturated",
+            "saturated_at_once",
+            "throttled",
+            "throttled_before_trip",
+            "outage_attempted_before_trip",
+        ] {
+            assert!(dep[key].is_u64(), "{name}.{key} in {dep}");
+        }
+        // The breaker's own counters agree with the gateway's (a call refused for load is no
+        // outcome: the other test checks that the breaker's outcomes are the attempts sent).
+        let metrics = &dep["metrics"];
+        assert_eq!(
+            count(metrics, "saturated"),
+            count(dep, "saturated"),
+            "{name}"
+        );
+        assert_eq!(
+            count(metrics, "throttled"),
+            count(dep, "throttled"),
+            "{name}"
+        );
+        assert!(
+            count(dep, "saturated") + count(dep, "throttled") <= count(dep, "blocked"),
+            "{name}: refusals for load are answered blocked: {dep}"
+        );
+        if name != "weather" {
+            assert!(settings[name]["max_in_flight"].is_null(), "{name}");
+            assert!(dep["concurrency_limit"].is_null(), "{name}: {dep}");
+            assert_eq!(count(dep, "saturated"), 0, "{name} had no cap: {dep}");
+        }
+        if name != "search" {
+            assert!(settings[name]["adaptive_throttling"].is_null(), "{name}");
+            assert_eq!(count(dep, "throttled"), 0, "{name} had no throttle: {dep}");
+        }
+    }
+
+    // `weather`: the calls past its cap were answered at once. The cap is the one in force at
+    // the end; while it hung, calls were saturated, each answered before any attempt was sent,
+    // in far less than the per-call timeout every attempt that held a slot waited out.
+    let weather = &deps["weather"];
+    assert_eq!(weather["concurrency_limit"], 8, "{weather}");
+    assert!(
+        count(weather, "saturated_at_once") > 0,
+        "no call to weather was saturated while it hung: {weather}"
+    );
+    let timeout_ms = count(&report["settings"], "per_call_timeout_ms") as f64;
+    let answer = &weather["saturated_answer_ms"];
+    let mean = answer["mean"].as_f64().expect("a mean answer time");
+    let max = answer["max"].as_f64().expect("a slowest answer time");
+    assert!(
+        mean <= max && max < timeout_ms,
+        "a saturated call waited as long as an attempt's timeout ({timeout_ms} ms): {answer}"
+    );
+    assert!(
+        mean * 10.0 < timeout_ms,
+        "saturated calls took {mean} ms on average, not a small part of the {timeout_ms} ms \
+         timeout: {answer}"
+    );
+    assert!(
+        count(&weather["failures_by_kind"], "timeout") >= 5,
+        "the slots' attempts timed out and tripped weather's breaker: {weather}"
+    );
+    assert!(
+        count(&weather["metrics"]["transitions"], "failure_threshold") >= 1,
+        "{weather}"
+    );
+
+    // `search`: its throttle shed calls while it degraded, before its breaker first tripped.
+    let search = &deps["search"];
+    assert!(
+        search["outage"]["degrading_from_ms"]
+            .as_u64()
+            .expect("a degradation")
+            < count(&search["outage"], "from_ms"),
+        "{search}"
+    );
+    assert!(
+        count(search, "throttled_before_trip") > 0,
+        "search shed nothing before its breaker tripped: {search}"
+    );
+    assert!(
+        count(search, "throttled_before_trip") <= count(search, "outage_attempted_before_trip"),
+        "{search}"
+    );
+    let share = search["shed_before_trip_share"]
+        .as_f64()
+        .expect("a share shed");
+    assert!(share > 0.0 && share < 1.0, "{search}");
+    assert!(
+        count(&search["metrics"]["transitions"], "failure_threshold") >= 1,
+        "search's breaker tripped all the same, at its outage: {search}"
+    );
 }
 
 /// A phase's calls served by `member`.

@@ -97,6 +97,11 @@ fn every_counter_is_exported_with_its_labels_and_absolute_value() {
         value("toolbreaker_calls_dropped_total", &s),
         &DebugValue::Counter(0)
     );
+    assert_eq!(
+        value("toolbreaker_calls_throttled_total", &s),
+        &DebugValue::Counter(0),
+        "no adaptive throttling: exported as 0"
+    );
     let failures = |kind| {
         value(
             "toolbreaker_call_failures_total",
@@ -133,6 +138,57 @@ fn every_counter_is_exported_with_its_labels_and_absolute_value() {
     assert!(
         got.keys().all(|(name, _)| name.starts_with("toolbreaker_")),
         "every name is prefixed"
+    );
+}
+
+#[test]
+fn the_cap_on_calls_in_flight_is_exported() {
+    let _turn = crate::turn();
+    let capped = toolbreaker::CircuitBreaker::builder()
+        .max_in_flight(2)
+        .build_config()
+        .unwrap();
+    let registry = Registry::builder()
+        .dependency("search", capped)
+        .metrics(true)
+        .build();
+    let search = registry.get("search");
+    let _held = (search.try_acquire().unwrap(), search.try_acquire().unwrap());
+    assert!(search.try_acquire().is_err());
+    registry
+        .get("weather")
+        .try_acquire()
+        .unwrap()
+        .record(Outcome::Success);
+    let got = capture(&registry);
+    let value = |name: &str, dependency: &str| {
+        got.get(&(name.to_owned(), labels(&[("dependency", dependency)])))
+    };
+    assert_eq!(
+        value("toolbreaker_calls_saturated_total", "search"),
+        Some(&DebugValue::Counter(1))
+    );
+    assert_eq!(
+        value("toolbreaker_calls_blocked_total", "search"),
+        Some(&DebugValue::Counter(0)),
+        "a saturated call is not a blocked one"
+    );
+    assert_eq!(
+        value("toolbreaker_calls_in_flight", "search"),
+        Some(&DebugValue::Gauge(2.0.into()))
+    );
+    assert_eq!(
+        value("toolbreaker_concurrency_limit", "search"),
+        Some(&DebugValue::Gauge(2.0.into()))
+    );
+    assert_eq!(
+        value("toolbreaker_concurrency_limit", "weather"),
+        None,
+        "no cap, no limit exported"
+    );
+    assert_eq!(
+        value("toolbreaker_calls_in_flight", "weather"),
+        Some(&DebugValue::Gauge(0.0.into()))
     );
 }
 

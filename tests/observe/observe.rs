@@ -553,6 +553,38 @@ fn a_blocked_call_is_a_debug_event_with_state_reason_and_retry_after() {
     assert_eq!(events[0].fields["state"], "open".into());
 }
 
+/// A call shed by adaptive throttling is one `call blocked` debug event, state closed, reason
+/// `throttled`, and nothing else: no failure event, no transition.
+#[test]
+fn a_call_shed_by_adaptive_throttling_is_a_blocked_debug_event() {
+    let _turn = crate::turn();
+    let (capture, _guard) = capture();
+    let (builder, _mock) = builder(1_000);
+    let breaker = builder
+        .adaptive_throttling(2.0, Duration::from_secs(10))
+        .build()
+        .unwrap();
+    fail(&breaker, 1);
+    capture.clear();
+    let shed = (0..1_000)
+        .filter(|_| breaker.try_acquire().is_err())
+        .count();
+    assert!(shed > 0);
+    let events = capture.named("call blocked");
+    assert_eq!(events.len(), shed);
+    assert_eq!(events[0].level, Level::DEBUG);
+    assert_fields(
+        &events[0].fields,
+        &[
+            ("dependency", "search".into()),
+            ("state", "closed".into()),
+            ("reason", "throttled".into()),
+            ("retry_after_ms", 1_000u64.into()),
+        ],
+    );
+    assert_eq!(capture.events().len(), shed, "only the blocked events");
+}
+
 /// A pool: a member passed over while another serves logs nothing; a call the panic rule admits
 /// is a `pool panic` event naming the pool and the member; a pool none of whose members admits
 /// is one `call blocked` event under the pool's name.

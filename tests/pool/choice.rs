@@ -439,3 +439,54 @@ fn a_member_isolated_by_hand_does_not_set_the_pool_s_retry_after() {
         Duration::from_secs(30)
     );
 }
+
+/// A member whose adaptive throttling sheds the call is passed over like any member that does
+/// not admit: the pool serves every call from the others, never blocks, never panics, and the
+/// member stays closed (a shed call is no judgement of its health).
+#[test]
+fn a_member_that_sheds_by_adaptive_throttling_is_passed_over() {
+    let (clock, _mock) = toolbreaker::quanta::Clock::mock();
+    let config = toolbreaker::CircuitBreaker::builder()
+        .failure_threshold(1_000)
+        .adaptive_throttling(2.0, Duration::from_secs(10))
+        .build_config()
+        .unwrap();
+    let registry = Registry::builder()
+        .default_config(config)
+        .clock(clock)
+        .build();
+    let pool = Pool::builder("search")
+        .group(["a", "b"])
+        .build(&registry)
+        .unwrap();
+    let a = registry.get("a");
+    a.try_acquire()
+        .unwrap()
+        .record(Outcome::Failure(FailureKind::Unavailable));
+    assert_eq!(a.throttle_probability(), 0.5);
+    // Until `a` has been shed once, asked first; then its accepted calls bring p back to 0.
+    let mut shed = 0;
+    while a.throttle_probability() == 0.5 {
+        match a.try_acquire() {
+            Ok(permit) => drop(permit),
+            Err(blocked) => {
+                assert_eq!(blocked.reason(), BlockedReason::Throttled);
+                shed += 1;
+            }
+        }
+    }
+    assert_eq!(shed, 1);
+    let p = a.throttle_probability();
+    assert_eq!(
+        p,
+        2.0 / 3.0,
+        "the shed call is a request: 2 of 2, no accept"
+    );
+    let picked = picks(&pool, 2_000);
+    assert_eq!(picked.values().sum::<usize>(), 2_000, "every call served");
+    assert_eq!(a.state(), State::Closed);
+    assert!(
+        a.throttle_probability() < p,
+        "its accepted calls count; passing it over judged nothing"
+    );
+}

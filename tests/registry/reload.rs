@@ -350,7 +350,8 @@ fn the_error_message_names_the_section_field_and_problem() {
          `failure_threshold`, `cooldown_ms`, `probe_timeout_ms`, `failure_rate`, \
          `slow_call_threshold_ms`, `slow_call_rate`, `window_calls`, `window_ms`, \
          `minimum_calls`, `cooldown_multiplier`, `max_cooldown_ms`, `cooldown_jitter`, `probes`, \
-         `max_hinted_open_ms`, `hint_jitter`, `open_on_long_hint`, `retry_budget`"
+         `max_hinted_open_ms`, `hint_jitter`, `open_on_long_hint`, `max_in_flight`, \
+         `adaptive_concurrency`, `adaptive_throttling`, `retry_budget`"
     );
     assert_eq!(
         refuse(&format!(

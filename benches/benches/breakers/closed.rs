@@ -19,6 +19,9 @@ pub fn healthy(c: &mut Criterion) {
     let rate = toolbreaker_rate(Window::Calls(100));
     let rate_time = toolbreaker_rate(Window::Time(LONG));
     let slow = toolbreaker_slow();
+    let capped = toolbreaker_capped(64, false);
+    let adaptive = toolbreaker_capped(64, true);
+    let throttled = toolbreaker_throttled(5, LONG);
     let fc = failsafe_consecutive(5, LONG);
     let fd = failsafe_default();
     let rc = recloser(0.5, 100, LONG);
@@ -42,6 +45,15 @@ pub fn healthy(c: &mut Criterion) {
     g.bench_function("toolbreaker_slow_calls", |b| {
         b.iter(|| call_toolbreaker(&slow, false))
     });
+    g.bench_function("toolbreaker_max_in_flight", |b| {
+        b.iter(|| call_toolbreaker(&capped, false))
+    });
+    g.bench_function("toolbreaker_adaptive_concurrency", |b| {
+        b.iter(|| call_toolbreaker(&adaptive, false))
+    });
+    g.bench_function("toolbreaker_throttled", |b| {
+        b.iter(|| call_toolbreaker(&throttled, false))
+    });
     g.bench_function("failsafe_consecutive", |b| {
         b.iter(|| call_failsafe(&fc, false))
     });
@@ -50,7 +62,10 @@ pub fn healthy(c: &mut Criterion) {
     g.finish();
     // Every breaker must still be closed, or the group measured rejections instead.
     assert!(call_sketch(&sk, false) && call_toolbreaker(&tb, false));
-    for rated in [&rate, &rate_time, &slow] {
+    assert!(call_toolbreaker(&capped, false) && call_toolbreaker(&adaptive, false));
+    assert_eq!((capped.in_flight(), adaptive.in_flight()), (0, 0));
+    assert_eq!(throttled.throttle_probability(), 0.0, "nothing shed");
+    for rated in [&rate, &rate_time, &slow, &throttled] {
         assert_eq!(rated.state(), toolbreaker::State::Closed);
     }
 }

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group};
 
+mod admission;
 mod asynchronous;
 mod closed;
 mod contention;
@@ -46,7 +47,9 @@ criterion_group! {
         asynchronous::run,
         outside::public_api,
         pool::healthy,
-        pool::two_threads
+        pool::two_threads,
+        admission::healthy,
+        admission::two_threads
 }
 
 /// Criterion's run; or, with `TOOLBREAKER_OUTSIDE_LOOP="CASE N"` set, `N` calls of one case of the

@@ -62,6 +62,24 @@ fn call_closed_health_check() -> Case {
     })
 }
 
+/// `call`, closed and healthy, of a breaker built by `admission` from the group's plain builder.
+fn call_closed_with(
+    admission: impl FnOnce(toolbreaker::breaker::Builder) -> toolbreaker::breaker::Builder,
+) -> Case {
+    let breaker = admission(CircuitBreaker::builder().name("search"))
+        .build()
+        .unwrap();
+    Box::new(move |i| {
+        let _ = black_box(breaker.call(
+            || Ok::<u64, u64>(black_box(i)),
+            |r| match r {
+                Ok(_) => Outcome::Success,
+                Err(_) => Outcome::Failure(FailureKind::Unavailable),
+            },
+        ));
+    })
+}
+
 /// `try_acquire`, then `record` of a success.
 fn acquire_record() -> Case {
     let breaker = CircuitBreaker::builder().name("search").build().unwrap();
@@ -134,9 +152,17 @@ fn sketch() -> Case {
 }
 
 /// The cases by name, in the group's order.
-pub fn cases() -> [(&'static str, Case); 6] {
+pub fn cases() -> [(&'static str, Case); 8] {
     [
         ("call_closed_healthy", call_closed()),
+        (
+            "call_closed_healthy_max_in_flight",
+            call_closed_with(|b| b.max_in_flight(64)),
+        ),
+        (
+            "call_closed_healthy_throttling",
+            call_closed_with(|b| b.adaptive_throttling(2.0, Duration::from_secs(10))),
+        ),
         (
             "call_closed_healthy_health_check",
             call_closed_health_check(),

@@ -56,6 +56,22 @@ pub fn toolbreaker_counting(threshold: u32, cooldown: Duration) -> CircuitBreake
         .expect("valid")
 }
 
+/// The consecutive rule with a cap on calls in flight: `max_in_flight(n)` (a slot taken by
+/// compare-and-swap and given back by one subtraction per call), or with `adaptive` an AIMD limit
+/// up to `n` (its calls also timed and sampled).
+pub fn toolbreaker_capped(n: u32, adaptive: bool) -> CircuitBreaker {
+    let builder = CircuitBreaker::builder()
+        .failure_threshold(5)
+        .cooldown(LONG)
+        .probe_timeout(LONG);
+    let builder = if adaptive {
+        builder.adaptive_concurrency(toolbreaker::Limit::aimd(1, n))
+    } else {
+        builder.max_in_flight(n)
+    };
+    builder.build().expect("valid")
+}
+
 /// A rate rule alone (`Builder::failure_rate`, 50 %) over `window`, minimum 10: a healthy call is
 /// counted into its thread's stripe of the window.
 pub fn toolbreaker_rate(window: toolbreaker::Window) -> CircuitBreaker {
@@ -64,6 +80,18 @@ pub fn toolbreaker_rate(window: toolbreaker::Window) -> CircuitBreaker {
         .window(window)
         .cooldown(LONG)
         .probe_timeout(LONG)
+        .build()
+        .expect("valid")
+}
+
+/// `toolbreaker(threshold, cooldown)` with adaptive throttling (`k` = 2 over 10 s): a healthy
+/// admission loads its probability (0), a healthy outcome adds to this thread's own stripe.
+pub fn toolbreaker_throttled(threshold: u32, cooldown: Duration) -> CircuitBreaker {
+    CircuitBreaker::builder()
+        .failure_threshold(threshold)
+        .cooldown(cooldown)
+        .probe_timeout(cooldown)
+        .adaptive_throttling(2.0, Duration::from_secs(10))
         .build()
         .expect("valid")
 }

@@ -6,14 +6,23 @@ use core::time::Duration;
 
 use toml::de::{DeInteger, DeValue};
 
-use crate::config::{Config, MAX_DURATION_MS, MAX_PROBES, Window};
+use crate::config::{Config, Limit, MAX_DURATION_MS, MAX_PROBES, Window};
 use crate::registry::toml::error::ConfigFileError;
+use crate::registry::toml::throttling;
 
 pub(super) const FIELDS: &str = "`failure_threshold`, `cooldown_ms`, `probe_timeout_ms`, `failure_rate`, \
                       `slow_call_threshold_ms`, `slow_call_rate`, `window_calls`, `window_ms`, \
                       `minimum_calls`, `cooldown_multiplier`, `max_cooldown_ms`, \
                       `cooldown_jitter`, `probes`, `max_hinted_open_ms`, `hint_jitter`, \
                       `open_on_long_hint`, `retry_budget`";
+                      `open_on_long_hint`, `max_in_flight`, `adaptive_concurrency`, \
+                      `adaptive_throttling`";
+
+/// The keys of an `adaptive_concurrency` table, by algorithm.
+const AIMD_FIELDS: &str = "`algorithm`, `min`, `max`, `initial`, `backoff_ratio`, \
+                           `latency_threshold_ms`";
+const GRADIENT_FIELDS: &str = "`algorithm`, `min`, `max`, `initial`, `tolerance`, `smoothing`, \
+                               `queue_size`, `long_window`";
 
 /// One section: its keys over `base`, validated; with whether `failure_threshold` was set here or
 /// in `base` (so a rate rule set in a dependency's section keeps the consecutive rule only if
@@ -50,6 +59,8 @@ pub(super) fn section(
     let mut shape = base.shape_settings();
     let mut multiplier = shape.backoff.map(|(m, _)| m);
     let mut max_cooldown = shape.backoff.map(|(_, max)| max);
+    let mut concurrency = base.concurrency().settings();
+    let mut throttle = base.throttling();
     for (key, value) in table {
         let key: &str = key.get_ref();
         let value = value.get_ref();
@@ -112,6 +123,11 @@ pub(super) fn section(
             "probes" => probes = number(u64::from(MAX_PROBES), "probes")? as u32,
             // Not the breaker's: read by `budget::retry_budget`.
             "retry_budget" => {}
+            "max_in_flight" => {
+                concurrency.max_in_flight = Some(number(u64::from(u32::MAX), "calls")? as u32);
+            }
+            "adaptive_concurrency" => concurrency.adaptive = Some(adaptive(dependency, value)?),
+            throttling::KEY => throttle = throttling::throttling(dependency, value)?,
             "minimum_calls" => {
                 rates.minimum_calls = Some(number(u64::from(u32::MAX), "calls")? as u32);
             }
@@ -148,7 +164,9 @@ pub(super) fn section(
         ("max_cooldown_ms", max_cooldown),
     )?;
     let threshold_set = threshold.is_some();
-    let config = Config::with_rules(threshold, cooldown, probe_timeout, &rates, &shape, probes);
+    let config = Config::with_rules(threshold, cooldown, probe_timeout, &rates, &shape, probes)
+        .and_then(|config| config.with_concurrency(&concurrency))
+        .map(|config| config.with_throttling(throttle));
     config.map(|config| (config, threshold_set)).map_err(|e| {
         // The `ConfigError`'s words with the file's keys for every setting they name; not
         // kept as a source, whose text would name the builder's.
@@ -169,8 +187,99 @@ fn toml_key(field: &'static str, window_key: Option<&'static str>) -> &'static s
         "max_cooldown" => "max_cooldown_ms",
         "max_hinted_open" => "max_hinted_open_ms",
         "window" => window_key.unwrap_or("window_calls"),
+        "adaptive_concurrency.latency_threshold" => "adaptive_concurrency.latency_threshold_ms",
         other => other,
     }
+}
+
+/// An `adaptive_concurrency` inline table: `algorithm` (`"aimd"` or `"gradient"`), `min` and
+/// `max` (required), and the algorithm's other fields (its defaults when left out), each
+/// named like the [`Limit`] variant's field (`latency_threshold_ms` in whole ms). Values out of
+/// range are `Config`'s to refuse.
+fn adaptive(dependency: Option<&str>, value: &DeValue<'_>) -> Result<Limit, ConfigFileError> {
+    const KEY: &str = "adaptive_concurrency";
+    let error = |key: &str, problem: String| {
+        let key = if key.is_empty() {
+            KEY.to_owned()
+        } else {
+            format!("{KEY}.{key}")
+        };
+        ConfigFileError::at(dependency, Some(&key), problem)
+    };
+    let DeValue::Table(table) = value else {
+        return Err(error(
+            "",
+            format!(
+                "must be a table such as {{ algorithm = \"aimd\", min = 1, max = 64 }}, not a {}",
+                value.type_str()
+            ),
+        ));
+    };
+    let get = |key: &str| table.get(key).map(|v| v.get_ref());
+    let calls = |key: &str| -> Result<Option<u32>, ConfigFileError> {
+        get(key)
+            .map(|v| whole_number(v, u64::from(u32::MAX), "calls").map(|n| n as u32))
+            .transpose()
+            .map_err(|problem| error(key, problem))
+    };
+    let (Some(min), Some(max)) = (calls("min")?, calls("max")?) else {
+        return Err(error("", "needs `min` and `max`, in calls".to_owned()));
+    };
+    let number = |key: &str| {
+        get(key)
+            .map(|v| ratio(v, dependency, &format!("{KEY}.{key}")))
+            .transpose()
+    };
+    let (mut limit, fields) = match get("algorithm") {
+        Some(DeValue::String(name)) if name == "aimd" => (Limit::aimd(min, max), AIMD_FIELDS),
+        Some(DeValue::String(name)) if name == "gradient" => {
+            (Limit::gradient(min, max), GRADIENT_FIELDS)
+        }
+        _ => {
+            return Err(error(
+                "algorithm",
+                "must be \"aimd\" or \"gradient\"".to_owned(),
+            ));
+        }
+    };
+    if let Some(unknown) = table
+        .keys()
+        .map(|k| k.get_ref())
+        .find(|k| !fields.contains(&format!("`{k}`")))
+    {
+        return Err(error(unknown, format!("unknown key; expected {fields}")));
+    }
+    match &mut limit {
+        Limit::Aimd {
+            initial,
+            backoff_ratio,
+            latency_threshold,
+            ..
+        } => {
+            *initial = calls("initial")?.unwrap_or(*initial);
+            *backoff_ratio = number("backoff_ratio")?.unwrap_or(*backoff_ratio);
+            if let Some(v) = get("latency_threshold_ms") {
+                let ms = whole_number(v, MAX_DURATION_MS, "ms")
+                    .map_err(|problem| error("latency_threshold_ms", problem))?;
+                *latency_threshold = Duration::from_millis(ms);
+            }
+        }
+        Limit::Gradient {
+            initial,
+            tolerance,
+            smoothing,
+            queue_size,
+            long_window,
+            ..
+        } => {
+            *initial = calls("initial")?.unwrap_or(*initial);
+            *tolerance = number("tolerance")?.unwrap_or(*tolerance);
+            *smoothing = number("smoothing")?.unwrap_or(*smoothing);
+            *queue_size = calls("queue_size")?.unwrap_or(*queue_size);
+            *long_window = calls("long_window")?.unwrap_or(*long_window);
+        }
+    }
+    Ok(limit)
 }
 
 /// The two keys of one setting (`rule`), given together or not at all; else an error naming the
@@ -201,7 +310,11 @@ fn both<A, B>(
 
 /// `value` as a number (a ratio, a multiplier, a fraction), or what is wrong with it (one out of
 /// range is `Config`'s to refuse).
-fn ratio(value: &DeValue<'_>, dependency: Option<&str>, key: &str) -> Result<f64, ConfigFileError> {
+pub(super) fn ratio(
+    value: &DeValue<'_>,
+    dependency: Option<&str>,
+    key: &str,
+) -> Result<f64, ConfigFileError> {
     let number = match value {
         DeValue::Float(float) => float.as_str().replace('_', "").parse::<f64>().ok(),
         // Any integer, however large, is a number: one out of range is refused for its value.
@@ -224,7 +337,7 @@ fn ratio(value: &DeValue<'_>, dependency: Option<&str>, key: &str) -> Result<f64
 /// `value` as a whole number up to `max`, or what is wrong with it. Zero passes, for
 /// [`Config::new`] to refuse in its own words. The integer is judged from its digits, so one of
 /// any size is too large (or, negative, too small), never a parse failure.
-fn whole_number(value: &DeValue<'_>, max: u64, unit: &str) -> Result<u64, String> {
+pub(super) fn whole_number(value: &DeValue<'_>, max: u64, unit: &str) -> Result<u64, String> {
     let range = format!("must be a whole number of {unit} from 1 to {max}");
     let DeValue::Integer(integer) = value else {
         return Err(format!("{range}, not a {}", value.type_str()));
