@@ -6,6 +6,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll, ready};
 use core::time::Duration;
 
+use super::cap::Cap;
 use super::machine::CircuitBreaker;
 use super::permit::Permit;
 use crate::classify::Classified;
@@ -132,8 +133,8 @@ impl CircuitBreaker {
         let Some(permit) = self.closed_permit(word) else {
             return self.call_not_closed(word, op, classify);
         };
-        if self.cap().is_some() {
-            return self.call_capped(permit, op, classify);
+        if let Some(cap) = self.cap() {
+            return self.call_capped(permit, cap, op, classify);
         }
         self.call_admitted(permit, op, classify)
     }
@@ -145,10 +146,11 @@ impl CircuitBreaker {
     fn call_capped<T, E, O: Into<Classified>>(
         &self,
         permit: Permit<'_>,
+        cap: &Cap,
         op: impl FnOnce() -> Result<T, E>,
         classify: impl Fn(&Result<T, E>) -> O,
     ) -> Result<T, CallError<E>> {
-        match permit.capped() {
+        match permit.take_slot(cap, true) {
             Ok(permit) => self.call_admitted(permit, op, classify),
             Err(blocked) => Err(CallError::Blocked(blocked)),
         }

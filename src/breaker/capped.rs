@@ -29,8 +29,9 @@ impl CircuitBreaker {
 
     /// Take a slot for a permit the breaker admitted in `state`: `Ok(true)` when the call is to
     /// be timed and sampled (an adaptive limit is set), or the saturated rejection, counted and
-    /// logged if `counted`. Out of line: a breaker without a cap never calls it.
-    #[inline(never)]
+    /// logged if `counted`. The claim inline (a capped caller's path), the refusal out of line;
+    /// a breaker without a cap never comes here.
+    #[inline]
     pub(super) fn claim_in_flight(
         &self,
         cap: &Cap,
@@ -40,12 +41,19 @@ impl CircuitBreaker {
         if cap.claim() {
             return Ok(cap.is_adaptive());
         }
+        Err(self.saturated(state, counted))
+    }
+
+    /// The saturated rejection, counted and logged if `counted`.
+    #[cold]
+    #[inline(never)]
+    fn saturated(&self, state: State, counted: bool) -> Blocked {
         let blocked = Blocked::new(state, BlockedReason::Saturated, 1);
         if counted {
             self.count(Counter::Saturated);
             observe::blocked(self.name(), &blocked);
         }
-        Err(blocked)
+        blocked
     }
 
     /// Give a permit's slot back. `sample`: the call's outcome, when it was recorded and
@@ -53,13 +61,21 @@ impl CircuitBreaker {
     /// issued with an adaptive limit (`timed`).
     #[inline(always)]
     pub(super) fn release_in_flight(&self, timed: bool, sample: Option<(Option<Duration>, bool)>) {
-        let Some(cap) = self.cap() else {
+        // A slot is held, so the cell is there: no need to read the flag.
+        let Some(cap) = self.inner.cold.cap.get() else {
             return;
         };
         let in_flight = cap.release();
         if timed && let Some((elapsed, failed)) = sample {
             self.sample_limit(cap, elapsed, failed, in_flight);
         }
+    }
+
+    /// Give back the slot of a permit dropped unrecorded: out of line, so a drop stays small.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn release_dropped(&self) {
+        self.release_in_flight(false, None);
     }
 
     /// Feed one sample to the adaptive limit; tell a change.

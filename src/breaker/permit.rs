@@ -3,6 +3,7 @@
 use core::time::Duration;
 use std::sync::Arc;
 
+use super::cap::Cap;
 use super::machine::CircuitBreaker;
 use super::ticket::{Slot, Ticket};
 use crate::classify::Outcome;
@@ -23,10 +24,13 @@ impl CircuitBreaker {
     pub fn try_acquire(&self) -> Result<Permit<'_>, Blocked> {
         let word = self.word();
         // The healthy path, kept small enough to inline: closed admits on the one load.
-        match self.closed_permit(word) {
-            Some(permit) => permit.capped(),
-            None => self.try_acquire_not_closed(word),
+        // A breaker with a cap takes its slot out of line, so this stays small to inline.
+        if !self.inner.settings.is_capped()
+            && let Some(permit) = self.closed_permit(word)
+        {
+            return Ok(permit);
         }
+        self.try_acquire_not_closed(word)
     }
 
     /// The permit of a closed word, or `None` for any other: `try_acquire`'s and `call`'s
@@ -47,10 +51,14 @@ impl CircuitBreaker {
         Permit::new(self, generation, false, self.counting()).rated(word.has(Word::RATED))
     }
 
-    /// The rest of `try_acquire`, out of line so the closed path stays a load and a compare:
-    /// the open rejection from the word, else the decided admission.
+    /// The rest of `try_acquire`, out of line so the closed path stays a load and a compare: a
+    /// closed breaker with a cap (its slot taken), the open rejection from the word, else the
+    /// decided admission.
     #[inline(never)]
     fn try_acquire_not_closed(&self, word: Word) -> Result<Permit<'_>, Blocked> {
+        if let Some(permit) = self.closed_permit(word) {
+            return permit.capped();
+        }
         match self.reject_open(word) {
             Ok(blocked) => Err(blocked),
             Err(now) => self.acquire_past_open(word, now),
@@ -169,10 +177,16 @@ impl<'a> Permit<'a> {
     /// [`capped`](Self::capped); a refusal is counted and logged only if `counted` (a pool
     /// passing over a member counts nothing).
     #[inline(always)]
-    pub(crate) fn capped_if_counted(mut self, counted: bool) -> Result<Self, Blocked> {
-        let Some(cap) = self.ticket.breaker.cap() else {
-            return Ok(self);
-        };
+    pub(crate) fn capped_if_counted(self, counted: bool) -> Result<Self, Blocked> {
+        match self.ticket.breaker.cap() {
+            None => Ok(self),
+            Some(cap) => self.take_slot(cap, counted),
+        }
+    }
+
+    /// `capped_if_counted` of a breaker with a cap, out of line.
+    #[inline(never)]
+    pub(super) fn take_slot(mut self, cap: &Cap, counted: bool) -> Result<Self, Blocked> {
         let state = [State::Closed, State::HalfOpen][usize::from(self.ticket.probe)];
         match self.ticket.breaker.claim_in_flight(cap, state, counted) {
             Ok(timed) => {

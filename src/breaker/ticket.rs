@@ -89,7 +89,7 @@ impl<B: Deref<Target = CircuitBreaker>> Drop for Ticket<B> {
     #[inline]
     fn drop(&mut self) {
         if self.slot != Slot::None {
-            self.breaker.release_in_flight(false, None);
+            self.breaker.release_dropped();
         }
         // Only the probe's slot needs giving back, and the call counting as dropped: an
         // unrecorded ordinary call of a breaker that does not count costs nothing to drop.
