@@ -14,9 +14,8 @@ pub(super) const FIELDS: &str = "`failure_threshold`, `cooldown_ms`, `probe_time
                       `slow_call_threshold_ms`, `slow_call_rate`, `window_calls`, `window_ms`, \
                       `minimum_calls`, `cooldown_multiplier`, `max_cooldown_ms`, \
                       `cooldown_jitter`, `probes`, `max_hinted_open_ms`, `hint_jitter`, \
-                      `open_on_long_hint`, `retry_budget`";
                       `open_on_long_hint`, `max_in_flight`, `adaptive_concurrency`, \
-                      `adaptive_throttling`";
+                      `adaptive_throttling`, `retry_budget`";
 
 /// The keys of an `adaptive_concurrency` table, by algorithm.
 const AIMD_FIELDS: &str = "`algorithm`, `min`, `max`, `initial`, `backoff_ratio`, \
