@@ -159,13 +159,7 @@ impl CircuitBreaker {
 
     pub(crate) fn with_extras(config: Config, clock: quanta::Clock, extras: Extras) -> Self {
         let limits = config.limits();
-        let windows = OnceBox::new();
-        if let Some(rates) = limits.rates {
-            let made = Box::new(Windows::new());
-            made.set_rates(Some(rates));
-            made.rebase(0, &rates, 0);
-            let _ = windows.set(made);
-        }
+        let windows = Windows::cell(limits.rates);
         let (cap, settings) = (OnceBox::new(), Settings::new(limits));
         if config.concurrency().is_capped() {
             let _ = cap.set(Box::new(Cap::new(&config.concurrency())));

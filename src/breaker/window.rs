@@ -118,6 +118,19 @@ impl Windows {
         Self::STRIPE_BUCKET.put(bucket)
     }
 
+    /// The cell of a new breaker's window: made, with `rates` from generation 0 on, when it has
+    /// rate rules; empty when not.
+    pub(crate) fn cell(rates: Option<Rates>) -> OnceBox<Windows> {
+        let windows = OnceBox::new();
+        if let Some(rates) = rates {
+            let made = Box::new(Windows::new());
+            made.set_rates(Some(rates));
+            made.rebase(0, &rates, 0);
+            let _ = windows.set(made);
+        }
+        windows
+    }
+
     pub(crate) fn new() -> Self {
         Windows {
             stripes: (0..stripe_count())

@@ -379,6 +379,7 @@ impl fmt::Display for ConfigChange {
             c.adaptive_concurrency()
                 .map_or("off".to_owned(), |l| format!("{l:?}"))
         };
+        let ms = |d: core::time::Duration| millis_floor(d).to_string();
         let throttling = |c: Config| {
             c.adaptive_throttling()
                 .map_or("off".to_owned(), |(k, window)| {
@@ -396,23 +397,15 @@ impl fmt::Display for ConfigChange {
             ("max_in_flight", cap(b), cap(a)),
             ("adaptive_concurrency", adaptive(b), adaptive(a)),
             ("adaptive_throttling", throttling(b), throttling(a)),
+            ("cooldown_ms", ms(b.cooldown()), ms(a.cooldown())),
+            (
+                "probe_timeout_ms",
+                ms(b.probe_timeout()),
+                ms(a.probe_timeout()),
+            ),
         ] {
             if old != new {
                 write!(f, "{sep}{name} {old} -> {new}")?;
-                sep = ", ";
-            }
-        }
-        for (name, old, new) in [
-            ("cooldown_ms", b.cooldown(), a.cooldown()),
-            ("probe_timeout_ms", b.probe_timeout(), a.probe_timeout()),
-        ] {
-            if old != new {
-                write!(
-                    f,
-                    "{sep}{name} {} -> {}",
-                    millis_floor(old),
-                    millis_floor(new)
-                )?;
                 sep = ", ";
             }
         }

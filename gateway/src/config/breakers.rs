@@ -10,7 +10,7 @@ use toolbreaker::registry::ConfigFileError;
 use super::error::{GatewayConfigError, path_part};
 
 /// The crate's breaker keys (its `[dependencies.NAME]` keys).
-pub(super) const BREAKER_KEYS: [&str; 16] = [
+pub(super) const BREAKER_KEYS: [&str; 19] = [
     "failure_threshold",
     "cooldown_ms",
     "probe_timeout_ms",
@@ -27,6 +27,9 @@ pub(super) const BREAKER_KEYS: [&str; 16] = [
     "max_hinted_open_ms",
     "hint_jitter",
     "open_on_long_hint",
+    "max_in_flight",
+    "adaptive_concurrency",
+    "adaptive_throttling",
 ];
 
 /// One breaker key as written: its value in TOML, and its line in the gateway's file.
@@ -156,7 +159,13 @@ fn explain(
 ) -> GatewayConfigError {
     let key = error.field();
     let find = |settings: &[Setting]| {
-        key.and_then(|k| settings.iter().find(|s| s.key == k))
+        // A table's key (`adaptive_throttling.k`) is on the line of its table's key.
+        let of = |s: &Setting, k: &str| {
+            s.key == k
+                || k.strip_prefix(s.key.as_str())
+                    .is_some_and(|r| r.starts_with('.'))
+        };
+        key.and_then(|k| settings.iter().find(|s| of(s, k)))
             .map(|s| s.line)
     };
     let (section, line) = match error.dependency() {
@@ -284,6 +293,34 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Keys whose value is a table reach the crate whole, and their errors name the key.
+    #[test]
+    fn admission_keys_reach_the_crate_whole() {
+        let config = GatewayConfig::from_toml_str(&format!(
+            "{A}max_in_flight = 4\nadaptive_throttling = {{ k = 3.0, window_ms = 5000 }}\n\
+             adaptive_concurrency = {{ algorithm = \"gradient\", min = 2, max = 16 }}\n"
+        ))
+        .unwrap();
+        let search = config.registry.config_for("search");
+        assert_eq!(search.max_in_flight(), Some(4));
+        assert_eq!(
+            search.adaptive_throttling(),
+            Some((3.0, Duration::from_secs(5)))
+        );
+        let limit = search.adaptive_concurrency().expect("set");
+        assert_eq!(
+            (limit.algorithm(), limit.min(), limit.max()),
+            ("gradient", 2, 16)
+        );
+        let err = refused(&format!(
+            "{A}adaptive_throttling = {{ k = 0.5, window_ms = 5000 }}\n"
+        ));
+        assert!(
+            err.starts_with("line 3: [upstreams.search] adaptive_throttling.k: "),
+            "{err}"
+        );
     }
 
     /// The first fault in the file is the one reported, whichever name sorts first.
