@@ -103,6 +103,7 @@ impl Cap {
     }
 
     /// Whether an adaptive limit is set: its calls are timed and sampled.
+    #[inline]
     pub(crate) fn is_adaptive(&self) -> bool {
         self.settings[0].load(Ordering::Relaxed) >> 32 != NONE
     }

@@ -27,27 +27,10 @@ impl CircuitBreaker {
         self.inner.cold.cap.get()
     }
 
-    /// Take a slot for a permit the breaker admitted in `state`: `Ok(true)` when the call is to
-    /// be timed and sampled (an adaptive limit is set), or the saturated rejection, counted and
-    /// logged if `counted`. The claim inline (a capped caller's path), the refusal out of line;
-    /// a breaker without a cap never comes here.
-    #[inline]
-    pub(super) fn claim_in_flight(
-        &self,
-        cap: &Cap,
-        state: State,
-        counted: bool,
-    ) -> Result<bool, Blocked> {
-        if cap.claim() {
-            return Ok(cap.is_adaptive());
-        }
-        Err(self.saturated(state, counted))
-    }
-
     /// The saturated rejection, counted and logged if `counted`.
     #[cold]
     #[inline(never)]
-    fn saturated(&self, state: State, counted: bool) -> Blocked {
+    pub(super) fn saturated(&self, state: State, counted: bool) -> Blocked {
         let blocked = Blocked::new(state, BlockedReason::Saturated, 1);
         if counted {
             self.count(Counter::Saturated);

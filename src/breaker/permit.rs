@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::cap::Cap;
 use super::machine::CircuitBreaker;
-use super::ticket::{Slot, Ticket};
+use super::ticket::{Bits, Slot, Ticket};
 use crate::classify::Outcome;
 use crate::state::word::Word;
 use crate::types::{Blocked, State, Transition};
@@ -157,11 +157,7 @@ impl<'a> Permit<'a> {
         Permit {
             ticket: Ticket {
                 breaker,
-                generation,
-                probe,
-                counting,
-                rated: false,
-                slot: Slot::None,
+                bits: Bits::new(generation, probe, counting),
             },
         }
     }
@@ -184,26 +180,32 @@ impl<'a> Permit<'a> {
         }
     }
 
-    /// `capped_if_counted` of a breaker with a cap, out of line.
-    #[inline(never)]
+    /// `capped_if_counted` of a breaker with a cap: the claim inline, so the permit stays in
+    /// registers; the refusal out of line.
+    #[inline(always)]
     pub(super) fn take_slot(mut self, cap: &Cap, counted: bool) -> Result<Self, Blocked> {
-        let state = [State::Closed, State::HalfOpen][usize::from(self.ticket.probe)];
-        match self.ticket.breaker.claim_in_flight(cap, state, counted) {
-            Ok(timed) => {
-                self.ticket.slot = [Slot::Held, Slot::Timed][usize::from(timed)];
-                Ok(self)
-            }
-            Err(blocked) => {
-                self.ticket.counting = false;
-                Err(blocked)
-            }
+        if cap.claim() {
+            let slot = [Slot::Held, Slot::Timed][usize::from(cap.is_adaptive())];
+            self.ticket.bits.set_slot(slot);
+            return Ok(self);
         }
+        Err(self.refused_by_cap(counted))
+    }
+
+    /// The saturated refusal of a permit the breaker issued: it vanishes without a trace (not
+    /// counted as dropped; a probe gives its probe slot back).
+    #[cold]
+    #[inline(never)]
+    fn refused_by_cap(mut self, counted: bool) -> Blocked {
+        let state = [State::Closed, State::HalfOpen][usize::from(self.ticket.bits.probe())];
+        self.ticket.bits.clear_counting();
+        self.ticket.breaker.saturated(state, counted)
     }
 
     /// The permit of a closed word with a rate rule (`RATED`): its call may be timed.
     #[inline(always)]
     fn rated(mut self, rated: bool) -> Self {
-        self.ticket.rated = rated;
+        self.ticket.bits.set_rated(rated);
         self
     }
 
@@ -217,12 +219,12 @@ impl<'a> Permit<'a> {
 
     /// The generation the permit was issued in (20 bits: it wraps to 0 after 1,048,575).
     pub fn generation(&self) -> u32 {
-        self.ticket.generation
+        self.ticket.bits.generation()
     }
 
     /// Whether this permit holds the half-open probe slot.
     pub fn is_probe(&self) -> bool {
-        self.ticket.probe
+        self.ticket.bits.probe()
     }
 
     /// Whether an outcome recorded now would still count: the breaker has not moved on since the
@@ -322,12 +324,8 @@ impl<'a> Permit<'a> {
         OwnedPermit {
             ticket: Ticket {
                 breaker,
-                generation: ticket.generation,
-                // The slot, if any, and the count now belong to the owned permit.
-                probe: core::mem::take(&mut ticket.probe),
-                counting: core::mem::take(&mut ticket.counting),
-                rated: ticket.rated,
-                slot: core::mem::replace(&mut ticket.slot, Slot::None),
+                // The slots, if any, and the count now belong to the owned permit.
+                bits: ticket.bits.take(),
             },
         }
     }
@@ -358,12 +356,12 @@ pub struct OwnedPermit {
 impl OwnedPermit {
     /// As [`Permit::generation`].
     pub fn generation(&self) -> u32 {
-        self.ticket.generation
+        self.ticket.bits.generation()
     }
 
     /// As [`Permit::is_probe`].
     pub fn is_probe(&self) -> bool {
-        self.ticket.probe
+        self.ticket.bits.probe()
     }
 
     /// As [`Permit::record`].
