@@ -12,7 +12,7 @@ impl Builder {
     /// down, so the refusal is never counted as a failure, never moves the breaker, and a pool
     /// tries another member. The cap is checked after the breaker admits: an open breaker
     /// refuses without touching it, and a half-open probe needs a slot too. Validated by
-    /// `build`: `n` = 0 is a [`ConfigError`] naming `max_in_flight`.
+    /// `build`: `n` = 0 or `u32::MAX` is a [`ConfigError`] naming `max_in_flight`.
     ///
     /// With [`adaptive_concurrency`](Self::adaptive_concurrency) too, `n` bounds the adaptive
     /// limit: the cap in force is the adaptive value, never above `n`.

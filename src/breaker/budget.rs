@@ -28,8 +28,9 @@ pub const MAX_RETRY_RATIO: f64 = 1000.0;
 /// window: `budget_percent` of the active requests, at least `min_retry_concurrency`.)
 ///
 /// So a failing upstream that every caller retries sees at most
-/// **`(1 + ratio) × first attempts + min_per_second × window`** attempts over any window,
-/// whatever the concurrency: a retry storm cannot multiply its load. Without a budget, a policy
+/// **`(1 + ratio) × first attempts + min_per_second × window`** attempts over any stretch of
+/// nine tenths of the window (a count leaves the window nine to ten tenths of it after it was
+/// made: see *Counting*), whatever the concurrency: a retry storm cannot multiply its load. Without a budget, a policy
 /// of 3 retries quadruples the load on an upstream that fails every call.
 ///
 /// # Counting

@@ -42,6 +42,10 @@ pub(crate) struct Cap {
     /// The settings, relaxed: `[max_in_flight | kind]`, `[min | max]`, `[initial | ppm]`,
     /// `[threshold µs or tolerance ppm]`, `[queue_size | long_window]`.
     settings: [RelaxedU64; 5],
+    /// Bumped by every `set` after it stores the settings and before it publishes: a sample's
+    /// publication that raced it sees the bump and publishes again from the new settings (see
+    /// `publish`).
+    version: RelaxedU64,
 }
 
 #[derive(Debug)]
@@ -63,6 +67,7 @@ impl Cap {
                 estimate: AtomicU64::new(0),
             }),
             settings: Default::default(),
+            version: RelaxedU64::new(0),
         };
         cap.set(concurrency, true);
         cap
@@ -148,7 +153,8 @@ impl Cap {
                 s[0].store(u64::from(fixed) | (kind << 32), o);
             }
         }
-        self.publish(&self.concurrency());
+        self.version.fetch_add(1, Ordering::SeqCst);
+        self.publish();
     }
 
     /// The settings stored.
@@ -201,15 +207,23 @@ impl Cap {
                 Err(now) => seen = now,
             }
         }
-        self.publish(&concurrency)
+        self.publish()
     }
 
-    /// Write the limit in force into the slots: the fixed cap, or the adaptive limit's whole part
-    /// bounded by it. The new limit if it changed.
-    fn publish(&self, concurrency: &Concurrency) -> Option<u32> {
+    /// Write the limit in force into the slots, from the settings as they are now: the fixed
+    /// cap, or the adaptive limit's whole part bounded by it. The new limit if it changed.
+    ///
+    /// A sample's publication may race a `set`: the settings are read afresh on every try, and
+    /// if the version moved while this one published, it publishes again, so the last word is
+    /// always the newest settings'. (The version's bump and the slots' compare-and-swap are
+    /// sequentially consistent: either this publication sees the bump, or the `set`'s own
+    /// publication, which follows its bump, sees this one's write and corrects it.)
+    fn publish(&self) -> Option<u32> {
         let slots = &self.hot.slots;
-        let mut seen = slots.load(Ordering::Relaxed);
+        let mut changed = None;
         loop {
+            let version = self.version.load(Ordering::SeqCst);
+            let concurrency = self.concurrency();
             let fixed = concurrency.max_in_flight.unwrap_or(UNBOUNDED);
             let limit = match concurrency.adaptive {
                 Some(a) => {
@@ -218,13 +232,19 @@ impl Cap {
                 }
                 None => fixed,
             };
-            if (seen >> 32) as u32 == limit {
-                return None;
+            let seen = slots.load(Ordering::SeqCst);
+            if (seen >> 32) as u32 != limit {
+                let next = (u64::from(limit) << 32) | (seen & COUNT);
+                if slots
+                    .compare_exchange_weak(seen, next, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_err()
+                {
+                    continue;
+                }
+                changed = Some(limit);
             }
-            let next = (u64::from(limit) << 32) | (seen & COUNT);
-            match slots.compare_exchange_weak(seen, next, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => return Some(limit),
-                Err(now) => seen = now,
+            if self.version.load(Ordering::SeqCst) == version {
+                return changed;
             }
         }
     }

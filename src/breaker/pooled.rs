@@ -22,6 +22,9 @@ pub(crate) struct Refusal {
     pub(crate) open_for_ms: Option<u64>,
     /// Isolated by hand (`force_open`): its retry-after is no end (only a change by hand ends it).
     pub(crate) isolated: bool,
+    /// Refused for load, not health: `Saturated` (its cap is reached) or `Throttled` (shed by
+    /// adaptive throttling); `None` for every other refusal.
+    pub(crate) busy: Option<BlockedReason>,
 }
 
 /// The refusal of a member whose cap on calls in flight is reached: busy, not ejected, so the
@@ -33,6 +36,7 @@ fn saturated(blocked: Blocked) -> Refusal {
         ejected: false,
         open_for_ms: None,
         isolated: false,
+        busy: Some(BlockedReason::Saturated),
     }
 }
 
@@ -64,6 +68,8 @@ impl CircuitBreaker {
                         ejected: blocked.state() == State::Open,
                         open_for_ms: None,
                         isolated: blocked.reason() == BlockedReason::Isolated,
+                        busy: (blocked.reason() == BlockedReason::Throttled)
+                            .then_some(BlockedReason::Throttled),
                     },
                 }),
             Some(refusal) => Err(refusal),
@@ -102,6 +108,7 @@ impl CircuitBreaker {
                     ejected: false,
                     open_for_ms: None,
                     isolated: false,
+                    busy: None,
                 });
             }
             return None;
@@ -116,6 +123,7 @@ impl CircuitBreaker {
                 let now = now.unwrap_or_else(|| self.now_ms());
                 now.saturating_sub(word.payload())
             }),
+            busy: None,
         })
     }
 }
@@ -161,6 +169,7 @@ mod tests {
                 ejected: true,
                 open_for_ms: Some(3_000),
                 isolated: false,
+                busy: None,
             }
         );
         assert_eq!(breaker.try_acquire_pooled().unwrap_err(), open);

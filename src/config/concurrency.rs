@@ -250,12 +250,15 @@ impl Concurrency {
 impl ConcurrencySettings {
     /// # Errors
     ///
-    /// `max_in_flight` of 0; for the adaptive limit, naming `adaptive_concurrency.FIELD`: a
+    /// `max_in_flight` of 0 or `u32::MAX`; for the adaptive limit, naming `adaptive_concurrency.FIELD`: a
     /// `min` of 0, a `max` below `min`, an `initial` outside `[min, max]`, a ratio out of its
     /// range, a zero `latency_threshold` or `long_window`.
     pub(crate) fn validate(&self) -> Result<Concurrency, ConfigError> {
-        if self.max_in_flight == Some(0) {
-            return Err(ConfigError::new("max_in_flight", Problem::Zero));
+        match self.max_in_flight {
+            Some(0) => return Err(ConfigError::new("max_in_flight", Problem::Zero)),
+            // All ones is the cell's "no cap".
+            Some(u32::MAX) => return Err(ConfigError::new("max_in_flight", Problem::TooLarge)),
+            _ => {}
         }
         let adaptive = match self.adaptive {
             Some(limit) => Some(validate_limit(&limit)?),
@@ -272,6 +275,12 @@ fn validate_limit(limit: &Limit) -> Result<Adaptive, ConfigError> {
     let (min, max, initial) = (limit.min(), limit.max(), limit.initial());
     if min == 0 {
         return Err(ConfigError::new("adaptive_concurrency.min", Problem::Zero));
+    }
+    if max == u32::MAX {
+        return Err(ConfigError::new(
+            "adaptive_concurrency.max",
+            Problem::TooLarge,
+        ));
     }
     if max < min {
         return Err(ConfigError::new(

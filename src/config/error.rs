@@ -189,6 +189,9 @@ impl ConfigError {
                 "{subject} must be at most the window's number of calls (`{}`)",
                 name("window")
             ),
+            (Problem::TooLarge, "max_in_flight" | "adaptive_concurrency.max") => {
+                format!("{subject} must be below {}", u32::MAX)
+            }
             (Problem::TooLarge, "probes") => format!("{subject} must be at most {MAX_PROBES}"),
             (Problem::TooLarge, _) => format!("{subject} is too large"),
             (Problem::NoRule, _) => format!(

@@ -245,3 +245,24 @@
 //!     force is the adaptive value, never above `max_in_flight`. Calls are timed on the
 //!     breaker's clock when an adaptive limit is set; an outcome recorded without its time
 //!     feeds AIMD's failure signal only. Each change of the limit is a `debug` event.
+//!
+//! # Adaptive throttling and the retry budget
+//!
+//! 36. **Shed before the trip, never counted.** With
+//!     [`adaptive_throttling(k, window)`](crate::breaker::Builder::adaptive_throttling), a
+//!     closed breaker's admission is refused locally, as
+//!     [`Throttled`](crate::BlockedReason::Throttled) (`throttled`), with probability
+//!     max(0, (requests − k·accepts) / (requests + 1)) over the window (Google's SRE book,
+//!     "Handling Overload"): requests are the calls recorded in the current closed generation
+//!     plus the calls shed, accepts those recorded as a success or `Ignored`. A probe is never
+//!     shed. A shed call is counted only as
+//!     [`Metrics::throttled`](crate::observe::Metrics::throttled) and logged as a blocked call;
+//!     like a saturated one it never reaches the failure count, the rate window, the fleet's tap
+//!     or a transition, and a pool passes over it. A new closed generation starts the counts
+//!     afresh.
+//! 37. **Retries within the budget.** With a [`RetryBudget`](crate::breaker::RetryBudget) on a
+//!     `ToolGuard` (or a registry's per dependency), every first attempt deposits and every
+//!     retry withdraws by compare-and-swap: over any stretch of nine tenths of the window (a
+//!     count leaves it a tenth at a time), retries are at most `ratio` × the first attempts +
+//!     `min_per_second` × the window's seconds, at any concurrency. A retry the
+//!     budget refuses stops that call with `stop_reason` `retry_budget`; the run goes on.

@@ -65,8 +65,9 @@ enum Survey<'a> {
     /// A member would admit, or may soon (a probe in flight), or a panic would admit one: the
     /// answer to a check that takes nothing.
     Open,
-    /// No member admits: the earliest retry-after of theirs, in ms.
-    Exhausted(u64),
+    /// No member admits: the earliest retry-after of theirs, in ms, and the load refusal all of
+    /// them gave, if every one was refused for load (see `Refusal::busy`).
+    Exhausted(u64, Option<BlockedReason>),
 }
 
 impl Pool {
@@ -183,7 +184,7 @@ impl Pool {
             Survey::Admitted(permit) => Ok(permit),
             // A survey that takes answers with a permit or the retry-after.
             Survey::Open => unreachable!("a taking survey admits or is exhausted"),
-            Survey::Exhausted(retry_after_ms) => Err(self.blocked(retry_after_ms)),
+            Survey::Exhausted(retry_after_ms, busy) => Err(self.blocked(retry_after_ms, busy)),
         }
     }
 
@@ -195,7 +196,7 @@ impl Pool {
     #[cfg(feature = "tokio")]
     pub(crate) fn check_open(&self) -> Result<(), Blocked> {
         match self.survey(false) {
-            Survey::Exhausted(retry_after_ms) => Err(self.blocked(retry_after_ms)),
+            Survey::Exhausted(retry_after_ms, busy) => Err(self.blocked(retry_after_ms, busy)),
             _ => Ok(()),
         }
     }
@@ -208,13 +209,15 @@ impl Pool {
         (0..members.len()).any(|other| other != index && members[other].refusal_now().is_none())
     }
 
-    /// The pool's rejection, logged under its name.
-    fn blocked(&self, retry_after_ms: u64) -> Blocked {
-        let blocked = Blocked::new(
-            State::Open,
-            BlockedReason::PoolExhausted,
-            retry_after_ms.max(1),
-        );
+    /// The pool's rejection, logged under its name: `pool_exhausted` (state open), or, when
+    /// every member was refused for load, that reason (state closed: busy, not down; saturated
+    /// if any member was).
+    fn blocked(&self, retry_after_ms: u64, busy: Option<BlockedReason>) -> Blocked {
+        let (state, reason) = match busy {
+            Some(reason) => (State::Closed, reason),
+            None => (State::Open, BlockedReason::PoolExhausted),
+        };
+        let blocked = Blocked::new(state, reason, retry_after_ms.max(1));
         observe::blocked(self.name(), &blocked);
         blocked
     }
@@ -229,6 +232,8 @@ impl Pool {
         // by hand (whose retry-after is no end): the latter only if every member is isolated.
         let (mut earliest, mut earliest_isolated) = (u64::MAX, u64::MAX);
         let mut panic: Option<usize> = None;
+        // Saturated if any member was, throttled if all were; `None` once one was not busy.
+        let mut busy = Some(BlockedReason::Throttled);
         let mut begin = 0;
         for &end in &*shape.ends {
             let mut ejected = 0u64;
@@ -248,6 +253,11 @@ impl Pool {
                         Some(refusal) if !refusal.ejected => return Survey::Open,
                         Some(refusal) => refusal,
                     }
+                };
+                busy = match (busy, refusal.busy) {
+                    (Some(_), Some(BlockedReason::Saturated)) => Some(BlockedReason::Saturated),
+                    (Some(seen), Some(_)) => Some(seen),
+                    _ => None,
                 };
                 if refusal.isolated {
                     earliest_isolated = earliest_isolated.min(refusal.retry_after_ms);
@@ -277,8 +287,8 @@ impl Pool {
                 observe::pool_panic(self.name(), member.name());
                 Survey::Admitted(PoolPermit::new(member, index, None))
             }
-            None if earliest == u64::MAX => Survey::Exhausted(earliest_isolated),
-            None => Survey::Exhausted(earliest),
+            None if earliest == u64::MAX => Survey::Exhausted(earliest_isolated, busy),
+            None => Survey::Exhausted(earliest, busy),
         }
     }
 }

@@ -30,7 +30,10 @@
 //!    pool's is [`Pool::name`], and the model's
 //!    [`ToolResult::blocked`](crate::ToolResult::blocked) for it says every upstream of the pool
 //!    is unavailable and when to try again. The rejection is logged (the `call blocked`
-//!    tracing event) under the pool's name.
+//!    tracing event) under the pool's name. When every member was refused for load, not
+//!    health (its cap reached, or shed by adaptive throttling), the pool is busy, not down: the
+//!    reason is [`Saturated`](crate::BlockedReason::Saturated) if any member was saturated, else
+//!    [`Throttled`](crate::BlockedReason::Throttled), state closed.
 //!
 //! # Panic
 //!

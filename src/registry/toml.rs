@@ -341,6 +341,7 @@ mod tests {
             ("retry_budget = 1", "retry_budget"),
             ("max_in_flight = 0", "max_in_flight"),
             ("max_in_flight = -2", "max_in_flight"),
+            ("max_in_flight = 4294967295", "max_in_flight"),
             ("adaptive_concurrency = 8", "adaptive_concurrency"),
             (
                 "adaptive_concurrency = { algorithm = \"aimd\", min = 0, max = 8 }",

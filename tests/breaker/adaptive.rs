@@ -121,3 +121,81 @@ fn the_gradient_settles_around_the_dependencys_concurrency_from_below_and_above(
         assert_within(&seen, C, C * 2, &format!("gradient from {initial}"));
     }
 }
+
+/// A reconfiguration racing the adaptive limit's samples is in force once it returns: a sample
+/// that published from the old settings while it landed never has the last word (the limit in
+/// force, and the calls it admits, follow the new settings, whatever the interleaving).
+#[test]
+fn a_reconfiguration_racing_samples_is_in_force_once_it_returns() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    for round in 0..60 {
+        let breaker = Arc::new(
+            CircuitBreaker::builder()
+                .failure_threshold(u32::MAX)
+                .max_in_flight(500)
+                .adaptive_concurrency(Limit::aimd(1, 1000))
+                .build()
+                .unwrap(),
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let calls = Arc::new(AtomicU64::new(0));
+        let callers: Vec<_> = (0..2)
+            .map(|t| {
+                let (breaker, stop) = (Arc::clone(&breaker), Arc::clone(&stop));
+                let calls = Arc::clone(&calls);
+                std::thread::spawn(move || {
+                    let mut i = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        if let Ok(permit) = breaker.try_acquire() {
+                            let outcome = if (i + t).is_multiple_of(3) {
+                                Outcome::Failure(FailureKind::Timeout)
+                            } else {
+                                Outcome::Success
+                            };
+                            permit.record_elapsed(outcome, Duration::from_millis(1));
+                        }
+                        i += 1;
+                        calls.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        // Let the callers sample for a while (an event: their calls recorded), then change the
+        // settings under them.
+        while calls.load(Ordering::Relaxed) < 2_000 {
+            std::thread::yield_now();
+        }
+        let (new, expected) = if round % 2 == 0 {
+            (
+                CircuitBreaker::builder()
+                    .failure_threshold(u32::MAX)
+                    .max_in_flight(2)
+                    .adaptive_concurrency(Limit::aimd(1, 1000)),
+                Some(2),
+            )
+        } else {
+            (CircuitBreaker::builder().failure_threshold(u32::MAX), None)
+        };
+        breaker.reconfigure(new.build_config().unwrap());
+        stop.store(true, Ordering::Relaxed);
+        for caller in callers {
+            caller.join().unwrap();
+        }
+        let limit = breaker.concurrency_limit();
+        assert!(
+            match expected {
+                Some(cap) => limit.is_some_and(|l| l <= cap),
+                None => limit.is_none(),
+            },
+            "round {round}: the limit in force is {limit:?}, the settings say {expected:?}"
+        );
+        let held: Vec<Permit<'_>> = (0..50).filter_map(|_| breaker.try_acquire().ok()).collect();
+        let most = expected.map_or(50, |cap| cap as usize);
+        assert!(held.len() <= most, "round {round}: {} held", held.len());
+        if expected.is_none() {
+            assert_eq!(held.len(), 50, "round {round}: no cap refuses nothing");
+        }
+    }
+}

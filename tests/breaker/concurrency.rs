@@ -429,7 +429,9 @@ fn the_model_hears_busy_not_down() {
 }
 
 /// A pool passes over a saturated member to another, uncounted and not ejected; with every
-/// member saturated it refuses, and no member's health moves.
+/// member saturated it refuses as saturated (busy, not down: the model is not told every
+/// upstream is unavailable), and no member's health moves; with one member open and the other
+/// saturated, the pool is exhausted.
 #[test]
 fn a_pool_tries_another_member_when_one_is_saturated() {
     let registry = Registry::builder()
@@ -449,7 +451,10 @@ fn a_pool_tries_another_member_when_one_is_saturated() {
     let second = pool.try_acquire().expect("the other member");
     assert_ne!(first.member(), second.member());
     let refused = pool.try_acquire().unwrap_err();
-    assert_eq!(refused.reason(), BlockedReason::PoolExhausted);
+    assert_eq!(
+        (refused.reason(), refused.state()),
+        (BlockedReason::Saturated, State::Closed)
+    );
     for name in ["a", "b"] {
         let member = registry.get(name);
         let metrics = member.metrics().unwrap();
@@ -463,4 +468,37 @@ fn a_pool_tries_another_member_when_one_is_saturated() {
     first.record(Outcome::Success);
     second.record(Outcome::Success);
     assert!(pool.try_acquire().is_ok());
+
+    // One member down and the other busy: not every member is busy, so the pool is exhausted.
+    let busy = pool.try_acquire().unwrap();
+    let other = if busy.member() == "a" { "b" } else { "a" };
+    registry.get(other).force_open();
+    let refused = pool.try_acquire().unwrap_err();
+    assert_eq!(refused.reason(), BlockedReason::PoolExhausted);
+    busy.record(Outcome::Success);
+}
+
+/// A dependency's section turns off a cap and an adaptive limit its `[default]` sets with
+/// `false`; `u32::MAX`, the cell's "no cap", is refused rather than silently meaning none.
+#[test]
+fn a_section_turns_off_the_defaults_cap_and_all_ones_is_refused() {
+    let config = toolbreaker::RegistryConfig::from_toml(
+        "[default]\nmax_in_flight = 4\nadaptive_concurrency = { algorithm = \"aimd\", min = 1, max = 8 }\n\
+         [dependencies.free]\nmax_in_flight = false\nadaptive_concurrency = false\n",
+    )
+    .unwrap();
+    let free = config.config_for("free");
+    assert_eq!(
+        (free.max_in_flight(), free.adaptive_concurrency()),
+        (None, None)
+    );
+    let other = config.config_for("other");
+    assert_eq!(other.max_in_flight(), Some(4));
+    assert!(other.adaptive_concurrency().is_some());
+    let err = CircuitBreaker::builder()
+        .max_in_flight(u32::MAX)
+        .build()
+        .unwrap_err();
+    assert_eq!(err.field(), "max_in_flight");
+    assert!(err.to_string().contains("below 4294967295"), "{err}");
 }

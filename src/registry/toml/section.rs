@@ -122,8 +122,16 @@ pub(super) fn section(
             "probes" => probes = number(u64::from(MAX_PROBES), "probes")? as u32,
             // Not the breaker's: read by `budget::retry_budget`.
             "retry_budget" => {}
+            // `false`: no cap here, whatever `[default]` sets.
+            "max_in_flight" if matches!(value, DeValue::Boolean(false)) => {
+                concurrency.max_in_flight = None;
+            }
             "max_in_flight" => {
-                concurrency.max_in_flight = Some(number(u64::from(u32::MAX), "calls")? as u32);
+                let most = u64::from(u32::MAX - 1);
+                concurrency.max_in_flight = Some(number(most, "calls")? as u32);
+            }
+            "adaptive_concurrency" if matches!(value, DeValue::Boolean(false)) => {
+                concurrency.adaptive = None;
             }
             "adaptive_concurrency" => concurrency.adaptive = Some(adaptive(dependency, value)?),
             throttling::KEY => throttle = throttling::throttling(dependency, value)?,
