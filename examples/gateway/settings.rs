@@ -51,7 +51,7 @@ pub const MAX_IN_FLIGHT: u32 = 8;
 pub const THROTTLED: Tool = Tool::Search;
 /// [`THROTTLED`]'s throttle: requests may reach `K` times the accepted ones over the window before
 /// calls are shed (the SRE book's `K`)…
-pub const THROTTLE_K: f64 = 2.0;
+pub const THROTTLE_K: f64 = 1.5;
 /// …over this window: short, so that it follows the demo's degradation (a few hundred ms per
 /// step), where a service's would be minutes.
 pub const THROTTLE_WINDOW: Duration = Duration::from_millis(250);
