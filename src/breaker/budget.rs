@@ -193,6 +193,9 @@ impl RetryBudget {
     /// slices that carries the old window's live totals.
     pub(crate) fn apply(&self, rule: Option<BudgetRule>) {
         let shared = &*self.shared;
+        // The rule's fields are relaxed stores published by the release that follows them (the
+        // timing's update, then `on`): a caller that reads this write of either with acquire
+        // (`is_on`, `timing`) then reads this rule's fields or a later rule's.
         let Some(rule) = rule else {
             shared.on.store(0, Ordering::Release);
             return;

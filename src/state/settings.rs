@@ -135,6 +135,9 @@ impl Settings {
     }
 
     /// Mark that the breaker has a cap on calls in flight, once its cell is made; kept after.
+    /// Relaxed: the flag only says where to look; the cell itself is published by its `OnceBox`
+    /// (release on set, acquire on get), so a caller that sees the flag before the cell takes
+    /// no slot, the one late call `is_capped` allows for.
     pub(crate) fn mark_capped(&self) {
         self.lease.fetch_or(Self::CAPPED.put(1), Ordering::Relaxed);
     }

@@ -23,9 +23,9 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::hint::black_box;
 use std::pin::pin;
-use std::sync::{Barrier, Mutex};
+use std::sync::Mutex;
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::Criterion;
 use toolbreaker::{CircuitBreaker, Limit};
@@ -234,31 +234,4 @@ fn check_untouched(breakers: &[(&'static str, CircuitBreaker)]) {
         assert!(call_toolbreaker(breaker, false), "{name} refused a call");
     }
     assert_eq!(breakers[1].1.concurrency_limit(), Some(CAP));
-}
-
-/// Like `on_two_threads`, for calls that need state of their own on each thread (a tower
-/// service's clone, a runtime's context): `make` runs on each thread, before the barrier, and
-/// gives that thread's call. Time per call per thread, as there.
-pub fn on_two_threads_each<F>(iters: u64, make: impl Fn() -> F + Sync) -> Duration
-where
-    F: FnMut() -> bool,
-{
-    let barrier = Barrier::new(2);
-    let elapsed: Vec<Duration> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..2)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut call = make();
-                    barrier.wait();
-                    let start = Instant::now();
-                    for _ in 0..iters {
-                        black_box(call());
-                    }
-                    start.elapsed()
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
-    elapsed.iter().sum::<Duration>() / 2
 }

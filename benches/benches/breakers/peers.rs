@@ -173,11 +173,22 @@ pub fn call_recloser(b: &recloser::Recloser, fail: bool) -> bool {
 /// Run `call` `iters` times on each of two threads sharing one breaker; the time per call per
 /// thread is the mean of the two threads' elapsed times.
 pub fn on_two_threads(iters: u64, call: impl Fn() -> bool + Sync) -> Duration {
+    on_two_threads_each(iters, || || call())
+}
+
+/// [`on_two_threads`] for calls that need state of their own on each thread (a tower service's
+/// clone, a runtime's context): `make` runs on each thread, before the barrier, and gives that
+/// thread's call. Time per call per thread, as there.
+pub fn on_two_threads_each<F>(iters: u64, make: impl Fn() -> F + Sync) -> Duration
+where
+    F: FnMut() -> bool,
+{
     let barrier = Barrier::new(2);
     let elapsed: Vec<Duration> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..2)
             .map(|_| {
                 s.spawn(|| {
+                    let mut call = make();
                     barrier.wait();
                     let start = Instant::now();
                     for _ in 0..iters {
