@@ -50,7 +50,7 @@
 //!   tasks wait out the per-call timeout; the calls past the cap are answered `saturated` at once
 //!   (its table: their answer took a fraction of a millisecond, against the 250 ms an attempt
 //!   waits), and the agents go on with the other tools; `search`'s breaker throttles adaptively
-//!   (`k` 2, over 250 ms): while its 503s grow past half of its calls, it sheds a share of them
+//!   (`k` 1.5, over 100 ms): while its 503s grow past half of its calls, it sheds a share of them
 //!   (`throttled`, never sent) before its breaker trips, mostly at the outage's 503s (or in the 65 %
 //!   step, if answers come back out of order enough to make 5 failures in a row) (its table: shed before the breaker first tripped, and their share of the calls asked
 //!   since it began to degrade). Neither counts as a failure nor moves the breaker; the other tools' tables have no

@@ -54,7 +54,7 @@ pub const THROTTLED: Tool = Tool::Search;
 pub const THROTTLE_K: f64 = 1.5;
 /// …over this window: short, so that it follows the demo's degradation (a few hundred ms per
 /// step), where a service's would be minutes.
-pub const THROTTLE_WINDOW: Duration = Duration::from_millis(250);
+pub const THROTTLE_WINDOW: Duration = Duration::from_millis(100);
 
 /// The built-in groups of the pool [`POOL`]: two preferred providers, then the backup.
 pub const LLM_GROUPS: [&[&str]; 2] = [&["llm-a", "llm-b"], &["llm-c"]];

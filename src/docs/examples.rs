@@ -37,7 +37,7 @@
 //! outage, from 6 % of the demo: 503 on a growing share of its requests, spread evenly (20 % to
 //! 65 %, two in a row at most as the server answers them, so its consecutive rule trips at the
 //! outage, or now and then late in the 65 % step when answers come back far out of order), then
-//! on every one from 20 %; its breaker throttles adaptively (`adaptive_throttling`, `k` 1.5 over 250 ms), shedding
+//! on every one from 20 %; its breaker throttles adaptively (`adaptive_throttling`, `k` 1.5 over 100 ms), shedding
 //! a share of its calls once fewer than half succeed, and its table gives the calls shed before
 //! the breaker first tripped and their share of the calls asked since the degradation began (the
 //! degradation is the single gateway's: fleet mode runs the schedule without it).

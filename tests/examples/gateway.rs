@@ -747,7 +747,7 @@ mod reload {
         let text = std::fs::read_to_string(&path)
             .unwrap()
             .replace("cooldown_ms = 500 ", "cooldown_ms = 1000")
-            .replace("adaptive_throttling = { k = 1.5, window_ms = 250 }\n", "")
+            .replace("adaptive_throttling = { k = 1.5, window_ms = 100 }\n", "")
             .replacen(
                 "[dependencies.search]\n",
                 "[dependencies.search]\nfailure_threshold = 3\n",
@@ -767,7 +767,7 @@ mod reload {
                 format!("reloaded {shown}: quotes: cooldown_ms 500 -> 1000"),
                 format!(
                     "reloaded {shown}: search: failure_threshold 5 -> 3, adaptive_throttling k 1.5 \
-                     over 250 ms -> off, cooldown_ms 500 -> 1000"
+                     over 100 ms -> off, cooldown_ms 500 -> 1000"
                 ),
                 format!("reloaded {shown}: weather: cooldown_ms 500 -> 1000"),
             ])

@@ -250,7 +250,7 @@ fn weather_answered_saturated_at_once_search_shed_before_its_trip_and_the_others
     assert_eq!(settings["weather"]["max_in_flight"], 8, "{settings}");
     assert_eq!(
         settings["search"]["adaptive_throttling"],
-        serde_json::json!({"k": 1.5, "window_ms": 250}),
+        serde_json::json!({"k": 1.5, "window_ms": 100}),
         "{settings}"
     );
     let deps = &report["dependencies"];
