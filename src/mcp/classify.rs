@@ -106,6 +106,17 @@ impl McpClassifier {
         }
     }
 
+    /// The HTTP status `error` carries: the status a Streamable HTTP transport's request
+    /// failed with (a 503 in front of the server, a 429), `None` for any other error. What
+    /// [`Classify::http_status`] reports for an `Err`, for a caller whose answer type is not
+    /// [`CallToolResult`].
+    pub fn error_status(&self, error: &ServiceError) -> Option<u16> {
+        match transport_answer(error) {
+            Some(Answered::Status(status)) => Some(status.status),
+            _ => None,
+        }
+    }
+
     /// The outcome of an error.
     pub fn error(&self, error: &ServiceError) -> Outcome {
         match error {
@@ -153,13 +164,10 @@ impl Classify<CallToolResult, ServiceError> for McpClassifier {
 
     /// The HTTP status a Streamable HTTP transport failed with, if it did.
     fn http_status(&self, result: &Result<CallToolResult, ServiceError>) -> Option<u16> {
-        match result {
-            Err(error) => match transport_answer(error) {
-                Some(Answered::Status(status)) => Some(status.status),
-                _ => None,
-            },
-            Ok(_) => None,
-        }
+        result
+            .as_ref()
+            .err()
+            .and_then(|error| self.error_status(error))
     }
 }
 

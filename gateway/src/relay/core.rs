@@ -13,14 +13,20 @@ use std::time::Duration;
 use futures::future::join_all;
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientRequest, ErrorCode, Prompt, Resource,
-    ResourceTemplate, ServerResult, SetLevelRequest, Tool,
+    CallToolRequestParams, CallToolResponse, ClientRequest, ErrorCode, Prompt, Resource,
+    ResourceTemplate, ServerResult, SetLevelRequest, SubscribeRequest, SubscribeRequestParams,
+    Tool, UnsubscribeRequest, UnsubscribeRequestParams,
 };
 use tokio_util::sync::CancellationToken;
 use toolbreaker::{AgentRun, Registry, ToolResult};
 
+use super::input::Inputs;
 use super::names::{collision, exposed, resolve};
 use crate::upstream::{Origin, Refusal, SessionId, Sessions, Upstream, error_data};
+
+/// How long a 2026-07-28 client's call waits upstream for the client's retry with the input
+/// the upstream asked for, before it is cancelled.
+pub(super) const INPUT_WAIT: Duration = Duration::from_secs(60);
 
 /// The upstreams in force, in configuration order.
 pub type Upstreams = Arc<Vec<Arc<Upstream>>>;
@@ -34,6 +40,8 @@ pub struct Core {
     upstreams: RwLock<Upstreams>,
     call_time_limit: Duration,
     calls: AtomicU64,
+    /// 2026-07-28 clients' calls waiting for their answers to an upstream's requests.
+    inputs: Arc<Inputs>,
     /// The tool names found shown by two upstreams at a listing, each logged once.
     collisions_logged: std::sync::Mutex<std::collections::HashSet<String>>,
 }
@@ -47,12 +55,17 @@ impl Core {
             upstreams: RwLock::new(Arc::default()),
             call_time_limit,
             calls: AtomicU64::new(0),
+            inputs: Arc::new(Inputs::new(INPUT_WAIT)),
             collisions_logged: Default::default(),
         }
     }
 
     pub(super) fn name(&self) -> &str {
         &self.name
+    }
+
+    pub(super) fn inputs(&self) -> &Arc<Inputs> {
+        &self.inputs
     }
 
     pub(super) fn registry(&self) -> &Registry {
@@ -88,16 +101,61 @@ impl Core {
         tokio::spawn(async move {
             for uri in orphaned {
                 if let Some(upstream) = owner_of_uri(&upstreams, &uri) {
-                    let request =
-                        ClientRequest::UnsubscribeRequest(rmcp::model::UnsubscribeRequest::new(
-                            rmcp::model::UnsubscribeRequestParams::new(uri),
-                        ));
-                    let _ = upstream
-                        .request(request, None, &CancellationToken::new())
-                        .await;
+                    let _ = release(&upstream, &uri, None, &CancellationToken::new()).await;
                 }
             }
         });
+    }
+
+    /// The first subscription to `uri` among the gateway's clients: `resources/subscribe` on
+    /// a 2025-11-25 upstream (through its breaker), the upstream's listen stream reopened with
+    /// it on a 2026-07-28 one.
+    ///
+    /// # Errors
+    ///
+    /// The upstream's refusal, or its breaker's, as [`forward`](Self::forward) answers it.
+    pub(super) async fn subscribe(
+        &self,
+        upstream: &Upstream,
+        uri: &str,
+        origin: Origin,
+        cancel: &CancellationToken,
+    ) -> Result<(), ErrorData> {
+        if upstream.is_modern() {
+            upstream.listen_to(uri).await;
+            return Ok(());
+        }
+        let request = ClientRequest::SubscribeRequest(SubscribeRequest::new(
+            SubscribeRequestParams::new(uri),
+        ));
+        self.forward(upstream, request, origin, cancel)
+            .await
+            .map(drop)
+    }
+
+    /// The last subscription to `uri` among the gateway's clients ended: the counterpart of
+    /// [`subscribe`](Self::subscribe).
+    ///
+    /// # Errors
+    ///
+    /// As [`subscribe`](Self::subscribe).
+    pub(super) async fn unsubscribe(
+        &self,
+        upstream: &Upstream,
+        uri: &str,
+        origin: Origin,
+        cancel: &CancellationToken,
+    ) -> Result<(), ErrorData> {
+        if upstream.is_modern() {
+            upstream.stop_listening_to(uri).await;
+            return Ok(());
+        }
+        let request = ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(
+            UnsubscribeRequestParams::new(uri),
+        ));
+        self.forward(upstream, request, origin, cancel)
+            .await
+            .map(drop)
     }
 
     /// Every visible tool of every upstream, under its prefix; a name two upstreams show is
@@ -201,20 +259,30 @@ impl Core {
     ///
     /// # Errors
     ///
-    /// `-32602` (invalid params) for a name no upstream shows: unknown, or hidden by `allow`
-    /// or `deny`.
+    /// `-32602` (invalid params) for a name no upstream shows (unknown, or hidden by `allow`
+    /// or `deny`), and for a retry (`requestState`, `inputResponses`) of a tool whose upstream
+    /// speaks 2025-11-25: a state the gateway made is taken before the call gets here, so
+    /// this one is no one's.
     pub(super) async fn call_tool(
         &self,
         mut params: CallToolRequestParams,
         origin: Origin,
         cancel: &CancellationToken,
-    ) -> Result<CallToolResult, ErrorData> {
+    ) -> Result<CallToolResponse, ErrorData> {
         let Some((upstream, name)) = self.resolve_tool(&params.name) else {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool: {}", params.name),
                 None,
             ));
         };
+        if (params.request_state.is_some() || params.input_responses.is_some())
+            && upstream.era().is_some_and(|era| era.has_initialize())
+        {
+            return Err(ErrorData::invalid_params(
+                "requestState was not made by this gateway, and the tool's server takes none; call the tool again without it",
+                None,
+            ));
+        }
         params.name = name.into();
         // Relaxed: a run's name only, unique by the read-modify-write; it orders nothing.
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
@@ -307,10 +375,14 @@ impl Core {
 
     /// `logging/setLevel` goes to every upstream that logs.
     pub(super) async fn set_level(&self, request: SetLevelRequest, origin: Origin) {
+        // A 2026-07-28 upstream has no `logging/setLevel`: the level goes with each of this
+        // session's requests to it instead (`_meta`'s `io.modelcontextprotocol/logLevel`).
+        self.sessions
+            .set_level(origin.session, request.params.level);
         let upstreams = self.upstreams();
         let sends = upstreams
             .iter()
-            .filter(|u| u.capabilities().is_some_and(|c| c.logging.is_some()))
+            .filter(|u| !u.is_modern() && u.capabilities().is_some_and(|c| c.logging.is_some()))
             .map(|u| {
                 let request = ClientRequest::SetLevelRequest(request.clone());
                 let origin = origin.clone();
@@ -328,6 +400,24 @@ impl Core {
             upstream.roots_changed().await;
         }
     }
+}
+
+/// A subscription to `uri` that no session holds any more, released upstream (no client
+/// to answer).
+async fn release(
+    upstream: &Upstream,
+    uri: &str,
+    origin: Option<Origin>,
+    cancel: &CancellationToken,
+) -> Result<(), Refusal> {
+    if upstream.is_modern() {
+        upstream.stop_listening_to(uri).await;
+        return Ok(());
+    }
+    let request = ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(
+        UnsubscribeRequestParams::new(uri),
+    ));
+    upstream.request(request, origin, cancel).await.map(drop)
 }
 
 /// The upstream whose listed resources hold `uri`, or whose template it fits (the template's

@@ -151,10 +151,10 @@ impl Gateway {
         fresh.iter().for_each(Upstream::start);
         fresh.iter().for_each(|u| health_check(&self.core, u));
         self.core.set_upstreams(Arc::new(next));
-        for peer in self.core.sessions().peers() {
-            let _ = peer.notify_tool_list_changed().await;
-            let _ = peer.notify_prompt_list_changed().await;
-            let _ = peer.notify_resource_list_changed().await;
+        for listener in self.core.sessions().peers() {
+            listener.tools_changed().await;
+            listener.prompts_changed().await;
+            listener.resources_changed().await;
         }
         Ok(reloaded)
     }

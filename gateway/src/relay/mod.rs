@@ -2,6 +2,7 @@
 
 mod core;
 mod gateway;
+mod input;
 mod names;
 mod session;
 

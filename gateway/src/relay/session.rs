@@ -13,14 +13,17 @@ use rmcp::model::{
     CompleteResult, GetPromptRequest, GetPromptRequestParams, GetPromptResponse, Implementation,
     InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequest, ReadResourceRequestParams, ReadResourceResponse, Reference,
-    ServerCapabilities, ServerResult, SetLevelRequest, SetLevelRequestParams, SubscribeRequest,
-    SubscribeRequestParams, UnsubscribeRequest, UnsubscribeRequestParams,
+    ReadResourceRequest, ReadResourceRequestParams, ReadResourceResponse, Reference, ResultType,
+    ServerCapabilities, ServerResult, SetLevelRequest, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use super::core::Core;
+use super::input::Inputs;
 use crate::upstream::{Origin, PROTOCOL, SessionId};
 
 /// One client session: made by the gateway for each client that connects (each Streamable
@@ -45,7 +48,50 @@ impl Session {
             request: context.id.clone(),
             progress: context.meta.get_progress_token(),
             meta: Some(context.meta.clone()),
+            modern: modern(context),
+            input: None,
         }
+    }
+
+    /// The client's peer is where this session's notifications go: a 2025-11-25 session's.
+    /// A 2026-07-28 request has no session (its peer lasts as long as its response), so its
+    /// client is told of changes only through `subscriptions/listen`.
+    fn attach(&self, context: &RequestContext<RoleServer>) {
+        if !modern(context) {
+            self.core.sessions().attach(self.id, &context.peer);
+        }
+    }
+
+    /// A 2026-07-28 client's tool call: a retry with the gateway's own `requestState` goes on
+    /// with the call it names; any other runs as a call of its own, whose upstream's requests
+    /// for input (a 2025-11-25 upstream's) come back to the client as `input_required`.
+    async fn call_tool_modern(
+        &self,
+        mut params: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let inputs = Arc::clone(self.core.inputs());
+        let tool = params.name.to_string();
+        if let Some(state) = params.request_state.take_if(|s| Inputs::owns(s)) {
+            let response = inputs
+                .resume(&tool, &state, params.input_responses.take(), &context.ct)
+                .await?;
+            return Ok(complete(response));
+        }
+        let (asks, asked) = Inputs::channel();
+        let mut origin = self.origin(&context);
+        origin.input = Some(asks);
+        let core = Arc::clone(&self.core);
+        // The call's own token: the call is ended by dropping its task (an expired wait, a
+        // client gone), which cancels it upstream; the client's token ends the drive.
+        let call = tokio::spawn(async move {
+            core.call_tool(params, origin, &CancellationToken::new())
+                .await
+        });
+        let response = inputs
+            .drive(&tool, AbortOnDropHandle::new(call), asked, &context.ct)
+            .await?;
+        Ok(complete(response))
     }
 
     fn initialize(&self, requested: &ProtocolVersion) -> InitializeResult {
@@ -81,7 +127,29 @@ impl Drop for Session {
     }
 }
 
-/// The answer of the kind a request expects; another kind from the upstream is an error.
+/// A 2026-07-28 answer says it is final (`resultType: "complete"`), whatever the upstream's
+/// said.
+fn complete(response: CallToolResponse) -> CallToolResponse {
+    // (rmcp takes `resultType` off again for a 2025-11-25 client.)
+    match response {
+        CallToolResponse::Complete(mut result) => {
+            result.result_type.get_or_insert(ResultType::COMPLETE);
+            CallToolResponse::Complete(result)
+        }
+        other => other,
+    }
+}
+
+/// Whether the request is a 2026-07-28 client's (no session; its version in its `_meta`).
+fn modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| !version.has_initialize())
+}
+
+/// The answer of the kind a request expects; another kind from the upstream is an error (an
+/// `input_required` result for a 2025-11-25 client too: the gateway answers an upstream's
+/// request for input itself only for tool calls).
 fn expect<T>(
     answer: ServerResult,
     take: impl FnOnce(ServerResult) -> Option<T>,
@@ -97,7 +165,7 @@ impl ServerHandler for Session {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
-        self.core.sessions().attach(self.id, &context.peer);
+        self.attach(&context);
         let result = self.initialize(&request.protocol_version);
         context.peer.set_peer_info(request);
         Ok(result)
@@ -108,7 +176,7 @@ impl ServerHandler for Session {
         _: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.core.sessions().attach(self.id, &context.peer);
+        self.attach(&context);
         Ok(ListToolsResult::with_all_items(self.core.tools().await))
     }
 
@@ -117,13 +185,14 @@ impl ServerHandler for Session {
         params: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.core.sessions().attach(self.id, &context.peer);
+        if modern(&context) {
+            return self.call_tool_modern(params, context).await;
+        }
+        self.attach(&context);
         let cancel = context.ct.clone();
-        let result = self
-            .core
+        self.core
             .call_tool(params, self.origin(&context), &cancel)
-            .await?;
-        Ok(result.into())
+            .await
     }
 
     async fn list_resources(
@@ -131,7 +200,7 @@ impl ServerHandler for Session {
         _: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        self.core.sessions().attach(self.id, &context.peer);
+        self.attach(&context);
         Ok(ListResourcesResult::with_all_items(
             self.core.resources().await,
         ))
@@ -142,7 +211,7 @@ impl ServerHandler for Session {
         _: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.core.sessions().attach(self.id, &context.peer);
+        self.attach(&context);
         Ok(ListResourceTemplatesResult::with_all_items(
             self.core.templates().await,
         ))
@@ -153,15 +222,20 @@ impl ServerHandler for Session {
         params: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.core.sessions().attach(self.id, &context.peer);
+        self.attach(&context);
         let upstream = self.core.upstream_of_uri(&params.uri).await?;
         let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params));
         let answer = self
             .core
             .forward(&upstream, request, self.origin(&context), &context.ct)
             .await?;
+        let modern = modern(&context);
         expect(answer, |a| match a {
-            ServerResult::ReadResourceResult(r) => Some(r.into()),
+            ServerResult::ReadResourceResult(mut r) => {
+                r.result_type.get_or_insert(ResultType::COMPLETE);
+                Some(r.into())
+            }
+            ServerResult::InputRequiredResult(r) if modern => Some(r.into()),
             _ => None,
         })
     }
@@ -171,21 +245,20 @@ impl ServerHandler for Session {
         params: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.core.sessions().attach(self.id, &context.peer);
-        let uri = params.uri.clone();
+        self.attach(&context);
+        let uri = params.uri;
         let upstream = self.core.upstream_of_uri(&uri).await?;
         if !self.core.sessions().subscribe(self.id, &uri) {
             return Ok(());
         }
-        let request = ClientRequest::SubscribeRequest(SubscribeRequest::new(params));
         let answer = self
             .core
-            .forward(&upstream, request, self.origin(&context), &context.ct)
+            .subscribe(&upstream, &uri, self.origin(&context), &context.ct)
             .await;
         if answer.is_err() {
             self.core.sessions().unsubscribe(self.id, &uri);
         }
-        answer.map(drop)
+        answer
     }
 
     async fn unsubscribe(
@@ -193,16 +266,14 @@ impl ServerHandler for Session {
         params: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.core.sessions().attach(self.id, &context.peer);
+        self.attach(&context);
         let upstream = self.core.upstream_of_uri(&params.uri).await?;
         if !self.core.sessions().unsubscribe(self.id, &params.uri) {
             return Ok(());
         }
-        let request = ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(params));
         self.core
-            .forward(&upstream, request, self.origin(&context), &context.ct)
+            .unsubscribe(&upstream, &params.uri, self.origin(&context), &context.ct)
             .await
-            .map(drop)
     }
 
     async fn list_prompts(
@@ -210,7 +281,7 @@ impl ServerHandler for Session {
         _: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        self.core.sessions().attach(self.id, &context.peer);
+        self.attach(&context);
         Ok(ListPromptsResult::with_all_items(self.core.prompts().await))
     }
 
@@ -219,7 +290,7 @@ impl ServerHandler for Session {
         mut params: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        self.core.sessions().attach(self.id, &context.peer);
+        self.attach(&context);
         let (upstream, name) = self.core.resolve_prompt(&params.name).await?;
         params.name = name;
         let request = ClientRequest::GetPromptRequest(GetPromptRequest::new(params));
@@ -227,8 +298,13 @@ impl ServerHandler for Session {
             .core
             .forward(&upstream, request, self.origin(&context), &context.ct)
             .await?;
+        let modern = modern(&context);
         expect(answer, |a| match a {
-            ServerResult::GetPromptResult(r) => Some(r.into()),
+            ServerResult::GetPromptResult(mut r) => {
+                r.result_type.get_or_insert(ResultType::COMPLETE);
+                Some(r.into())
+            }
+            ServerResult::InputRequiredResult(r) if modern => Some(r.into()),
             _ => None,
         })
     }
@@ -238,7 +314,7 @@ impl ServerHandler for Session {
         mut params: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        self.core.sessions().attach(self.id, &context.peer);
+        self.attach(&context);
         let upstream = match &mut params.r#ref {
             Reference::Prompt(prompt) => {
                 let (upstream, name) = self.core.resolve_prompt(&prompt.name).await?;
@@ -269,7 +345,7 @@ impl ServerHandler for Session {
         params: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.core.sessions().attach(self.id, &context.peer);
+        self.attach(&context);
         self.core
             .set_level(SetLevelRequest::new(params), self.origin(&context))
             .await;
@@ -281,12 +357,48 @@ impl ServerHandler for Session {
         self.core.roots_changed().await;
     }
 
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // Every kind the gateway advertises; rmcp narrows it to those.
+        Some(requested.clone())
+    }
+
+    /// A 2026-07-28 client's `subscriptions/listen`: the stream is a session of its own for
+    /// as long as it is open (list changes reach it), subscribed to its resources upstream
+    /// as a 2025-11-25 session's `resources/subscribe` is.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let sessions = self.core.sessions();
+        sessions.attach_stream(self.id, context.sink().clone());
+        let uris = context
+            .accepted()
+            .resource_subscriptions
+            .clone()
+            .unwrap_or_default();
+        let request = context.request_context();
+        for uri in uris {
+            if let Ok(upstream) = self.core.upstream_of_uri(&uri).await
+                && sessions.subscribe(self.id, &uri)
+            {
+                let _ = self
+                    .core
+                    .subscribe(&upstream, &uri, self.origin(request), &request.ct)
+                    .await;
+            }
+        }
+        context.cancelled().await;
+        // Dropping the session (this handler's) unsubscribes what no one else holds.
+        Ok(())
+    }
+
     fn get_info(&self) -> InitializeResult {
         self.initialize(&PROTOCOL)
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(&[
+            ProtocolVersion::V_2026_07_28,
             PROTOCOL,
             ProtocolVersion::V_2025_06_18,
             ProtocolVersion::V_2025_03_26,

@@ -25,12 +25,12 @@ use rmcp::model::{
     ProtocolVersion, ServerNotification, ServerRequest,
 };
 use rmcp::service::{
-    InboundStreamOrigin, NotificationContext, OriginatingRequestId, Peer, RequestContext,
-    RoleClient, RoleServer, Service, ServiceError,
+    InboundStreamOrigin, NotificationContext, OriginatingRequestId, RequestContext, RoleClient,
+    Service, ServiceError,
 };
 
-use super::routes::{Origin, Routes};
-use super::sessions::Sessions;
+use super::routes::{Ask, Asks, Origin, Routes};
+use super::sessions::{Listener, Sessions};
 
 /// The protocol version the gateway speaks to its upstreams and its clients: the newest whose
 /// sessions carry server-to-client requests and notifications on a connection.
@@ -65,11 +65,33 @@ impl UpstreamHandler {
         self.routes.only_session().await
     }
 
-    async fn log_targets(&self, extensions: &rmcp::model::Extensions) -> Vec<Peer<RoleServer>> {
+    async fn log_targets(&self, extensions: &rmcp::model::Extensions) -> Vec<Listener> {
         match self.origin(extensions).await {
-            Some(origin) => vec![origin.peer],
+            Some(origin) => vec![Listener::Peer(origin.peer)],
             None => self.sessions.peers(),
         }
+    }
+}
+
+/// Hands `request` to the 2026-07-28 client's call through `asks`, and waits for the client's
+/// answer (its retry), or for the upstream to cancel.
+async fn ask(
+    asks: &Asks,
+    request: ServerRequest,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<ClientResult, ErrorData> {
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    if asks.send(Ask { request, answer }).await.is_err() {
+        return Err(ErrorData::internal_error(
+            "the client's call ended before it could be asked",
+            None,
+        ));
+    }
+    tokio::select! {
+        answer = answered => answer.unwrap_or_else(|_| {
+            Err(ErrorData::internal_error("the client's call ended before it answered", None))
+        }),
+        () = cancel.cancelled() => Err(ErrorData::internal_error("cancelled by the upstream", None)),
     }
 }
 
@@ -112,6 +134,11 @@ impl Service<RoleClient> for UpstreamHandler {
                 None,
             ));
         };
+        if let Some(asks) = &origin.input {
+            // A 2026-07-28 client takes no request from a server: the call it is waiting on
+            // answers `input_required`, and its retry brings the answer (see `relay::input`).
+            return ask(asks, request, &context.ct).await;
+        }
         let mut request = request;
         request
             .extensions_mut()
@@ -150,31 +177,13 @@ impl Service<RoleClient> for UpstreamHandler {
                 }
             }
             ServerNotification::LoggingMessageNotification(log) => {
-                for peer in self.log_targets(&context.extensions).await {
-                    let _ = peer.notify_logging_message(log.params.clone()).await;
+                for listener in self.log_targets(&context.extensions).await {
+                    listener
+                        .notify(ServerNotification::LoggingMessageNotification(log.clone()))
+                        .await;
                 }
             }
-            ServerNotification::ResourceUpdatedNotification(updated) => {
-                for peer in self.sessions.subscribers(&updated.params.uri) {
-                    let _ = peer.notify_resource_updated(updated.params.clone()).await;
-                }
-            }
-            ServerNotification::ResourceListChangedNotification(_) => {
-                for peer in self.sessions.peers() {
-                    let _ = peer.notify_resource_list_changed().await;
-                }
-            }
-            ServerNotification::ToolListChangedNotification(_) => {
-                for peer in self.sessions.peers() {
-                    let _ = peer.notify_tool_list_changed().await;
-                }
-            }
-            ServerNotification::PromptListChangedNotification(_) => {
-                for peer in self.sessions.peers() {
-                    let _ = peer.notify_prompt_list_changed().await;
-                }
-            }
-            _ => {}
+            other => self.sessions.relay(other).await,
         }
         Ok(())
     }
@@ -195,6 +204,7 @@ impl Service<RoleClient> for UpstreamHandler {
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
         std::borrow::Cow::Borrowed(&[
+            ProtocolVersion::V_2026_07_28,
             PROTOCOL,
             ProtocolVersion::V_2025_06_18,
             ProtocolVersion::V_2025_03_26,

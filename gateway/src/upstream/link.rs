@@ -4,7 +4,11 @@
 use std::collections::HashMap;
 use std::process::Stdio;
 
-use rmcp::service::{Peer, RoleClient, RunningService, serve_client};
+use rmcp::model::ProtocolVersion;
+use rmcp::service::{
+    ClientInitializeError, ClientLifecycleMode, Peer, RoleClient, RunningService,
+    serve_client_with_lifecycle,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -30,6 +34,20 @@ impl Link {
     /// The peer requests are sent through.
     pub fn peer(&self) -> &Peer<RoleClient> {
         self.service.peer()
+    }
+
+    /// The protocol revision the connection speaks: 2026-07-28 (stateless, found by
+    /// `server/discover`) or the one its `initialize` agreed.
+    pub fn era(&self) -> ProtocolVersion {
+        self.peer()
+            .peer_info()
+            .map_or(super::PROTOCOL, |info| info.protocol_version.clone())
+    }
+
+    /// Whether the connection speaks 2026-07-28 or later: no session, no `ping`, and
+    /// `input_required` results instead of requests to the client.
+    pub fn is_modern(&self) -> bool {
+        !self.era().has_initialize()
     }
 
     /// Whether the connection can still carry requests.
@@ -62,7 +80,26 @@ impl Drop for Link {
     }
 }
 
-/// Connects to `upstream` (its name is for the log) over `transport` and initializes.
+/// Opens the connection in the newest era the upstream speaks: `server/discover` first
+/// (2026-07-28), and `initialize` (2025-11-25) when the upstream answers that it does not know
+/// it, or does not answer it within 10 s (rmcp's `ClientLifecycleMode::Auto`).
+async fn open<T, E, A>(
+    handler: UpstreamHandler,
+    transport: T,
+) -> Result<RunningService<RoleClient, UpstreamHandler>, ClientInitializeError>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let lifecycle = ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(super::PROTOCOL),
+    };
+    serve_client_with_lifecycle(handler, transport, lifecycle).await
+}
+
+/// Connects to `upstream` (its name is for the log) over `transport`, in the newest era it
+/// speaks.
 ///
 /// # Errors
 ///
@@ -86,7 +123,7 @@ pub async fn connect(
             config.custom_headers = custom;
             let transport =
                 StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
-            let service = serve_client(handler, transport)
+            let service = open(handler, transport)
                 .await
                 .map_err(|e| redact(url, e.to_string()))?;
             Ok(Link {
@@ -151,7 +188,7 @@ pub async fn connect(
                     gone.cancel();
                 });
             }
-            let service = match serve_client(handler, (stdout, stdin)).await {
+            let service = match open(handler, (stdout, stdin)).await {
                 Ok(service) => service,
                 Err(e) => return Err(format!("`{command}`: {e}")),
             };

@@ -2,6 +2,7 @@
 
 mod handler;
 mod link;
+mod listen;
 mod node;
 mod routes;
 mod sessions;
@@ -9,5 +10,5 @@ mod sessions;
 pub use self::handler::{PROTOCOL, UpstreamHandler, error_data};
 pub use self::link::{INHERITED, Link, connect, url_credentials};
 pub use self::node::{Refusal, Upstream};
-pub use self::routes::{Origin, Registered, Routes, SessionId};
-pub use self::sessions::Sessions;
+pub use self::routes::{Ask, Asks, Origin, Registered, Routes, SessionId};
+pub use self::sessions::{Listener, Sessions};

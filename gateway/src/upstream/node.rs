@@ -8,19 +8,24 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
     CancelledNotificationParam, ClientRequest, ListPromptsRequest, ListResourceTemplatesRequest,
-    ListResourcesRequest, ListToolsRequest, PaginatedRequestParams, Prompt, RequestId, Resource,
-    ResourceTemplate, ServerCapabilities, ServerResult, Tool,
+    ListResourcesRequest, ListToolsRequest, PaginatedRequestParams, Prompt, ProtocolVersion,
+    RequestId, RequestMetaObject, Resource, ResourceTemplate, ServerCapabilities, ServerResult,
+    Tool,
 };
-use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
+use rmcp::model::{
+    CallToolResponse, GetExtensions, InputRequest, InputRequiredResult, ServerRequest,
+};
+use rmcp::service::{OriginatingRequestId, Peer, PeerRequestOptions, RoleClient, ServiceError};
 use tokio_util::sync::CancellationToken;
 use toolbreaker::mcp::{ErrorWords, McpClassifier, rejection_words};
 use toolbreaker::{
-    AgentRun, Blocked, CircuitBreaker, FailureKind, Outcome, Registry, RetryPolicy, State,
-    ToolGuard,
+    AgentRun, Blocked, CircuitBreaker, Classified, FailureKind, Outcome, Registry, RetryPolicy,
+    State, ToolGuard,
 };
 
 use super::handler::UpstreamHandler;
 use super::link::{Link, connect};
+use super::listen::Listening;
 use super::routes::{Origin, Routes};
 use super::sessions::Sessions;
 use crate::config::{Transport, UpstreamConfig};
@@ -54,6 +59,8 @@ pub struct Upstream {
     link: Mutex<Option<Arc<Link>>>,
     connecting: tokio::sync::Mutex<()>,
     cache: Mutex<Cache>,
+    /// The listen stream of a 2026-07-28 upstream.
+    listening: Listening,
     last_failure: Mutex<Option<&'static str>>,
     shutdown: CancellationToken,
 }
@@ -61,11 +68,68 @@ pub struct Upstream {
 /// What the upstream last listed, and said it can do.
 #[derive(Debug, Default)]
 struct Cache {
+    /// The protocol revision of the last connection.
+    era: Option<ProtocolVersion>,
     capabilities: Option<ServerCapabilities>,
     tools: Option<Vec<Tool>>,
     resources: Option<Vec<Resource>>,
     templates: Option<Vec<ResourceTemplate>>,
     prompts: Option<Vec<Prompt>>,
+}
+
+/// What one attempt of a tool call came to.
+enum Reply {
+    /// The tool's answer.
+    Complete(CallToolResult),
+    /// A 2026-07-28 upstream's request for input, for a 2026-07-28 client to answer.
+    InputRequired(InputRequiredResult),
+}
+
+impl Reply {
+    fn into_complete(self) -> CallToolResult {
+        match self {
+            Reply::Complete(answer) => answer,
+            // Taken out before: the guard's result is matched for it first.
+            Reply::InputRequired(_) => CallToolResult::error(vec![]),
+        }
+    }
+}
+
+/// Asks a 2025-11-25 session's client each of a 2026-07-28 upstream's `input_required`
+/// requests, as the server-to-client request it stands for, on the stream of the call it
+/// belongs to; their answers by key, for the retry.
+async fn ask_session(
+    origin: &Origin,
+    requests: rmcp::model::InputRequests,
+) -> Result<rmcp::model::InputResponses, rmcp::ErrorData> {
+    let mut answers = rmcp::model::InputResponses::new();
+    for (key, request) in requests {
+        let mut request = match request {
+            InputRequest::CreateMessage(r) => ServerRequest::CreateMessageRequest(r),
+            InputRequest::Elicitation(r) => ServerRequest::ElicitRequest(r),
+            InputRequest::ListRoots(r) => ServerRequest::ListRootsRequest(r),
+            _ => {
+                return Err(rmcp::ErrorData::internal_error(
+                    "the upstream asked for an input of a kind the gateway does not know",
+                    None,
+                ));
+            }
+        };
+        request
+            .extensions_mut()
+            .insert(OriginatingRequestId(origin.request.clone()));
+        // From a task of its own, as the upstream handler does: outside the handler's
+        // task-local the mark above stands, and the request goes on the call's stream.
+        let peer = origin.peer.clone();
+        let answer = tokio::spawn(async move { peer.send_request(request).await })
+            .await
+            .map_err(|_| rmcp::ErrorData::internal_error("the relayed request was lost", None))?
+            .map_err(super::error_data)?;
+        let answer = serde_json::to_value(answer)
+            .map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))?;
+        answers.insert(key, answer);
+    }
+    Ok(answers)
 }
 
 /// Sends `notifications/cancelled` for a forwarded request dropped before its answer (a
@@ -124,6 +188,7 @@ impl Upstream {
             link: Mutex::new(None),
             connecting: tokio::sync::Mutex::new(()),
             cache: Mutex::default(),
+            listening: Listening::default(),
             last_failure: Mutex::new(None),
             shutdown: CancellationToken::new(),
             config,
@@ -148,6 +213,37 @@ impl Upstream {
     /// The kind of the last counted failure, if any.
     pub fn last_failure(&self) -> Option<&'static str> {
         *lock(&self.last_failure)
+    }
+
+    /// The protocol revision of its last connection, once it has been reached.
+    pub fn era(&self) -> Option<ProtocolVersion> {
+        lock(&self.cache).era.clone()
+    }
+
+    /// Whether its last connection speaks 2026-07-28 or later (no sessions: its changes come
+    /// on a listen stream, its requests for input as `input_required`).
+    pub fn is_modern(&self) -> bool {
+        self.era().is_some_and(|era| !era.has_initialize())
+    }
+
+    /// Listens to resource `uri`'s updates on a 2026-07-28 upstream (which has no
+    /// `resources/subscribe`): its listen stream is reopened with it.
+    pub async fn listen_to(&self, uri: &str) {
+        if self.listening.add(uri)
+            && let Ok(link) = self.link().await
+        {
+            self.listening.open(&self.name, &link, &self.sessions);
+        }
+    }
+
+    /// No client listens to resource `uri` any more: its listen stream is reopened without.
+    pub async fn stop_listening_to(&self, uri: &str) {
+        if self.listening.remove(uri) {
+            let link = lock(&self.link).clone().filter(|l| l.is_alive());
+            if let Some(link) = link {
+                self.listening.open(&self.name, &link, &self.sessions);
+            }
+        }
     }
 
     /// The upstream's capabilities, once it has been reached.
@@ -180,6 +276,7 @@ impl Upstream {
     /// Ends the background task and the connection (a stdio child is ended).
     pub fn stop(&self) {
         self.shutdown.cancel();
+        self.listening.close();
         lock(&self.link).take();
     }
 
@@ -203,8 +300,8 @@ impl Upstream {
                 };
                 let listed = ok && (!unknown || self.list_tools().await.is_some());
                 if before && lock(&self.cache).tools.is_some() {
-                    for peer in self.sessions.peers() {
-                        let _ = peer.notify_tool_list_changed().await;
+                    for listener in self.sessions.peers() {
+                        listener.tools_changed().await;
                     }
                 }
                 if ok && listed {
@@ -290,8 +387,13 @@ impl Upstream {
                 if let Some(info) = link.peer().peer_info() {
                     lock(&self.cache).capabilities = Some(info.capabilities.clone());
                 }
+                let era = link.era();
+                lock(&self.cache).era = Some(era.clone());
                 *lock(&self.link) = Some(Arc::clone(&link));
-                tracing::info!(upstream = %self.name, "connected");
+                if link.is_modern() {
+                    self.listening.open(&self.name, &link, &self.sessions);
+                }
+                tracing::info!(upstream = %self.name, era = %era, "connected");
                 Ok(link)
             }
             Err(error) => {
@@ -313,7 +415,17 @@ impl Upstream {
         let link = self.link().await?;
         let peer = link.peer();
         let mut options = PeerRequestOptions::no_options();
-        options.meta = origin.as_ref().and_then(|o| o.meta.clone());
+        options.meta = origin.as_ref().and_then(|o| o.meta.as_ref()).map(|meta| {
+            let modern = link.is_modern();
+            let mut meta = forwarded_meta(meta, modern);
+            if modern
+                && meta.log_level().is_none()
+                && let Some(level) = origin.as_ref().and_then(|o| self.sessions.level(o.session))
+            {
+                meta.set_log_level(level);
+            }
+            meta
+        });
         let sending = self.routes.sending().await;
         let mut handle = peer.send_request_with_option(request, options).await?;
         let _registered = origin.map(|origin| {
@@ -431,39 +543,54 @@ impl Upstream {
     /// Calls `params.name` (the upstream's own name) through the guard pipeline: its breaker
     /// (the tool's own, if configured), the per-call timeout and the classification; the
     /// answer the model reads.
+    ///
+    /// A 2026-07-28 upstream may answer `input_required` (it needs sampling, elicitation or
+    /// roots from the client). A 2026-07-28 client gets that result as it is and retries with
+    /// the answers, a call of its own. A 2025-11-25 client is sent each input request as the
+    /// server-to-client request it stands for, on the call's stream, and the gateway retries
+    /// with the answers and the upstream's `requestState`, up to
+    /// [`DEFAULT_MRTR_MAX_ROUNDS`](rmcp::model::DEFAULT_MRTR_MAX_ROUNDS) rounds: one call, one
+    /// outcome, its final answer's. An `input_required` result handed to the client is neither
+    /// a success nor a failure (the permit goes back unrecorded).
     pub async fn call_tool(
         &self,
         run: &AgentRun,
         params: CallToolRequestParams,
         origin: Option<Origin>,
         cancel: &CancellationToken,
-    ) -> CallToolResult {
+    ) -> CallToolResponse {
         let (breaker, classifier) = match self.tools.get(params.name.as_ref()) {
             Some((breaker, classifier)) => (breaker, classifier),
             None => (&self.breaker, &self.config.classifier),
         };
         let mut params = Some(params);
         let started = std::time::Instant::now();
+        let classify = |result: &Result<Reply, ServiceError>| match result {
+            Ok(Reply::Complete(answer)) => Classified::new(classifier.answer(answer), None),
+            Ok(Reply::InputRequired(_)) => Classified::new(Outcome::Ignored, None),
+            Err(error) => Classified::new(classifier.error(error), classifier.error_status(error)),
+        };
         let result = self
             .guard
-            .call(
-                run,
-                breaker,
-                toolbreaker::classify::with(classifier),
-                || {
-                    let params = params.take();
-                    let origin = origin.clone();
-                    async move {
-                        let params = params.ok_or(ServiceError::UnexpectedResponse)?;
-                        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-                        match self.send(request, origin, cancel).await? {
-                            ServerResult::CallToolResult(result) => Ok(result),
-                            _ => Err(ServiceError::UnexpectedResponse),
-                        }
-                    }
-                },
-            )
+            .call(run, breaker, classify, || {
+                let params = params.take();
+                let origin = origin.clone();
+                async move {
+                    let params = params.ok_or(ServiceError::UnexpectedResponse)?;
+                    self.call_rounds(params, origin, cancel).await
+                }
+            })
             .await;
+        let result = match result {
+            toolbreaker::ToolResult::Ok {
+                value: Reply::InputRequired(input),
+                ..
+            } => {
+                self.count("tools/call", "input_required");
+                return CallToolResponse::InputRequired(input);
+            }
+            other => other.map(Reply::into_complete),
+        };
         match &result {
             toolbreaker::ToolResult::Ok { .. } => {
                 self.observe("tools/call", started.elapsed(), "ok")
@@ -475,7 +602,49 @@ impl Upstream {
             toolbreaker::ToolResult::Blocked { .. } => self.count("tools/call", "blocked"),
             _ => self.count("tools/call", "stopped"),
         }
-        result.into()
+        CallToolResponse::Complete(result.into())
+    }
+
+    /// One attempt of a tool call: the request, and for a 2025-11-25 client behind a
+    /// 2026-07-28 upstream, the rounds of `input_required` the gateway answers by asking the
+    /// client.
+    async fn call_rounds(
+        &self,
+        params: CallToolRequestParams,
+        origin: Option<Origin>,
+        cancel: &CancellationToken,
+    ) -> Result<Reply, ServiceError> {
+        // Only a session's client behind a 2026-07-28 upstream may need the call again: the
+        // plain relay moves its parameters and copies nothing.
+        let asks_client = origin.as_ref().is_some_and(|o| !o.modern)
+            && lock(&self.cache)
+                .era
+                .as_ref()
+                .is_some_and(|e| !e.has_initialize());
+        let mut again = asks_client.then(|| params.clone());
+        let mut request = params;
+        for _ in 0..rmcp::model::DEFAULT_MRTR_MAX_ROUNDS {
+            let call = ClientRequest::CallToolRequest(CallToolRequest::new(request));
+            match self.send(call, origin.clone(), cancel).await? {
+                ServerResult::CallToolResult(answer) => return Ok(Reply::Complete(answer)),
+                ServerResult::InputRequiredResult(input) => {
+                    let (Some(origin), Some(retry)) = (&origin, again.as_mut()) else {
+                        // A 2026-07-28 client answers it itself (or no client can).
+                        return Ok(Reply::InputRequired(input));
+                    };
+                    let answers = ask_session(origin, input.input_requests.unwrap_or_default())
+                        .await
+                        .map_err(ServiceError::McpError)?;
+                    retry.input_responses = (!answers.is_empty()).then_some(answers);
+                    retry.request_state = input.request_state;
+                    request = retry.clone();
+                }
+                _ => return Err(ServiceError::UnexpectedResponse),
+            }
+        }
+        Err(ServiceError::InputRequiredRoundsExceeded {
+            max_rounds: rmcp::model::DEFAULT_MRTR_MAX_ROUNDS,
+        })
     }
 
     /// Every tool of the upstream (its own names), page after page, admitted by its breaker;
@@ -635,9 +804,23 @@ impl Upstream {
             "retry_after_ms": retry_after_ms,
             "last_failure": self.last_failure(),
             "tools": lock(&self.cache).tools.as_ref().map_or(0, Vec::len),
+            "era": lock(&self.cache).era.as_ref().map(ToString::to_string),
             "connected": lock(&self.link).as_ref().is_some_and(|l| l.is_alive()),
         })
     }
+}
+
+/// The client's `_meta` as it goes upstream: its own keys (trace context, custom keys) pass,
+/// MCP's per-request keys (`io.modelcontextprotocol/…`: protocol version, client info and
+/// capabilities) are the gateway's to set for its own connection, so they are dropped; the
+/// log level passes to a 2026-07-28 upstream, which reads it there.
+fn forwarded_meta(meta: &RequestMetaObject, modern: bool) -> RequestMetaObject {
+    let mut forwarded = meta.clone();
+    forwarded.retain(|key, _| {
+        !key.starts_with("io.modelcontextprotocol/")
+            || (modern && key == "io.modelcontextprotocol/logLevel")
+    });
+    forwarded
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -650,6 +833,7 @@ impl Upstream {
     pub fn inherit(&self, earlier: &Upstream) {
         let earlier = lock(&earlier.cache);
         let mut cache = lock(&self.cache);
+        cache.era.clone_from(&earlier.era);
         cache.capabilities.clone_from(&earlier.capabilities);
         cache.tools.clone_from(&earlier.tools);
         cache.resources.clone_from(&earlier.resources);
@@ -686,11 +870,24 @@ impl Upstream {
     }
 
     /// The upstream's health check, run as its breaker's probe when a cooldown ends: MCP
-    /// `ping` on its connection (reconnecting first, or restarting a stdio upstream), its
-    /// outcome classified as any request's. A probe that is not a client's call.
+    /// `ping` on its connection (reconnecting first, or restarting a stdio upstream), or
+    /// `server/discover` on a 2026-07-28 one (which has no `ping`), its outcome classified as
+    /// any request's. A probe that is not a client's call.
     pub async fn ping(&self) -> Outcome {
-        let ping = ClientRequest::PingRequest(rmcp::model::PingRequest::default());
-        match self.send(ping, None, &CancellationToken::new()).await {
+        let modern = match self.link().await {
+            Ok(link) => link.is_modern(),
+            Err(error) => {
+                let outcome = self.config.classifier.error(&error);
+                self.note(outcome);
+                return outcome;
+            }
+        };
+        let check = if modern {
+            ClientRequest::DiscoverRequest(rmcp::model::DiscoverRequest::default())
+        } else {
+            ClientRequest::PingRequest(rmcp::model::PingRequest::default())
+        };
+        match self.send(check, None, &CancellationToken::new()).await {
             Ok(_) => Outcome::Success,
             Err(error) => {
                 let outcome = self.config.classifier.error(&error);
@@ -700,10 +897,11 @@ impl Upstream {
         }
     }
 
-    /// Tells the upstream that a client's roots changed, if it is connected.
+    /// Tells the upstream that a client's roots changed, if it is connected and has sessions
+    /// (2026-07-28 has no such notification: roots are asked for during a call).
     pub async fn roots_changed(&self) {
         let link = lock(&self.link).clone();
-        if let Some(link) = link.filter(|l| l.is_alive()) {
+        if let Some(link) = link.filter(|l| l.is_alive() && !l.is_modern()) {
             let _ = link.peer().notify_roots_list_changed().await;
         }
     }

@@ -30,7 +30,26 @@ pub struct Origin {
     /// The client's request `_meta`, sent on with the forwarded request (its progress token
     /// replaced by the gateway's).
     pub meta: Option<RequestMetaObject>,
+    /// The client speaks 2026-07-28: an upstream's `input_required` result reaches it as it
+    /// is (it retries with the answers); a 2025-11-25 client is asked by the gateway instead.
+    pub modern: bool,
+    /// For a 2026-07-28 client's call: where a 2025-11-25 upstream's requests during the call
+    /// go (the client has no session to be asked on); `None` for a session's client.
+    pub input: Option<Asks>,
 }
+
+/// A request a 2025-11-25 upstream sent during a 2026-07-28 client's call, and where its answer
+/// goes once the client's retry brings it.
+#[derive(Debug)]
+pub struct Ask {
+    /// `sampling/createMessage`, `elicitation/create` or `roots/list`.
+    pub request: rmcp::model::ServerRequest,
+    /// The client's answer, or why there is none.
+    pub answer: tokio::sync::oneshot::Sender<Result<rmcp::model::ClientResult, rmcp::ErrorData>>,
+}
+
+/// Where a call's [`Ask`]s go.
+pub type Asks = tokio::sync::mpsc::Sender<Ask>;
 
 /// The requests in flight on one upstream connection, by the id and token the upstream knows.
 #[derive(Debug, Default)]

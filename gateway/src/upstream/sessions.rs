@@ -1,11 +1,21 @@
 //! The client sessions connected to the gateway: where list changes, resource updates and log
-//! messages that belong to no one request go.
+//! messages that belong to no one request go. A 2025-11-25 client's session is told through
+//! its peer; a 2026-07-28 client (no session) through each open `subscriptions/listen` stream,
+//! which is a session of its own here for as long as the stream is open.
+//!
+//! Logging is deprecated by the protocol's next version (SEP-2577), not by the versions the
+//! gateway speaks: a session's level is kept for its requests to 2026-07-28 upstreams.
+#![allow(deprecated)]
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use rmcp::service::{Peer, RoleServer};
+use rmcp::model::{
+    GetMeta, LoggingLevel, ResourceListChangedNotification, ResourceUpdatedNotification,
+    ResourceUpdatedNotificationParam, ServerNotification, ToolListChangedNotification,
+};
+use rmcp::service::{Peer, RoleServer, SubscriptionSink};
 
 use super::routes::SessionId;
 
@@ -18,10 +28,13 @@ pub struct Sessions {
 
 #[derive(Debug, Default)]
 struct Live {
-    /// Known once the session's first request arrives.
-    peer: Option<Peer<RoleServer>>,
+    /// Known once the session's first request arrives (a 2025-11-25 session), or the
+    /// `subscriptions/listen` stream's sink (a 2026-07-28 listener).
+    peer: Option<Listener>,
     /// The resource URIs this session subscribed to.
     subscriptions: HashSet<String>,
+    /// The log level its client set (`logging/setLevel`), for 2026-07-28 upstreams.
+    level: Option<LoggingLevel>,
 }
 
 impl Sessions {
@@ -39,7 +52,7 @@ impl Sessions {
         if let Some(live) = self.live().get_mut(&id)
             && live.peer.is_none()
         {
-            live.peer = Some(peer.clone());
+            live.peer = Some(Listener::Peer(peer.clone()));
         }
     }
 
@@ -65,17 +78,20 @@ impl Sessions {
         self.live().is_empty()
     }
 
-    /// Every attached session's peer.
-    pub fn peers(&self) -> Vec<Peer<RoleServer>> {
+    /// Session `id` (a new one, from [`open`](Self::open)) is a 2026-07-28 client's
+    /// `subscriptions/listen` stream: what it accepted is told through `sink`, which filters.
+    pub fn attach_stream(&self, id: SessionId, sink: SubscriptionSink) {
+        if let Some(live) = self.live().get_mut(&id) {
+            live.peer = Some(Listener::Stream(sink));
+        }
+    }
+
+    /// Every attached session's peer or stream.
+    pub fn peers(&self) -> Vec<Listener> {
         self.live()
             .values()
             .filter_map(|l| l.peer.clone())
             .collect()
-    }
-
-    /// Session `id`'s peer.
-    pub fn peer(&self, id: SessionId) -> Option<Peer<RoleServer>> {
-        self.live().get(&id).and_then(|l| l.peer.clone())
     }
 
     /// Session `id` subscribes to `uri`; whether it is the first session to.
@@ -97,8 +113,42 @@ impl Sessions {
         !live.values().any(|l| l.subscriptions.contains(uri))
     }
 
-    /// The peers of the sessions subscribed to `uri`.
-    pub fn subscribers(&self, uri: &str) -> Vec<Peer<RoleServer>> {
+    /// Session `id`'s client set the log level `level`.
+    pub fn set_level(&self, id: SessionId, level: LoggingLevel) {
+        if let Some(live) = self.live().get_mut(&id) {
+            live.level = Some(level);
+        }
+    }
+
+    /// The log level session `id`'s client set, if any.
+    pub fn level(&self, id: SessionId) -> Option<LoggingLevel> {
+        self.live().get(&id).and_then(|live| live.level)
+    }
+
+    /// Relays an upstream's change notification to the clients it concerns: a resource's
+    /// update to its subscribers, a list change to every client; anything else is dropped.
+    pub async fn relay(&self, notification: ServerNotification) {
+        let listeners = match &notification {
+            ServerNotification::ResourceUpdatedNotification(updated) => {
+                self.subscribers(&updated.params.uri)
+            }
+            ServerNotification::ResourceListChangedNotification(_)
+            | ServerNotification::ToolListChangedNotification(_)
+            | ServerNotification::PromptListChangedNotification(_) => self.peers(),
+            _ => return,
+        };
+        for listener in listeners {
+            // What the upstream's listen stream stamped on it is its own.
+            let mut notification = notification.clone();
+            notification
+                .get_meta_mut()
+                .remove("io.modelcontextprotocol/subscriptionId");
+            listener.notify(notification).await;
+        }
+    }
+
+    /// The peers or streams of the sessions subscribed to `uri`.
+    pub fn subscribers(&self, uri: &str) -> Vec<Listener> {
         self.live()
             .values()
             .filter(|l| l.subscriptions.contains(uri))
@@ -108,5 +158,54 @@ impl Sessions {
 
     fn live(&self) -> MutexGuard<'_, BTreeMap<SessionId, Live>> {
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Where a client is told of changes: a 2025-11-25 session's peer, or a 2026-07-28 client's
+/// `subscriptions/listen` stream (whose sink drops what the client did not ask for).
+#[derive(Debug, Clone)]
+pub enum Listener {
+    /// A session's peer.
+    Peer(Peer<RoleServer>),
+    /// A listen stream.
+    Stream(SubscriptionSink),
+}
+
+impl Listener {
+    /// Sends `notification`; a closed session or stream, or one that did not ask for this
+    /// kind, is passed over.
+    pub async fn notify(&self, notification: ServerNotification) {
+        match self {
+            Listener::Peer(peer) => {
+                let _ = peer.send_notification(notification).await;
+            }
+            Listener::Stream(sink) => {
+                let _ = sink.send(notification).await;
+            }
+        }
+    }
+
+    /// `notifications/tools/list_changed`.
+    pub async fn tools_changed(&self) {
+        self.notify(ToolListChangedNotification::default().into())
+            .await;
+    }
+
+    /// `notifications/prompts/list_changed`.
+    pub async fn prompts_changed(&self) {
+        self.notify(rmcp::model::PromptListChangedNotification::default().into())
+            .await;
+    }
+
+    /// `notifications/resources/list_changed`.
+    pub async fn resources_changed(&self) {
+        self.notify(ResourceListChangedNotification::default().into())
+            .await;
+    }
+
+    /// `notifications/resources/updated` for `params`.
+    pub async fn resource_updated(&self, params: ResourceUpdatedNotificationParam) {
+        self.notify(ResourceUpdatedNotification::new(params).into())
+            .await;
     }
 }

@@ -110,14 +110,27 @@ impl ServerHandler for Up {
                         .notify_progress(ProgressNotificationParam::new(token, 0.5))
                         .await;
                 }
-                let sampled = context
-                    .peer
-                    .create_message(CreateMessageRequestParams::new(
-                        vec![SamplingMessage::user_text("hi")],
-                        10,
-                    ))
-                    .await
-                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+                let sampled = if modern(&context) {
+                    // 2026-07-28: the sample is asked for as `input_required`, and comes back
+                    // with the retry.
+                    match request
+                        .input_responses
+                        .as_ref()
+                        .and_then(|answers| answers.get("sample"))
+                    {
+                        Some(answer) => {
+                            serde_json::from_value::<CreateMessageResult>(answer.clone())
+                                .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?
+                        }
+                        None => return Ok(ask_for_a_sample().into()),
+                    }
+                } else {
+                    context
+                        .peer
+                        .create_message(sample_request())
+                        .await
+                        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+                };
                 let text = sampled
                     .message
                     .content
@@ -140,6 +153,94 @@ impl ServerHandler for Up {
             _ => return Err(ErrorData::invalid_params("no such tool", None)),
         };
         Ok(answer.into())
+    }
+}
+
+/// Whether a request is a 2026-07-28 client's (no session: input is asked for as
+/// `input_required`).
+pub fn modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| !version.has_initialize())
+}
+
+/// What `ask` samples.
+pub fn sample_request() -> CreateMessageRequestParams {
+    CreateMessageRequestParams::new(vec![SamplingMessage::user_text("hi")], 10)
+}
+
+/// `ask`'s request for a sample, in 2026-07-28's form.
+pub fn ask_for_a_sample() -> rmcp::model::InputRequiredResult {
+    let request = rmcp::model::CreateMessageRequest::new(sample_request());
+    rmcp::model::InputRequiredResult::from_input_requests(
+        [(
+            "sample".to_owned(),
+            rmcp::model::InputRequest::CreateMessage(request),
+        )]
+        .into(),
+    )
+}
+
+/// An upstream that speaks only the protocol revisions `versions` (`S`'s tools, resources and
+/// behaviour otherwise): a 2025-11-25-only upstream has no `server/discover`, a
+/// 2026-07-28-only one no `initialize`.
+#[derive(Clone)]
+pub struct Only<S> {
+    pub server: S,
+    pub versions: &'static [rmcp::model::ProtocolVersion],
+}
+
+/// 2025-11-25 and the revisions before it, which have `initialize` and sessions.
+pub const LEGACY: &[rmcp::model::ProtocolVersion] = &[
+    rmcp::model::ProtocolVersion::V_2025_11_25,
+    rmcp::model::ProtocolVersion::V_2025_06_18,
+    rmcp::model::ProtocolVersion::V_2025_03_26,
+];
+
+/// 2026-07-28 alone.
+pub const MODERN: &[rmcp::model::ProtocolVersion] = &[rmcp::model::ProtocolVersion::V_2026_07_28];
+
+impl<S: ServerHandler> ServerHandler for Only<S> {
+    fn get_info(&self) -> ServerConfig {
+        self.server.get_info()
+    }
+
+    fn supported_protocol_versions(
+        &self,
+    ) -> std::borrow::Cow<'static, [rmcp::model::ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(self.versions)
+    }
+
+    async fn list_resources(
+        &self,
+        params: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        self.server.list_resources(params, context).await
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        self.server.read_resource(request, context).await
+    }
+
+    async fn list_tools(
+        &self,
+        params: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.server.list_tools(params, context).await
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        self.server.call_tool(request, context).await
     }
 }
 
