@@ -2,7 +2,15 @@
 //! and the stdio children's stderr) is written through [`Redactor`], which replaces each
 //! credential of the config in force with `<redacted>`: header values, stdio `env` values, a
 //! URL's user, password and query string, and the bearer token.
+//!
+//! And what clients send kept short in it: a log line shows client-supplied text (a tool name,
+//! a URI, a method, a header value) through [`shown`], at most [`SHOWN_CHARS`] characters of it,
+//! escaped. Lines that still come out longer than [`MAX_LINE_BYTES`] (rmcp logs each
+//! notification a client sends whole, at INFO) are cut by [`capped_line`] before they are
+//! written.
 
+use std::borrow::Cow;
+use std::fmt;
 use std::io::Write;
 use std::sync::{OnceLock, PoisonError, RwLock};
 
@@ -96,8 +104,115 @@ impl Write for Line {
 impl Drop for Line {
     fn drop(&mut self) {
         let line = self.redactor.apply(&String::from_utf8_lossy(&self.text));
-        let _ = std::io::stderr().write_all(line.as_bytes());
+        let _ = std::io::stderr().write_all(capped_line(&line).as_bytes());
     }
+}
+
+/// How many characters of a client's text [`shown`] writes.
+pub const SHOWN_CHARS: usize = 128;
+
+/// `text`, a client's, as a log line (or an error message that is logged) may show it: its
+/// first [`SHOWN_CHARS`] characters, escaped as Rust escapes a string's characters in `Debug`
+/// (control characters, quotes and backslashes: no line of the log can be forged with it),
+/// then `…(N more bytes)` if it is longer.
+///
+/// ```
+/// use toolbreaker_gateway::redact::shown;
+///
+/// assert_eq!(shown("echo").to_string(), "echo");
+/// assert_eq!(shown("a\nb\"").to_string(), r#"a\nb\""#);
+/// let long = "x".repeat(200);
+/// assert_eq!(shown(&long).to_string(), format!("{}…(72 more bytes)", "x".repeat(128)));
+/// ```
+pub fn shown(text: &str) -> Shown<'_> {
+    Shown(text)
+}
+
+/// What [`shown`] returns: `Display` writes it capped and escaped, `Debug` the same in quotes.
+#[derive(Clone, Copy)]
+pub struct Shown<'a>(&'a str);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let end = self
+            .0
+            .char_indices()
+            .nth(SHOWN_CHARS)
+            .map_or(self.0.len(), |(at, _)| at);
+        let (head, rest) = self.0.split_at(end);
+        fmt::Display::fmt(&head.escape_debug(), f)?;
+        if !rest.is_empty() {
+            write!(f, "…({} more bytes)", rest.len())?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "\"{self}\"")
+    }
+}
+
+/// The longest log line [`capped_line`] leaves whole.
+pub const MAX_LINE_BYTES: usize = 8 * 1024;
+
+/// How much of one string of a JSON log line [`capped_line`] keeps.
+const MAX_JSON_STRING_BYTES: usize = 1024;
+
+/// `line` (one log line, with its newline) if it is at most [`MAX_LINE_BYTES`] long; otherwise
+/// cut short, with `…(N more bytes)` where it was cut: a JSON line (`--log-format json`) stays
+/// one JSON object, each of its strings cut to 1 KiB; a text line keeps its first
+/// [`MAX_LINE_BYTES`] bytes. The last guard: lines of rmcp's that hold whole client messages.
+///
+/// ```
+/// use toolbreaker_gateway::redact::{MAX_LINE_BYTES, capped_line};
+///
+/// assert_eq!(capped_line("short\n"), "short\n");
+/// let long = format!("INFO notification={}\n", "x".repeat(20_000));
+/// let capped = capped_line(&long);
+/// assert!(capped.len() < MAX_LINE_BYTES + 64 && capped.ends_with(" more bytes)\n"));
+/// ```
+pub fn capped_line(line: &str) -> Cow<'_, str> {
+    if line.len() <= MAX_LINE_BYTES {
+        return Cow::Borrowed(line);
+    }
+    let body = line.strip_suffix('\n').unwrap_or(line);
+    if body.starts_with('{')
+        && let Ok(mut value) = serde_json::from_str::<serde_json::Value>(body)
+    {
+        cap_strings(&mut value);
+        return Cow::Owned(format!("{value}\n"));
+    }
+    let end = floor_char_boundary(body, MAX_LINE_BYTES);
+    Cow::Owned(format!(
+        "{}…({} more bytes)\n",
+        &body[..end],
+        body.len() - end
+    ))
+}
+
+/// Cuts each string of `value` to [`MAX_JSON_STRING_BYTES`].
+fn cap_strings(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(text) if text.len() > MAX_JSON_STRING_BYTES => {
+            let end = floor_char_boundary(text, MAX_JSON_STRING_BYTES);
+            let more = text.len() - end;
+            text.truncate(end);
+            text.push_str(&format!("…({more} more bytes)"));
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(cap_strings),
+        serde_json::Value::Object(fields) => fields.values_mut().for_each(cap_strings),
+        _ => {}
+    }
+}
+
+/// The largest char boundary of `text` at or before `at`.
+fn floor_char_boundary(text: &str, at: usize) -> usize {
+    (0..=at.min(text.len()))
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0)
 }
 
 impl<'a> MakeWriter<'a> for &'static Redactor {
@@ -114,6 +229,47 @@ impl<'a> MakeWriter<'a> for &'static Redactor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shown_text_is_capped_at_a_char_boundary_and_escaped() {
+        assert_eq!(shown("").to_string(), "");
+        let exact = "é".repeat(SHOWN_CHARS);
+        assert_eq!(shown(&exact).to_string(), exact);
+        let over = format!("{exact}ab");
+        assert_eq!(shown(&over).to_string(), format!("{exact}…(2 more bytes)"));
+        let long = "é".repeat(5000);
+        let text = shown(&long).to_string();
+        assert!(text.ends_with("…(9744 more bytes)"), "{text}");
+        assert_eq!(
+            shown("a\r\nINFO forged \"line\"\u{7}").to_string(),
+            r#"a\r\nINFO forged \"line\"\u{7}"#
+        );
+        assert_eq!(format!("{:?}", shown("x\ty")), r#""x\ty""#);
+    }
+
+    #[test]
+    fn long_lines_are_cut_and_json_lines_stay_json() {
+        let text = format!("2026 WARN id=9 {}\n", "é".repeat(10_000));
+        let capped = capped_line(&text);
+        assert!(capped.len() <= MAX_LINE_BYTES + 32, "{}", capped.len());
+        assert!(capped.starts_with("2026 WARN id=9 é") && capped.ends_with(" more bytes)\n"));
+
+        let json = serde_json::json!({
+            "level": "WARN",
+            "fields": {"message": "response error", "error": "x".repeat(50_000), "id": 9},
+        });
+        let line = format!("{json}\n");
+        let capped = capped_line(&line);
+        assert!(capped.len() < 2 * MAX_JSON_STRING_BYTES, "{}", capped.len());
+        let value: serde_json::Value = serde_json::from_str(&capped).unwrap();
+        assert_eq!(value["fields"]["message"], "response error");
+        assert_eq!(value["fields"]["id"], 9);
+        let error = value["fields"]["error"].as_str().unwrap();
+        assert!(error.ends_with("…(48976 more bytes)"), "{error}");
+
+        let short = "INFO listening\n";
+        assert!(matches!(capped_line(short), Cow::Borrowed(s) if s == short));
+    }
 
     #[test]
     fn every_credential_of_the_config_is_redacted_and_nothing_else() {

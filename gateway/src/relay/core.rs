@@ -22,6 +22,7 @@ use toolbreaker::{AgentRun, Registry, ToolResult};
 
 use super::input::Inputs;
 use super::names::{collision, exposed, resolve};
+use crate::redact::shown;
 use crate::upstream::{Origin, Refusal, SessionId, Sessions, Upstream, error_data};
 
 /// How long a 2026-07-28 client's call waits upstream for the client's retry with the input
@@ -179,7 +180,7 @@ impl Core {
                         .unwrap_or_else(std::sync::PoisonError::into_inner)
                         .insert(name.clone())
                     {
-                        tracing::error!(tool = %name, first = %first, second = %upstream.name(), "two upstreams show the same tool name; the second's is hidden");
+                        tracing::error!(tool = %shown(&name), first = %first, second = %upstream.name(), "two upstreams show the same tool name; the second's is hidden");
                     }
                     continue;
                 }
@@ -271,7 +272,7 @@ impl Core {
     ) -> Result<CallToolResponse, ErrorData> {
         let Some((upstream, name)) = self.resolve_tool(&params.name) else {
             return Err(ErrorData::invalid_params(
-                format!("unknown tool: {}", params.name),
+                format!("unknown tool: {}", shown(&params.name)),
                 None,
             ));
         };
@@ -307,7 +308,7 @@ impl Core {
         match found {
             Some((i, rest)) => Ok((Arc::clone(&upstreams[i]), rest.to_owned())),
             None => Err(ErrorData::invalid_params(
-                format!("unknown prompt: {name}"),
+                format!("unknown prompt: {}", shown(name)),
                 None,
             )),
         }
@@ -336,7 +337,7 @@ impl Core {
         match (candidates.next(), candidates.next()) {
             (Some(only), None) => Ok(Arc::clone(only)),
             _ => Err(ErrorData::resource_not_found(
-                format!("no upstream lists resource {uri}"),
+                format!("no upstream lists resource {}", shown(uri)),
                 None,
             )),
         }

@@ -69,6 +69,14 @@ impl Gateway {
         }
     }
 
+    /// How long a 2026-07-28 client's tool call waits upstream for the client's retry when a
+    /// 2025-11-25 upstream asked for input during it (sampling, elicitation, roots: the client
+    /// was answered `input_required`); past it the call is cancelled upstream and counts
+    /// nothing. 60 s unless set; a call already waiting keeps its own.
+    pub fn set_input_wait(&self, wait: Duration) {
+        self.core.inputs().set_wait(wait);
+    }
+
     /// Connects to `config`'s upstreams and lists their tools (each at most its per-call
     /// timeout; one that is down is left to its background task).
     ///
@@ -179,8 +187,10 @@ impl Gateway {
         self.core.sessions().len()
     }
 
-    /// `/status`: `{"upstreams": [{name, transport, state, retry_after_ms, last_failure,
-    /// tools, connected}], "sessions": n}`. No credential is in it.
+    /// `/status`: `{"upstreams": [{name, transport, era, state, retry_after_ms,
+    /// last_failure, tools, connected}], "sessions": n}`; `era` is the protocol revision of
+    /// the upstream's last connection (`"2026-07-28"`, `"2025-11-25"`, …; `null` before it
+    /// was reached). No credential is in it.
     pub fn status(&self) -> serde_json::Value {
         let upstreams: Vec<_> = self.core.upstreams().iter().map(|u| u.status()).collect();
         serde_json::json!({ "upstreams": upstreams, "sessions": self.sessions() })

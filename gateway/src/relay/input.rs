@@ -38,6 +38,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
+use crate::redact::shown;
 use crate::upstream::{Ask, Asks};
 
 /// What marks a `requestState` as the gateway's own.
@@ -53,7 +54,8 @@ pub(super) type Call = AbortOnDropHandle<Result<CallToolResponse, ErrorData>>;
 #[derive(Debug)]
 pub(super) struct Inputs {
     codec: RequestStateCodec,
-    wait: Duration,
+    /// Milliseconds a call waits for its client's retry.
+    wait_ms: AtomicU64,
     next: AtomicU64,
     parked: Mutex<HashMap<u64, Parked>>,
 }
@@ -93,10 +95,20 @@ impl Inputs {
             .expect("32 random bytes are a key of the length the codec asks");
         Inputs {
             codec,
-            wait,
+            wait_ms: AtomicU64::new(millis(wait)),
             next: AtomicU64::new(0),
             parked: Mutex::default(),
         }
+    }
+
+    /// A call parked from now on waits at most `wait` for its client's retry.
+    pub(super) fn set_wait(&self, wait: Duration) {
+        // Relaxed: a setting read on its own when a call parks.
+        self.wait_ms.store(millis(wait), Ordering::Relaxed);
+    }
+
+    fn wait(&self) -> Duration {
+        Duration::from_millis(self.wait_ms.load(Ordering::Relaxed))
     }
 
     /// Whether `state` is one the gateway made (it may still not open).
@@ -219,18 +231,18 @@ impl Inputs {
             .iter()
             .map(|p| (p.key.clone(), p.request.clone()))
             .collect();
-        let state = self.seal(tool, call);
+        let wait = self.wait();
+        let state = self.seal(tool, call, wait);
         self.parked().insert(call, parked);
         let inputs = Arc::downgrade(self);
-        let wait = self.wait;
         tokio::spawn(async move {
             tokio::time::sleep(wait).await;
             if let Some(inputs) = inputs.upgrade() {
-                // Dropped: the call is aborted (cancelled upstream), its asks refused.
                 let expired = inputs.parked().remove(&call);
-                if expired.is_some() {
+                if let Some(expired) = expired {
+                    expired.cancel().await;
                     tracing::info!(
-                        wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                        wait_ms = millis(wait),
                         "a call waiting for its client's input was cancelled: no retry came"
                     );
                 }
@@ -239,10 +251,10 @@ impl Inputs {
         InputRequiredResult::new(Some(requests), Some(state))
     }
 
-    fn seal(&self, tool: &str, call: u64) -> String {
+    fn seal(&self, tool: &str, call: u64, wait: Duration) -> String {
         let options = SealOptions::new()
             .associated_data(tool.as_bytes())
-            .ttl(self.wait);
+            .ttl(wait);
         let sealed = self
             .codec
             .seal_json_with(&State { call }, &options)
@@ -274,6 +286,15 @@ impl Inputs {
 }
 
 impl Parked {
+    /// Ends the call: cancelled upstream first (`notifications/cancelled`, sent as its future
+    /// is dropped), then the upstream's requests still waiting are refused.
+    async fn cancel(self) {
+        let Parked { call, pending, .. } = self;
+        call.abort();
+        let _ = call.await;
+        drop(pending);
+    }
+
     /// One of the upstream's requests, to ask the client; one that has no `input_required`
     /// form is refused to the upstream.
     fn take(&mut self, ask: Ask) {
@@ -316,10 +337,17 @@ fn result_of(request: &InputRequest, answer: serde_json::Value) -> Result<Client
     };
     parsed.map_err(|error| {
         ErrorData::invalid_params(
-            format!("an inputResponses entry is not the result its request asks for: {error}"),
+            format!(
+                "an inputResponses entry is not the result its request asks for: {}",
+                shown(&error.to_string())
+            ),
             None,
         )
     })
+}
+
+fn millis(wait: Duration) -> u64 {
+    u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The refusal of an upstream's request that has no `input_required` form.

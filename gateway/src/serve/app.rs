@@ -19,6 +19,7 @@ use toolbreaker::mcp::MCP_PATH;
 use super::auth::require_bearer;
 use super::hosts::{AdmittedHosts, require_admitted_host};
 use super::in_flight::{InFlight, track};
+use super::jsonrpc::{BodyLimit, answer_malformed};
 use super::options::HttpOptions;
 
 /// What `/status` answers: called on each request, its JSON is the body (the relay's view of
@@ -37,7 +38,9 @@ pub type ScrapeFn = Arc<dyn Fn() + Send + Sync>;
 ///   the factory. rmcp checks there that `Host` is admitted and `Origin`, if present, too
 ///   (`403 Forbidden` otherwise: [`HttpOptions::effective_hosts`],
 ///   [`HttpOptions::effective_origins`]), and answers `413 Payload Too Large` to a body over
-///   [`HttpOptions::max_request_bytes`].
+///   [`HttpOptions::max_request_bytes`]. A body that is not JSON-RPC is answered
+///   `400 Bad Request` with JSON-RPC's error for it (`-32700` not JSON, `-32600` not a JSON-RPC
+///   message, `-32602` params that do not fit the method), not rmcp's `415` (`serve::jsonrpc`).
 /// - `/healthz`: `200 ok`, always, without a token: the process is up and serving.
 /// - `/status`: the JSON of the [`StatusFn`] (`application/json`).
 /// - `/metrics`: the process's Prometheus recorder ([`prometheus_handle`]) in Prometheus's text
@@ -120,7 +123,13 @@ impl HttpApp {
                 AdmittedHosts::new(&hosts),
                 require_admitted_host,
             ));
-        let mut guarded = Router::new().route_service(MCP_PATH, mcp).merge(observed);
+        let mcp = Router::new()
+            .route_service(MCP_PATH, mcp)
+            .layer(from_fn_with_state(
+                BodyLimit(options.max_request_bytes),
+                answer_malformed,
+            ));
+        let mut guarded = mcp.merge(observed);
         if let Some(token) = &options.auth_token {
             guarded = guarded.layer(from_fn_with_state(token.clone(), require_bearer));
         }

@@ -8,6 +8,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
+use super::log_limit::{LOG_INTERVAL, LogLimit};
+use crate::redact::shown;
+
 /// The token a client must present as `Authorization: Bearer TOKEN`.
 ///
 /// Its `Debug` form is `BearerToken(<redacted>)`, so options that hold one can be logged. The
@@ -86,11 +89,18 @@ pub(crate) async fn require_bearer(
         request.headers_mut().remove(header::AUTHORIZATION);
         return next.run(request).await;
     };
-    tracing::warn!(
-        path = request.uri().path(),
-        presented,
-        "refused a request without the bearer token"
-    );
+    // Once per interval at most (a client that keeps trying is one line per 10 s).
+    static REFUSED: LogLimit = LogLimit::new(LOG_INTERVAL);
+    let cause = if presented { "wrong token" } else { "no token" };
+    if let Some(suppressed) = REFUSED.admit(cause) {
+        tracing::warn!(
+            path = %shown(request.uri().path()),
+            presented,
+            suppressed,
+            "refused a request without the bearer token (`suppressed`: how many since the last \
+             one logged)"
+        );
+    }
     let body = "Unauthorized: this endpoint requires `Authorization: Bearer TOKEN`";
     let mut response = (StatusCode::UNAUTHORIZED, body).into_response();
     let challenge = HeaderValue::from_static(challenge);

@@ -11,6 +11,9 @@ use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
+use super::log_limit::{LOG_INTERVAL, LogLimit};
+use crate::redact::shown;
+
 /// An admitted host: its name (lowercase, IPv6 without brackets) and, if given, its one port.
 #[derive(Debug, PartialEq)]
 struct Admitted {
@@ -79,11 +82,17 @@ pub(crate) async fn require_admitted_host(
     if host.is_some_and(|host| hosts.admits(host)) {
         return next.run(request).await;
     }
-    tracing::warn!(
-        host = host.unwrap_or("<none or not text>"),
-        path = request.uri().path(),
-        "refused a request whose Host is not admitted (possible DNS rebinding)"
-    );
+    // Once per interval at most (a client that keeps trying is one line per 10 s).
+    static REFUSED: LogLimit = LogLimit::new(LOG_INTERVAL);
+    if let Some(suppressed) = REFUSED.admit("host not admitted") {
+        tracing::warn!(
+            host = %shown(host.unwrap_or("<none or not text>")),
+            path = %shown(request.uri().path()),
+            suppressed,
+            "refused a request whose Host is not admitted (possible DNS rebinding; \
+             `suppressed`: how many since the last one logged)"
+        );
+    }
     (
         StatusCode::FORBIDDEN,
         "Forbidden: Host header is not allowed",

@@ -4,7 +4,8 @@
 //!   sessions), `/healthz`, `/status` and `/metrics`, behind the bearer token, the `Host` and
 //!   `Origin` checks of MCP's DNS-rebinding rule and the request size limit of [`HttpOptions`].
 //!   [`serve`] runs it on a listener until a shutdown signal ([`shutdown_signal`]), then drains
-//!   the requests in flight up to [`HttpOptions::drain`] and ends the MCP sessions.
+//!   the requests in flight up to [`HttpOptions::drain`] and ends the MCP sessions. A body that
+//!   is not JSON-RPC gets JSON-RPC's error for it (`jsonrpc`).
 //! - Over stdio: [`serve_stdio`] serves one client on stdin and stdout ([`serve_io`] on any
 //!   pair of streams).
 //! - Metrics: [`prometheus_handle`] installs the process's Prometheus recorder once.
@@ -13,6 +14,8 @@ mod app;
 mod auth;
 mod hosts;
 mod in_flight;
+mod jsonrpc;
+mod log_limit;
 mod metrics;
 mod options;
 mod shutdown;

@@ -114,7 +114,7 @@ impl Service<RoleClient> for UpstreamHandler {
             ServerRequest::CustomRequest(custom) => {
                 return Err(ErrorData::new(
                     ErrorCode::METHOD_NOT_FOUND,
-                    custom.method.clone(),
+                    crate::redact::shown(&custom.method).to_string(),
                     None,
                 ));
             }

@@ -80,52 +80,113 @@ impl Drop for Link {
     }
 }
 
-/// Opens the connection in the newest era the upstream speaks: `server/discover` first
-/// (2026-07-28), and `initialize` (2025-11-25) when the upstream answers that it does not know
-/// it, or does not answer it within 10 s (rmcp's `ClientLifecycleMode::Auto`).
+/// How a connection is opened: in the newest era the upstream speaks (`server/discover`
+/// first, `initialize` when the upstream answers that it does not know it or does not answer
+/// it within 10 s: rmcp's `ClientLifecycleMode::Auto`), or with `initialize` alone.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Opening {
+    Newest,
+    Initialize,
+}
+
+/// Why a connection was not opened.
+struct Refused {
+    /// The upstream answered `server/discover` with the versions it speaks, every one of them
+    /// with `initialize`: an rmcp server, say, that speaks only 2025-11-25 and before. It is
+    /// opened again with `initialize`.
+    legacy_only: bool,
+    /// What went wrong, for the log (credentials taken out).
+    error: String,
+}
+
 async fn open<T, E, A>(
     handler: UpstreamHandler,
     transport: T,
+    opening: Opening,
 ) -> Result<RunningService<RoleClient, UpstreamHandler>, ClientInitializeError>
 where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let lifecycle = ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        legacy_version: Some(super::PROTOCOL),
+    let lifecycle = match opening {
+        Opening::Newest => ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(super::PROTOCOL),
+        },
+        Opening::Initialize => ClientLifecycleMode::Initialize,
     };
     serve_client_with_lifecycle(handler, transport, lifecycle).await
 }
 
+/// Whether `error` says the upstream speaks only versions with `initialize`.
+fn legacy_only(error: &ClientInitializeError) -> bool {
+    matches!(
+        error,
+        ClientInitializeError::NoCompatibleProtocolVersion { server_supported, .. }
+            if !server_supported.is_empty() && server_supported.iter().all(ProtocolVersion::has_initialize)
+    )
+}
+
 /// Connects to `upstream` (its name is for the log) over `transport`, in the newest era it
-/// speaks.
+/// speaks: discovery first, `initialize` when the upstream does not know `server/discover`,
+/// does not answer it in time, or answers it with versions that all have `initialize` (then
+/// on a new connection: a stdio upstream's child is started again).
 ///
 /// # Errors
 ///
-/// The child could not be started, or the connection or `initialize` failed: the error's text.
+/// The child could not be started, or the connection, discovery or `initialize` failed: the
+/// error's text.
 pub async fn connect(
     upstream: &str,
     transport: &Transport,
     handler: UpstreamHandler,
 ) -> Result<Link, String> {
+    match connect_with(upstream, transport, handler.clone(), Opening::Newest).await {
+        Ok(link) => Ok(link),
+        Err(refused) if refused.legacy_only => {
+            tracing::info!(upstream = %upstream, "the upstream speaks only revisions with `initialize`: connecting with it");
+            connect_with(upstream, transport, handler, Opening::Initialize)
+                .await
+                .map_err(|refused| refused.error)
+        }
+        Err(refused) => Err(refused.error),
+    }
+}
+
+/// Connects to `upstream` over `transport`, opened as `opening` says.
+async fn connect_with(
+    upstream: &str,
+    transport: &Transport,
+    handler: UpstreamHandler,
+    opening: Opening,
+) -> Result<Link, Refused> {
+    let refused = |error: String| Refused {
+        legacy_only: false,
+        error,
+    };
     match transport {
         Transport::Http { url, headers } => {
             let mut custom = HashMap::new();
             for (name, value) in headers {
                 let name = http::HeaderName::try_from(name.as_str())
-                    .map_err(|e| format!("header {name}: {e}"))?;
-                let value = http::HeaderValue::try_from(value.expose())
-                    .map_err(|_| format!("header {name}: the value is not a valid header value"))?;
+                    .map_err(|e| refused(format!("header {name}: {e}")))?;
+                let value = http::HeaderValue::try_from(value.expose()).map_err(|_| {
+                    refused(format!(
+                        "header {name}: the value is not a valid header value"
+                    ))
+                })?;
                 custom.insert(name, value);
             }
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             config.custom_headers = custom;
             let transport =
                 StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
-            let service = open(handler, transport)
+            let service = open(handler, transport, opening)
                 .await
-                .map_err(|e| redact(url, e.to_string()))?;
+                .map_err(|e| Refused {
+                    legacy_only: legacy_only(&e),
+                    error: redact(url, e.to_string()),
+                })?;
             Ok(Link {
                 service,
                 gone: CancellationToken::new(),
@@ -156,11 +217,11 @@ pub async fn connect(
             }
             let mut child = child
                 .spawn()
-                .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+                .map_err(|e| refused(format!("cannot start `{command}`: {e}")))?;
             let (Some(stdout), Some(stdin), stderr) =
                 (child.stdout.take(), child.stdin.take(), child.stderr.take())
             else {
-                return Err(format!("`{command}`: no stdio pipes"));
+                return Err(refused(format!("`{command}`: no stdio pipes")));
             };
             if let Some(stderr) = stderr {
                 let name = upstream.to_owned();
@@ -188,9 +249,14 @@ pub async fn connect(
                     gone.cancel();
                 });
             }
-            let service = match open(handler, (stdout, stdin)).await {
+            let service = match open(handler, (stdout, stdin), opening).await {
                 Ok(service) => service,
-                Err(e) => return Err(format!("`{command}`: {e}")),
+                Err(e) => {
+                    return Err(Refused {
+                        legacy_only: legacy_only(&e),
+                        error: format!("`{command}`: {e}"),
+                    });
+                }
             };
             Ok(Link {
                 service,

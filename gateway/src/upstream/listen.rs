@@ -35,8 +35,16 @@ impl Listening {
     }
 
     /// (Re)opens the stream on `link`, for every list change and the resources listened to;
-    /// the stream open before is closed (upstream, its request is cancelled).
-    pub fn open(&self, upstream: &str, link: &Arc<Link>, sessions: &Arc<Sessions>) {
+    /// the stream open before is closed (upstream, its request is cancelled). Returns once the
+    /// upstream acknowledged it (or refused it, or `wait` passed): a client's subscription
+    /// answered is one the upstream serves.
+    pub async fn open(
+        &self,
+        upstream: &str,
+        link: &Arc<Link>,
+        sessions: &Arc<Sessions>,
+        wait: std::time::Duration,
+    ) {
         let Some(filter) = self.filter(link) else {
             // Nothing it advertises to listen for.
             self.close();
@@ -45,8 +53,11 @@ impl Listening {
         let peer = link.peer().clone();
         let sessions = Arc::clone(sessions);
         let upstream = upstream.to_owned();
+        let (ready, acknowledged) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(async move {
-            let mut stream = match peer.listen(filter).await {
+            let listened = peer.listen(filter).await;
+            let _ = ready.send(());
+            let mut stream = match listened {
                 Ok(stream) => stream,
                 Err(error) => {
                     tracing::warn!(upstream = %upstream, %error, "cannot listen for the upstream's changes");
@@ -58,6 +69,7 @@ impl Listening {
             }
         });
         *lock(&self.stream) = Some(AbortOnDropHandle::new(task));
+        let _ = tokio::time::timeout(wait, acknowledged).await;
     }
 
     /// What to listen for on `link`: the list changes its server advertises, and the

@@ -232,7 +232,10 @@ impl Upstream {
         if self.listening.add(uri)
             && let Ok(link) = self.link().await
         {
-            self.listening.open(&self.name, &link, &self.sessions);
+            let wait = self.config.per_call_timeout;
+            self.listening
+                .open(&self.name, &link, &self.sessions, wait)
+                .await;
         }
     }
 
@@ -241,7 +244,10 @@ impl Upstream {
         if self.listening.remove(uri) {
             let link = lock(&self.link).clone().filter(|l| l.is_alive());
             if let Some(link) = link {
-                self.listening.open(&self.name, &link, &self.sessions);
+                let wait = self.config.per_call_timeout;
+                self.listening
+                    .open(&self.name, &link, &self.sessions, wait)
+                    .await;
             }
         }
     }
@@ -391,7 +397,10 @@ impl Upstream {
                 lock(&self.cache).era = Some(era.clone());
                 *lock(&self.link) = Some(Arc::clone(&link));
                 if link.is_modern() {
-                    self.listening.open(&self.name, &link, &self.sessions);
+                    let wait = self.config.per_call_timeout;
+                    self.listening
+                        .open(&self.name, &link, &self.sessions, wait)
+                        .await;
                 }
                 tracing::info!(upstream = %self.name, era = %era, "connected");
                 Ok(link)
@@ -596,7 +605,11 @@ impl Upstream {
                 self.observe("tools/call", started.elapsed(), "ok")
             }
             toolbreaker::ToolResult::Failed { kind, .. } => {
-                *lock(&self.last_failure) = Some(kind.as_str());
+                // `last_failure` is the upstream's health: a call refused for its own sake (bad
+                // arguments, a client's cancellation) says nothing of it.
+                if kind.is_counted() {
+                    *lock(&self.last_failure) = Some(kind.as_str());
+                }
                 self.observe("tools/call", started.elapsed(), "failed");
             }
             toolbreaker::ToolResult::Blocked { .. } => self.count("tools/call", "blocked"),
