@@ -60,6 +60,9 @@ struct Eras {
     up: Up,
     versions: &'static [ProtocolVersion],
     hub: Arc<Hub>,
+    /// Its tool listing is `private` (SEP-2549: only the client it was given to may be shown
+    /// it), not `public`.
+    private: bool,
 }
 
 impl Eras {
@@ -68,6 +71,7 @@ impl Eras {
             up: Up { crashable: false },
             versions,
             hub: Arc::default(),
+            private: false,
         }
     }
 }
@@ -142,6 +146,9 @@ impl ServerHandler for Eras {
         listed
             .tools
             .push(Tool::new("touch", "changes mem://a", schema));
+        if self.private {
+            listed.cache_scope = Some(rmcp::model::CacheScope::Private);
+        }
         Ok(listed)
     }
 
@@ -562,5 +569,52 @@ async fn an_open_breaker_answers_blocked_in_both_eras() {
         let json = blocked.structured_content.unwrap();
         assert_eq!(json["status"], "blocked", "{json}");
         assert_eq!(json["reason"], "dependency_open", "{json}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_listing_says_its_life_and_a_private_one_is_never_shown_from_the_cache() {
+    for private in [false, true] {
+        let mut eras = Eras::new(MODERN);
+        eras.private = private;
+        let up = serve(move || eras.clone()).await;
+        let (gateway, url) = gateway(&up).await;
+        let (_, client) = modern_client(&url).await;
+        // Asked on the wire each time (rmcp's client keeps a cache of its own, by `ttlMs`).
+        let list = || async {
+            let answer = client
+                .peer()
+                .send_request(ClientRequest::ListToolsRequest(Default::default()))
+                .await
+                .unwrap();
+            let ServerResult::ListToolsResult(listed) = answer else {
+                panic!("{answer:?}");
+            };
+            listed
+        };
+        let fresh = list().await;
+        assert_eq!(fresh.tools.len(), 5, "{fresh:?}");
+        let scope = if private {
+            rmcp::model::CacheScope::Private
+        } else {
+            rmcp::model::CacheScope::Public
+        };
+        assert_eq!(fresh.cache_scope, Some(scope.clone()));
+        assert!(fresh.ttl_ms.is_some_and(|ttl| ttl <= 60_000), "{fresh:?}");
+
+        // Open: the upstream is not asked; its last good listing is served, public, with what
+        // is left of its minute; a private one was another request's, and is not shown.
+        gateway.registry().get("up").force_open();
+        let kept = list().await;
+        if private {
+            assert!(kept.tools.is_empty(), "{kept:?}");
+        } else {
+            assert_eq!(kept.tools.len(), 5, "{kept:?}");
+            assert_eq!(kept.cache_scope, Some(scope));
+            assert!(
+                kept.ttl_ms.is_some_and(|ttl| ttl <= fresh.ttl_ms.unwrap()),
+                "{kept:?}"
+            );
+        }
     }
 }

@@ -23,7 +23,9 @@ use toolbreaker::{AgentRun, Registry, ToolResult};
 use super::input::Inputs;
 use super::names::{collision, exposed, resolve};
 use crate::redact::shown;
-use crate::upstream::{Origin, Refusal, SessionId, Sessions, Upstream, error_data};
+use crate::upstream::{
+    Freshness, Listed, Origin, Refusal, SessionId, Sessions, Upstream, error_data,
+};
 
 /// How long a 2026-07-28 client's call waits upstream for the client's retry with the input
 /// the upstream asked for, before it is cancelled.
@@ -160,14 +162,20 @@ impl Core {
     }
 
     /// Every visible tool of every upstream, under its prefix; a name two upstreams show is
-    /// shown once (the first upstream's), and logged.
-    pub(super) async fn tools(&self) -> Vec<Tool> {
+    /// shown once (the first upstream's), and logged. With the listing's life and scope: its
+    /// parts' ([`Freshness::and`]); an upstream's kept `private` listing is not shown.
+    pub(super) async fn tools(&self) -> (Vec<Tool>, Freshness) {
         let upstreams = self.upstreams();
         let listed = join_all(upstreams.iter().map(|u| u.list_tools())).await;
         let mut seen = HashMap::new();
         let mut tools = Vec::new();
+        let mut freshness = Freshness::default();
         for (upstream, listed) in upstreams.iter().zip(listed) {
-            for mut tool in listed.unwrap_or_default() {
+            let Some(listed) = listed.and_then(Listed::shareable) else {
+                continue;
+            };
+            freshness = freshness.and(listed.freshness);
+            for mut tool in listed.items {
                 if !upstream.config().exposes(&tool.name) {
                     continue;
                 }
@@ -188,7 +196,7 @@ impl Core {
                 tools.push(tool);
             }
         }
-        tools
+        (tools, freshness)
     }
 
     /// The first tool name two upstreams show, with both upstreams: `(name, first, second)`.
@@ -208,37 +216,31 @@ impl Core {
             .map(|(name, a, b)| (name, a.to_owned(), b.to_owned()))
     }
 
-    pub(super) async fn resources(&self) -> Vec<Resource> {
+    /// Every upstream's resources, as [`tools`](Self::tools) merges tools.
+    pub(super) async fn resources(&self) -> (Vec<Resource>, Freshness) {
         let upstreams = self.upstreams();
-        join_all(upstreams.iter().map(|u| u.list_resources()))
-            .await
-            .into_iter()
-            .flatten()
-            .flatten()
-            .collect()
+        merged(join_all(upstreams.iter().map(|u| u.list_resources())).await)
     }
 
-    pub(super) async fn templates(&self) -> Vec<ResourceTemplate> {
+    /// Every upstream's resource templates, as [`tools`](Self::tools) merges tools.
+    pub(super) async fn templates(&self) -> (Vec<ResourceTemplate>, Freshness) {
         let upstreams = self.upstreams();
-        join_all(upstreams.iter().map(|u| u.list_templates()))
-            .await
-            .into_iter()
-            .flatten()
-            .flatten()
-            .collect()
+        merged(join_all(upstreams.iter().map(|u| u.list_templates())).await)
     }
 
-    pub(super) async fn prompts(&self) -> Vec<Prompt> {
+    /// Every upstream's prompts under its prefix, as [`tools`](Self::tools) merges tools.
+    pub(super) async fn prompts(&self) -> (Vec<Prompt>, Freshness) {
         let upstreams = self.upstreams();
         let listed = join_all(upstreams.iter().map(|u| u.list_prompts())).await;
-        let mut prompts = Vec::new();
-        for (upstream, listed) in upstreams.iter().zip(listed) {
-            for mut prompt in listed.unwrap_or_default() {
-                prompt.name = exposed(upstream.config(), &prompt.name);
-                prompts.push(prompt);
-            }
-        }
-        prompts
+        let listed = upstreams.iter().zip(listed).map(|(upstream, listed)| {
+            listed.map(|mut listed| {
+                for prompt in &mut listed.items {
+                    prompt.name = exposed(upstream.config(), &prompt.name);
+                }
+                listed
+            })
+        });
+        merged(listed)
     }
 
     /// The upstream of tool `name` (as clients see it) and its own name for it.
@@ -298,8 +300,11 @@ impl Core {
     ) -> Result<(Arc<Upstream>, String), ErrorData> {
         let upstreams = self.upstreams();
         let configs: Vec<_> = upstreams.iter().map(|u| u.config()).collect();
-        let known: Vec<Option<Vec<Prompt>>> =
-            join_all(upstreams.iter().map(|u| u.list_prompts())).await;
+        let known: Vec<Option<Vec<Prompt>>> = join_all(upstreams.iter().map(|u| u.list_prompts()))
+            .await
+            .into_iter()
+            .map(|listed| listed.map(|l| l.items))
+            .collect();
         let found = resolve(&configs, name, |i, rest| {
             known[i]
                 .as_ref()
@@ -401,6 +406,18 @@ impl Core {
             upstream.roots_changed().await;
         }
     }
+}
+
+/// The union of upstreams' listings and its life and scope; an upstream's kept `private`
+/// listing is left out (it was fetched for another client).
+fn merged<T>(listed: impl IntoIterator<Item = Option<Listed<T>>>) -> (Vec<T>, Freshness) {
+    let mut items = Vec::new();
+    let mut freshness = Freshness::default();
+    for listed in listed.into_iter().flatten().filter_map(Listed::shareable) {
+        freshness = freshness.and(listed.freshness);
+        items.extend(listed.items);
+    }
+    (items, freshness)
 }
 
 /// A subscription to `uri` that no session holds any more, released upstream (no client

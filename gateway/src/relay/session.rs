@@ -9,13 +9,13 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ClientRequest, CompleteRequest, CompleteRequestParams,
-    CompleteResult, GetPromptRequest, GetPromptRequestParams, GetPromptResponse, Implementation,
-    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequest, ReadResourceRequestParams, ReadResourceResponse, Reference, ResultType,
-    ServerCapabilities, ServerResult, SetLevelRequest, SetLevelRequestParams,
-    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+    CacheScope, CallToolRequestParams, CallToolResponse, ClientRequest, CompleteRequest,
+    CompleteRequestParams, CompleteResult, GetPromptRequest, GetPromptRequestParams,
+    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams,
+    ReadResourceResponse, Reference, ResultType, ServerCapabilities, ServerResult, SetLevelRequest,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
@@ -24,7 +24,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::core::Core;
 use super::input::Inputs;
-use crate::upstream::{Origin, PROTOCOL, SessionId};
+use crate::upstream::{Freshness, Origin, PROTOCOL, SessionId};
 
 /// One client session: made by the gateway for each client that connects (each Streamable
 /// HTTP session, or the one stdio client). Dropping it (the session ended) forgets the
@@ -140,6 +140,20 @@ fn complete(response: CallToolResponse) -> CallToolResponse {
     }
 }
 
+/// The `ttlMs` and `cacheScope` of one of the gateway's listings (SEP-2549), for a 2026-07-28
+/// client: its parts' life and scope, said outright.
+fn hints(
+    freshness: Freshness,
+    context: &RequestContext<RoleServer>,
+) -> (Option<u64>, Option<CacheScope>) {
+    if !modern(context) {
+        // 2025-11-25 has neither.
+        return (None, None);
+    }
+    let (ttl_ms, scope) = freshness.hints();
+    (Some(ttl_ms), Some(scope))
+}
+
 /// Whether the request is a 2026-07-28 client's (no session; its version in its `_meta`).
 fn modern(context: &RequestContext<RoleServer>) -> bool {
     context
@@ -177,7 +191,10 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.attach(&context);
-        Ok(ListToolsResult::with_all_items(self.core.tools().await))
+        let (tools, freshness) = self.core.tools().await;
+        let mut listed = ListToolsResult::with_all_items(tools);
+        (listed.ttl_ms, listed.cache_scope) = hints(freshness, &context);
+        Ok(listed)
     }
 
     async fn call_tool(
@@ -201,9 +218,10 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         self.attach(&context);
-        Ok(ListResourcesResult::with_all_items(
-            self.core.resources().await,
-        ))
+        let (resources, freshness) = self.core.resources().await;
+        let mut listed = ListResourcesResult::with_all_items(resources);
+        (listed.ttl_ms, listed.cache_scope) = hints(freshness, &context);
+        Ok(listed)
     }
 
     async fn list_resource_templates(
@@ -212,9 +230,10 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         self.attach(&context);
-        Ok(ListResourceTemplatesResult::with_all_items(
-            self.core.templates().await,
-        ))
+        let (templates, freshness) = self.core.templates().await;
+        let mut listed = ListResourceTemplatesResult::with_all_items(templates);
+        (listed.ttl_ms, listed.cache_scope) = hints(freshness, &context);
+        Ok(listed)
     }
 
     async fn read_resource(
@@ -282,7 +301,10 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         self.attach(&context);
-        Ok(ListPromptsResult::with_all_items(self.core.prompts().await))
+        let (prompts, freshness) = self.core.prompts().await;
+        let mut listed = ListPromptsResult::with_all_items(prompts);
+        (listed.ttl_ms, listed.cache_scope) = hints(freshness, &context);
+        Ok(listed)
     }
 
     async fn get_prompt(

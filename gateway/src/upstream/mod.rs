@@ -3,12 +3,14 @@
 mod handler;
 mod link;
 mod listen;
+mod listing;
 mod node;
 mod routes;
 mod sessions;
 
 pub use self::handler::{PROTOCOL, UpstreamHandler, error_data};
 pub use self::link::{INHERITED, Link, connect, url_credentials};
+pub use self::listing::{Freshness, Listed};
 pub use self::node::{Refusal, Upstream};
 pub use self::routes::{Ask, Asks, Origin, Registered, Routes, SessionId};
 pub use self::sessions::{Listener, Sessions};

@@ -26,6 +26,7 @@ use toolbreaker::{
 use super::handler::UpstreamHandler;
 use super::link::{Link, connect};
 use super::listen::Listening;
+use super::listing::{Freshness, Kept, Listed};
 use super::routes::{Origin, Routes};
 use super::sessions::Sessions;
 use crate::config::{Transport, UpstreamConfig};
@@ -71,10 +72,10 @@ struct Cache {
     /// The protocol revision of the last connection.
     era: Option<ProtocolVersion>,
     capabilities: Option<ServerCapabilities>,
-    tools: Option<Vec<Tool>>,
-    resources: Option<Vec<Resource>>,
-    templates: Option<Vec<ResourceTemplate>>,
-    prompts: Option<Vec<Prompt>>,
+    tools: Option<Kept<Tool>>,
+    resources: Option<Kept<Resource>>,
+    templates: Option<Kept<ResourceTemplate>>,
+    prompts: Option<Kept<Prompt>>,
 }
 
 /// What one attempt of a tool call came to.
@@ -259,7 +260,10 @@ impl Upstream {
 
     /// The tools it last listed (its own names), if it has been listed.
     pub fn known_tools(&self) -> Option<Vec<Tool>> {
-        lock(&self.cache).tools.clone()
+        lock(&self.cache)
+            .tools
+            .as_ref()
+            .map(|kept| kept.items.clone())
     }
 
     /// Whether the upstream's last listing has tool `name` (its own name); `None` when it has
@@ -268,7 +272,7 @@ impl Upstream {
         lock(&self.cache)
             .tools
             .as_ref()
-            .map(|tools| tools.iter().any(|t| t.name == name))
+            .map(|tools| tools.items.iter().any(|t| t.name == name))
     }
 
     /// Starts the background task that lists an upstream not listed yet (one down at start)
@@ -660,28 +664,28 @@ impl Upstream {
         })
     }
 
-    /// Every tool of the upstream (its own names), page after page, admitted by its breaker;
-    /// the last good listing when the breaker refuses or the listing fails; `None` when it
-    /// has never been listed.
-    pub async fn list_tools(&self) -> Option<Vec<Tool>> {
+    /// Every tool of the upstream (its own names), page after page, admitted by its breaker,
+    /// with its life and scope; the last good listing when the breaker refuses or the listing
+    /// fails; `None` when it has never been listed.
+    pub async fn list_tools(&self) -> Option<Listed<Tool>> {
         let listed = self
             .all_pages(
                 |p| ClientRequest::ListToolsRequest(ListToolsRequest::with_param(p)),
                 |r| match r {
-                    ServerResult::ListToolsResult(r) => Some((r.tools, r.next_cursor)),
+                    ServerResult::ListToolsResult(r) => Some((
+                        r.tools,
+                        r.next_cursor,
+                        Freshness::of(r.ttl_ms, r.cache_scope.as_ref()),
+                    )),
                     _ => None,
                 },
             )
             .await;
-        let mut cache = lock(&self.cache);
-        if let Some(tools) = listed {
-            cache.tools = Some(tools);
-        }
-        cache.tools.clone()
+        keep(&mut lock(&self.cache).tools, listed)
     }
 
     /// [`list_tools`](Self::list_tools) for resources.
-    pub async fn list_resources(&self) -> Option<Vec<Resource>> {
+    pub async fn list_resources(&self) -> Option<Listed<Resource>> {
         if !self.has(|c| c.resources.is_some()) {
             return None;
         }
@@ -689,20 +693,20 @@ impl Upstream {
             .all_pages(
                 |p| ClientRequest::ListResourcesRequest(ListResourcesRequest::with_param(p)),
                 |r| match r {
-                    ServerResult::ListResourcesResult(r) => Some((r.resources, r.next_cursor)),
+                    ServerResult::ListResourcesResult(r) => Some((
+                        r.resources,
+                        r.next_cursor,
+                        Freshness::of(r.ttl_ms, r.cache_scope.as_ref()),
+                    )),
                     _ => None,
                 },
             )
             .await;
-        let mut cache = lock(&self.cache);
-        if let Some(listed) = listed {
-            cache.resources = Some(listed);
-        }
-        cache.resources.clone()
+        keep(&mut lock(&self.cache).resources, listed)
     }
 
     /// [`list_tools`](Self::list_tools) for resource templates.
-    pub async fn list_templates(&self) -> Option<Vec<ResourceTemplate>> {
+    pub async fn list_templates(&self) -> Option<Listed<ResourceTemplate>> {
         if !self.has(|c| c.resources.is_some()) {
             return None;
         }
@@ -714,22 +718,20 @@ impl Upstream {
                     )
                 },
                 |r| match r {
-                    ServerResult::ListResourceTemplatesResult(r) => {
-                        Some((r.resource_templates, r.next_cursor))
-                    }
+                    ServerResult::ListResourceTemplatesResult(r) => Some((
+                        r.resource_templates,
+                        r.next_cursor,
+                        Freshness::of(r.ttl_ms, r.cache_scope.as_ref()),
+                    )),
                     _ => None,
                 },
             )
             .await;
-        let mut cache = lock(&self.cache);
-        if let Some(listed) = listed {
-            cache.templates = Some(listed);
-        }
-        cache.templates.clone()
+        keep(&mut lock(&self.cache).templates, listed)
     }
 
     /// [`list_tools`](Self::list_tools) for prompts.
-    pub async fn list_prompts(&self) -> Option<Vec<Prompt>> {
+    pub async fn list_prompts(&self) -> Option<Listed<Prompt>> {
         if !self.has(|c| c.prompts.is_some()) {
             return None;
         }
@@ -737,16 +739,16 @@ impl Upstream {
             .all_pages(
                 |p| ClientRequest::ListPromptsRequest(ListPromptsRequest::with_param(p)),
                 |r| match r {
-                    ServerResult::ListPromptsResult(r) => Some((r.prompts, r.next_cursor)),
+                    ServerResult::ListPromptsResult(r) => Some((
+                        r.prompts,
+                        r.next_cursor,
+                        Freshness::of(r.ttl_ms, r.cache_scope.as_ref()),
+                    )),
                     _ => None,
                 },
             )
             .await;
-        let mut cache = lock(&self.cache);
-        if let Some(listed) = listed {
-            cache.prompts = Some(listed);
-        }
-        cache.prompts.clone()
+        keep(&mut lock(&self.cache).prompts, listed)
     }
 
     /// Whether the upstream's capabilities (once known) include what `has` asks; true while
@@ -755,30 +757,34 @@ impl Upstream {
         lock(&self.cache).capabilities.as_ref().is_none_or(has)
     }
 
+    /// Every page of a listing, admitted by the breaker as one request; the items, and the
+    /// listing's life and scope (its pages', [`Freshness::and`]).
     async fn all_pages<T>(
         &self,
         make: impl Fn(PaginatedRequestParams) -> ClientRequest,
-        take: impl Fn(ServerResult) -> Option<(Vec<T>, Option<String>)>,
-    ) -> Option<Vec<T>> {
+        take: impl Fn(ServerResult) -> Option<(Vec<T>, Option<String>, Freshness)>,
+    ) -> Option<(Vec<T>, Freshness)> {
         let permit = self.breaker.try_acquire().ok()?;
         let cancel = CancellationToken::new();
         let timeout = self.config.per_call_timeout;
         let pages = async {
             let mut all = Vec::new();
+            let mut freshness: Option<Freshness> = None;
             let mut cursor = None;
             // A bound on pages: an upstream that hands out cursors forever is cut off.
             for _ in 0..1000 {
                 let mut params = PaginatedRequestParams::default();
                 params.cursor = cursor.take();
                 let answer = self.send(make(params), None, &cancel).await?;
-                let (items, next) = take(answer).ok_or(ServiceError::UnexpectedResponse)?;
+                let (items, next, page) = take(answer).ok_or(ServiceError::UnexpectedResponse)?;
                 all.extend(items);
+                freshness = Some(freshness.map_or(page, |f| f.and(page)));
                 match next {
                     Some(next) if !next.is_empty() => cursor = Some(next),
-                    _ => return Ok(all),
+                    _ => break,
                 }
             }
-            Ok(all)
+            Ok((all, freshness.unwrap_or_default()))
         };
         match tokio::time::timeout(timeout, pages)
             .await
@@ -816,7 +822,7 @@ impl Upstream {
             "state": state,
             "retry_after_ms": retry_after_ms,
             "last_failure": self.last_failure(),
-            "tools": lock(&self.cache).tools.as_ref().map_or(0, Vec::len),
+            "tools": lock(&self.cache).tools.as_ref().map_or(0, |kept| kept.items.len()),
             "era": lock(&self.cache).era.as_ref().map(ToString::to_string),
             "connected": lock(&self.link).as_ref().is_some_and(|l| l.is_alive()),
         })
@@ -834,6 +840,29 @@ fn forwarded_meta(meta: &RequestMetaObject, modern: bool) -> RequestMetaObject {
             || (modern && key == "io.modelcontextprotocol/logLevel")
     });
     forwarded
+}
+
+/// Keeps a listing just given as the last good one in `slot`, and answers it; with none
+/// given, answers the last good one (with what is left of its life), if any.
+fn keep<T: Clone>(
+    slot: &mut Option<Kept<T>>,
+    listed: Option<(Vec<T>, Freshness)>,
+) -> Option<Listed<T>> {
+    match listed {
+        Some((items, freshness)) => {
+            *slot = Some(Kept {
+                items: items.clone(),
+                freshness,
+                at: std::time::Instant::now(),
+            });
+            Some(Listed {
+                items,
+                freshness,
+                kept: false,
+            })
+        }
+        None => slot.as_ref().map(Kept::served),
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -865,7 +894,7 @@ impl Upstream {
         lock(&self.cache)
             .resources
             .as_ref()
-            .is_some_and(|r| r.iter().any(|r| r.uri == uri))
+            .is_some_and(|r| r.items.iter().any(|r| r.uri == uri))
     }
 
     /// Whether `uri` fits one of the upstream's resource templates (the text before the
@@ -875,7 +904,7 @@ impl Upstream {
             .templates
             .as_ref()
             .is_some_and(|templates| {
-                templates.iter().any(|t| {
+                templates.items.iter().any(|t| {
                     let stem = t.uri_template.split('{').next().unwrap_or_default();
                     !stem.is_empty() && uri.starts_with(stem)
                 })

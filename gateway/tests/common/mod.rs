@@ -87,7 +87,12 @@ impl ServerHandler for Up {
                 schema,
             ));
         }
-        Ok(ListToolsResult::with_all_items(tools))
+        // The same catalogue for every client, for a minute (SEP-2549): a gateway may serve it
+        // to any client while this upstream is down.
+        let mut listed = ListToolsResult::with_all_items(tools);
+        listed.ttl_ms = Some(60_000);
+        listed.cache_scope = Some(rmcp::model::CacheScope::Public);
+        Ok(listed)
     }
 
     async fn call_tool(
