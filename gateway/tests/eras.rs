@@ -599,7 +599,7 @@ async fn a_kept_listing_says_its_life_and_a_private_one_is_never_shown_from_the_
         } else {
             rmcp::model::CacheScope::Public
         };
-        assert_eq!(fresh.cache_scope, Some(scope.clone()));
+        assert_eq!(fresh.cache_scope, Some(scope));
         assert!(fresh.ttl_ms.is_some_and(|ttl| ttl <= 60_000), "{fresh:?}");
 
         // Open: the upstream is not asked; its last good listing is served, public, with what
