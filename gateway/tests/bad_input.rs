@@ -562,3 +562,41 @@ async fn a_long_unknown_tool_name_is_answered_and_logged_capped_in_both_eras() {
             .join("\n")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_header_that_does_not_match_the_body_is_refused_before_the_breaker() {
+    let stack = Stack::start().await;
+    let meta = meta_2026();
+    // `up.fail` answers an internal error, a counted failure: three in a row would trip the
+    // breaker. Named `up.echo` in the header, it must never get that far.
+    for id in 0..5 {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "up.fail", "_meta": meta}});
+        let answer = stack
+            .post(
+                call.to_string(),
+                &headers_2026("tools/call", Some("up.echo")),
+            )
+            .await;
+        assert_eq!(answer.status, 400, "{}", answer.text);
+        let (code, _) = answer.refusal("a mismatched Mcp-Name");
+        assert_eq!(code, -32020, "{}", answer.text);
+    }
+    let status = stack._gateway.status();
+    assert_eq!(status["upstreams"][0]["state"], "closed", "{status}");
+    assert_eq!(
+        status["upstreams"][0]["last_failure"],
+        Value::Null,
+        "{status}"
+    );
+    // The header that matches is served.
+    let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "up.echo", "arguments": {"text": "named"}, "_meta": meta}});
+    let answer = stack
+        .post(
+            call.to_string(),
+            &headers_2026("tools/call", Some("up.echo")),
+        )
+        .await;
+    assert_eq!(answer.message(9)["result"]["content"][0]["text"], "named");
+}
