@@ -618,3 +618,58 @@ async fn a_kept_listing_says_its_life_and_a_private_one_is_never_shown_from_the_
         }
     }
 }
+
+/// The conformance upstream (example `conformance_upstream`, built by `cargo test` beside this
+/// binary) as a stdio child speaking 2025-11-25 only.
+fn legacy_stdio_upstream() -> UpstreamConfig {
+    let exe = std::env::current_exe().unwrap();
+    let example = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|dir| dir.join("examples").join("conformance_upstream"))
+        .filter(|path| path.exists())
+        .expect(
+            "the conformance upstream is built with the tests; build it alone with \
+             `cargo build -p toolbreaker-gateway --example conformance_upstream`",
+        );
+    UpstreamConfig {
+        name: "up".into(),
+        prefix: String::new(),
+        transport: Transport::Stdio {
+            command: example.to_string_lossy().into_owned(),
+            args: vec!["--stdio".into(), "--era".into(), "2025-11-25".into()],
+            env: vec![],
+            cwd: None,
+        },
+        allow: None,
+        deny: vec![],
+        per_call_timeout: Duration::from_secs(10),
+        classifier: Default::default(),
+        tools: vec![],
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_client_samples_through_a_2025_stdio_upstream() {
+    let config =
+        toolbreaker::Config::new(3, Duration::from_secs(60), Duration::from_secs(5)).unwrap();
+    let gateway = Gateway::new("gw", Registry::new(config), Duration::from_secs(30));
+    gateway
+        .start(GatewayConfig {
+            upstreams: vec![legacy_stdio_upstream()],
+            registry: Default::default(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(era_of(&gateway), "2025-11-25", "{}", gateway.status());
+    let g = gateway.clone();
+    let url = serve(move || g.session()).await;
+    let (_, client) = modern_client(&url).await;
+    let arguments = serde_json::Map::from_iter([("prompt".to_owned(), "hi".into())]);
+    let sampled = client
+        .call_tool(CallToolRequestParams::new("test_sampling").with_arguments(arguments))
+        .await
+        .unwrap();
+    assert_eq!(text(&sampled), "LLM response: sampled", "{sampled:?}");
+    gateway.shutdown();
+}
