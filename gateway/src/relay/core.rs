@@ -258,6 +258,17 @@ impl Core {
             .then(|| (Arc::clone(&upstreams[i]), rest.to_owned()))
     }
 
+    /// Tool `name` (as clients see it) from its upstream's last listing, under that name.
+    pub(super) fn tool(&self, name: &str) -> Option<Tool> {
+        let (upstream, own) = self.resolve_tool(name)?;
+        let mut tool = upstream
+            .known_tools()?
+            .into_iter()
+            .find(|tool| tool.name == own)?;
+        tool.name = name.to_owned().into();
+        Some(tool)
+    }
+
     /// Calls tool `params.name` on its upstream, through its breaker.
     ///
     /// # Errors
@@ -290,7 +301,7 @@ impl Core {
         // Relaxed: a run's name only, unique by the read-modify-write; it orders nothing.
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
         let run = AgentRun::new(format!("call-{n}"), self.call_time_limit, 16);
-        Ok(upstream.call_tool(&run, params, Some(origin), cancel).await)
+        upstream.call_tool(&run, params, Some(origin), cancel).await
     }
 
     /// The upstream and its own name for prompt `name`.

@@ -29,9 +29,9 @@ use std::time::Duration;
 
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolResponse, ClientResult, CreateMessageResult, ElicitResult, InputRequest, InputRequests,
-    InputRequiredResult, InputResponses, ListRootsResult, RequestStateCodec, SealOptions,
-    ServerRequest,
+    CallToolResponse, ClientCapabilities, ClientResult, CreateMessageResult, ElicitResult,
+    InputRequest, InputRequests, InputRequiredResult, InputResponses, ListRootsResult,
+    RequestStateCodec, SealOptions, ServerRequest,
 };
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
@@ -67,6 +67,8 @@ struct Parked {
     asks: mpsc::Receiver<Ask>,
     pending: Vec<Pending>,
     next_key: u64,
+    /// What the client declared it can do: an input it cannot give is refused upstream.
+    capabilities: ClientCapabilities,
 }
 
 /// One of the upstream's requests, shown to the client under `key`.
@@ -130,6 +132,7 @@ impl Inputs {
         tool: &str,
         call: Call,
         asks: mpsc::Receiver<Ask>,
+        capabilities: ClientCapabilities,
         cancel: &CancellationToken,
     ) -> Result<CallToolResponse, ErrorData> {
         let parked = Parked {
@@ -137,6 +140,7 @@ impl Inputs {
             asks,
             pending: Vec::new(),
             next_key: 0,
+            capabilities,
         };
         self.run(tool, parked, cancel).await
     }
@@ -298,15 +302,41 @@ impl Parked {
     /// One of the upstream's requests, to ask the client; one that has no `input_required`
     /// form is refused to the upstream.
     fn take(&mut self, ask: Ask) {
-        let request = match ask.request {
-            ServerRequest::CreateMessageRequest(r) => InputRequest::CreateMessage(r),
-            ServerRequest::ElicitRequest(r) => InputRequest::Elicitation(r),
-            ServerRequest::ListRootsRequest(r) => InputRequest::ListRoots(r),
+        let declared = &self.capabilities;
+        let builder = ClientCapabilities::builder();
+        let (request, missing) = match ask.request {
+            ServerRequest::CreateMessageRequest(r) => (
+                InputRequest::CreateMessage(r),
+                declared
+                    .sampling
+                    .is_none()
+                    .then(|| builder.enable_sampling().build()),
+            ),
+            ServerRequest::ElicitRequest(r) => (
+                InputRequest::Elicitation(r),
+                declared
+                    .elicitation
+                    .is_none()
+                    .then(|| builder.enable_elicitation().build()),
+            ),
+            ServerRequest::ListRootsRequest(r) => (
+                InputRequest::ListRoots(r),
+                declared
+                    .roots
+                    .is_none()
+                    .then(|| builder.enable_roots().build()),
+            ),
             other => {
                 let _ = ask.answer.send(Err(not_an_input(&other)));
                 return;
             }
         };
+        if let Some(required) = missing {
+            // The client did not declare it can answer this: it is never asked.
+            let refusal = ErrorData::missing_required_client_capability(required);
+            let _ = ask.answer.send(Err(refusal));
+            return;
+        }
         let key = format!("input-{}", self.next_key);
         self.next_key += 1;
         self.pending.push(Pending {

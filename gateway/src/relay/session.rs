@@ -15,7 +15,8 @@ use rmcp::model::{
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams,
     ReadResourceResponse, Reference, ResultType, ServerCapabilities, ServerResult, SetLevelRequest,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
@@ -50,6 +51,7 @@ impl Session {
             meta: Some(context.meta.clone()),
             modern: modern(context),
             input: None,
+            capabilities: context.client_capabilities(),
         }
     }
 
@@ -88,8 +90,15 @@ impl Session {
             core.call_tool(params, origin, &CancellationToken::new())
                 .await
         });
+        let capabilities = context.client_capabilities().unwrap_or_default();
         let response = inputs
-            .drive(&tool, AbortOnDropHandle::new(call), asked, &context.ct)
+            .drive(
+                &tool,
+                AbortOnDropHandle::new(call),
+                asked,
+                capabilities,
+                &context.ct,
+            )
             .await?;
         Ok(complete(response))
     }
@@ -412,6 +421,12 @@ impl ServerHandler for Session {
         context.cancelled().await;
         // Dropping the session (this handler's) unsubscribes what no one else holds.
         Ok(())
+    }
+
+    /// A tool's definition as clients see it (its exposed name), from its upstream's last
+    /// listing: what rmcp checks a 2026-07-28 request's `Mcp-Param-*` headers against.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.core.tool(name)
     }
 
     fn get_info(&self) -> InitializeResult {

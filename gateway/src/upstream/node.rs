@@ -84,14 +84,18 @@ enum Reply {
     Complete(CallToolResult),
     /// A 2026-07-28 upstream's request for input, for a 2026-07-28 client to answer.
     InputRequired(InputRequiredResult),
+    /// The upstream refused a retry (`requestState`, `inputResponses`) as invalid params: a
+    /// state it does not take (changed, expired), which is the client's to hear as the
+    /// JSON-RPC error it is, not the model's as a tool result.
+    Refused(rmcp::ErrorData),
 }
 
 impl Reply {
     fn into_complete(self) -> CallToolResult {
         match self {
             Reply::Complete(answer) => answer,
-            // Taken out before: the guard's result is matched for it first.
-            Reply::InputRequired(_) => CallToolResult::error(vec![]),
+            // Taken out before: the guard's result is matched for them first.
+            Reply::InputRequired(_) | Reply::Refused(_) => CallToolResult::error(vec![]),
         }
     }
 }
@@ -432,6 +436,11 @@ impl Upstream {
             let modern = link.is_modern();
             let mut meta = forwarded_meta(meta, modern);
             if modern
+                && let Some(capabilities) = origin.as_ref().and_then(|o| o.capabilities.clone())
+            {
+                meta.set_client_capabilities(capabilities);
+            }
+            if modern
                 && meta.log_level().is_none()
                 && let Some(level) = origin.as_ref().and_then(|o| self.sessions.level(o.session))
             {
@@ -565,13 +574,18 @@ impl Upstream {
     /// [`DEFAULT_MRTR_MAX_ROUNDS`](rmcp::model::DEFAULT_MRTR_MAX_ROUNDS) rounds: one call, one
     /// outcome, its final answer's. An `input_required` result handed to the client is neither
     /// a success nor a failure (the permit goes back unrecorded).
+    ///
+    /// # Errors
+    ///
+    /// The upstream's `-32602` to a retry (its `requestState` or `inputResponses` refused),
+    /// relayed as it is; every other failure is the model's tool result.
     pub async fn call_tool(
         &self,
         run: &AgentRun,
         params: CallToolRequestParams,
         origin: Option<Origin>,
         cancel: &CancellationToken,
-    ) -> CallToolResponse {
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
         let (breaker, classifier) = match self.tools.get(params.name.as_ref()) {
             Some((breaker, classifier)) => (breaker, classifier),
             None => (&self.breaker, &self.config.classifier),
@@ -580,7 +594,9 @@ impl Upstream {
         let started = std::time::Instant::now();
         let classify = |result: &Result<Reply, ServiceError>| match result {
             Ok(Reply::Complete(answer)) => Classified::new(classifier.answer(answer), None),
-            Ok(Reply::InputRequired(_)) => Classified::new(Outcome::Ignored, None),
+            Ok(Reply::InputRequired(_) | Reply::Refused(_)) => {
+                Classified::new(Outcome::Ignored, None)
+            }
             Err(error) => Classified::new(classifier.error(error), classifier.error_status(error)),
         };
         let result = self
@@ -600,7 +616,14 @@ impl Upstream {
                 ..
             } => {
                 self.count("tools/call", "input_required");
-                return CallToolResponse::InputRequired(input);
+                return Ok(CallToolResponse::InputRequired(input));
+            }
+            toolbreaker::ToolResult::Ok {
+                value: Reply::Refused(error),
+                ..
+            } => {
+                self.count("tools/call", "error");
+                return Err(error);
             }
             other => other.map(Reply::into_complete),
         };
@@ -619,7 +642,7 @@ impl Upstream {
             toolbreaker::ToolResult::Blocked { .. } => self.count("tools/call", "blocked"),
             _ => self.count("tools/call", "stopped"),
         }
-        CallToolResponse::Complete(result.into())
+        Ok(CallToolResponse::Complete(result.into()))
     }
 
     /// One attempt of a tool call: the request, and for a 2025-11-25 client behind a
@@ -639,10 +662,20 @@ impl Upstream {
                 .as_ref()
                 .is_some_and(|e| !e.has_initialize());
         let mut again = asks_client.then(|| params.clone());
+        let mut retry = params.request_state.is_some() || params.input_responses.is_some();
         let mut request = params;
         for _ in 0..rmcp::model::DEFAULT_MRTR_MAX_ROUNDS {
             let call = ClientRequest::CallToolRequest(CallToolRequest::new(request));
-            match self.send(call, origin.clone(), cancel).await? {
+            let answer = match self.send(call, origin.clone(), cancel).await {
+                Err(ServiceError::McpError(error))
+                    if retry && error.code == rmcp::model::ErrorCode::INVALID_PARAMS =>
+                {
+                    return Ok(Reply::Refused(error));
+                }
+                answer => answer?,
+            };
+            retry = true;
+            match answer {
                 ServerResult::CallToolResult(answer) => return Ok(Reply::Complete(answer)),
                 ServerResult::InputRequiredResult(input) => {
                     let (Some(origin), Some(retry)) = (&origin, again.as_mut()) else {

@@ -36,6 +36,10 @@ pub struct Origin {
     /// For a 2026-07-28 client's call: where a 2025-11-25 upstream's requests during the call
     /// go (the client has no session to be asked on); `None` for a session's client.
     pub input: Option<Asks>,
+    /// What the client declared it can do (its request's `_meta`, or its session's
+    /// `initialize`): a 2026-07-28 upstream is told these, not the gateway's own, so that it
+    /// asks the client only for what the client can give.
+    pub capabilities: Option<rmcp::model::ClientCapabilities>,
 }
 
 /// A request a 2025-11-25 upstream sent during a 2026-07-28 client's call, and where its answer
