@@ -1,8 +1,12 @@
 // Tallies one run of the MCP conformance suite's server scenarios (run.sh): reads each
-// scenario's checks.json under RAW (written by `conformance server -o RAW`) and writes
+// scenario's checks.json under OUTDIR/raw (written by `conformance server -o RAW`) and writes
 // tally.json and tally.tsv to OUTDIR; prints a table.
 //
-//   node tally.mjs OUTDIR URL SCENARIO...
+//   node tally.mjs OUTDIR URL SCENARIOS.tsv
+//
+// SCENARIOS.tsv: one line per scenario run, NAME<TAB>scored, or NAME<TAB>WHY for one the
+// requirement set (REQUIREMENTS in the environment) runs but does not score. `total`, `passed`
+// and `failed` count the scored ones; the others are tallied under `notScored`.
 //
 // A scenario passes when it left a checks.json and none of its checks is a FAILURE; its
 // WARNINGs are counted but do not fail it. A scenario without checks.json (the suite crashed,
@@ -10,11 +14,18 @@
 import { readdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-const [outdir, url, ...scenarios] = process.argv.slice(2);
-if (!outdir || !url) {
-  console.error('usage: node tally.mjs OUTDIR URL SCENARIO...');
+const [outdir, url, list] = process.argv.slice(2);
+if (!outdir || !url || !list) {
+  console.error('usage: node tally.mjs OUTDIR URL SCENARIOS.tsv');
   process.exit(2);
 }
+const scenarios = readFileSync(list, 'utf8')
+  .split('\n')
+  .filter((line) => line.trim())
+  .map((line) => {
+    const [name, why = 'scored'] = line.split('\t');
+    return { name, why };
+  });
 const raw = join(outdir, 'raw');
 const dirs = existsSync(raw) ? readdirSync(raw) : [];
 
@@ -35,7 +46,8 @@ function exitCode(name) {
 }
 
 const results = {};
-for (const name of scenarios) {
+const notScored = {};
+for (const { name, why } of scenarios) {
   const dir = resultDir(name);
   const file = dir && join(dir, 'checks.json');
   const entry = { result: 'fail', failures: 0, warnings: 0, exit: exitCode(name) };
@@ -51,7 +63,11 @@ for (const name of scenarios) {
       entry.reason = failed.map((c) => `${c.id}: ${c.errorMessage ?? c.description}`).join('; ');
     }
   }
-  results[name] = entry;
+  if (why === 'scored') {
+    results[name] = entry;
+  } else {
+    notScored[name] = { ...entry, why };
+  }
 }
 
 const names = Object.keys(results);
@@ -60,10 +76,12 @@ const tally = {
   url,
   suite: '@modelcontextprotocol/conformance',
   version: process.env.SUITE_VERSION ?? null,
+  requirements: process.env.REQUIREMENTS ?? null,
   total: names.length,
   passed: passed.length,
   failed: names.length - passed.length,
   scenarios: results,
+  notScored,
 };
 writeFileSync(join(outdir, 'tally.json'), JSON.stringify(tally, null, 2) + '\n');
 writeFileSync(
@@ -71,11 +89,19 @@ writeFileSync(
   names.map((n) => `${n}\t${results[n].result}`).join('\n') + '\n',
 );
 
-const width = Math.max(...names.map((n) => n.length), 8);
-for (const n of names) {
-  const r = results[n];
+const others = Object.keys(notScored);
+const width = Math.max(...names.map((n) => n.length), ...others.map((n) => n.length), 8);
+const line = (n, r) => {
   const note = r.warnings ? ` (${r.warnings} warning${r.warnings > 1 ? 's' : ''})` : '';
   const why = r.reason ? `  ${r.reason}` : '';
   console.log(`${n.padEnd(width)}  ${r.result.toUpperCase()}${note}${why}`);
+};
+for (const n of names) line(n, results[n]);
+const set = tally.requirements ? ` of requirement set ${tally.requirements}` : '';
+console.log(`${passed.length}/${names.length} scored server scenarios${set} pass against ${url}`);
+if (others.length) {
+  console.log(`run but not scored by the set:`);
+  for (const n of others) line(`${n} (${notScored[n].why})`, notScored[n]);
+  const ok = others.filter((n) => notScored[n].result === 'pass').length;
+  console.log(`${ok}/${others.length} unscored server scenarios pass`);
 }
-console.log(`${passed.length}/${names.length} server scenarios pass against ${url}`);

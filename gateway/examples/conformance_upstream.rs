@@ -4,15 +4,28 @@
 //! completion and logging behaviour the suite's server scenarios ask for.
 //!
 //! ```text
-//! cargo run -p toolbreaker-gateway --example conformance_upstream -- [--listen ADDR]
-//! cargo run -p toolbreaker-gateway --example conformance_upstream -- --stdio
+//! cargo run -p toolbreaker-gateway --example conformance_upstream -- [--listen ADDR] [--era ERA]
+//! cargo run -p toolbreaker-gateway --example conformance_upstream -- --stdio [--era ERA]
 //! ```
 //!
-//! - Over Streamable HTTP, with sessions, at `http://ADDR/mcp` (`--listen`, default
-//!   `127.0.0.1:0`: a free port). Its first line on stdout is that URL, so a script or a test
-//!   reads the port from it. Hosts other than loopback (and the listening address) are refused,
-//!   as MCP's DNS-rebinding rule asks.
-//! - Over stdio with `--stdio`: one client on stdin and stdout, as a child process upstream.
+//! - Over Streamable HTTP at `http://ADDR/mcp` (`--listen`, default `127.0.0.1:0`: a free
+//!   port): with sessions for 2025-11-25 and earlier, stateless for 2026-07-28. Its first line
+//!   on stdout is that URL, so a script or a test reads the port from it. Hosts other than
+//!   loopback (and the listening address) are refused, as MCP's DNS-rebinding rule asks.
+//! - Over stdio with `--stdio`: one client on stdin and stdout, as a child process upstream
+//!   (an `initialize` handshake, or 2026-07-28 requests with their `_meta`).
+//! - `--era 2025-11-25|2026-07-28|both` (default `both`): the MCP eras it serves.
+//!   - `both`: `initialize` and sessions for 2025-11-25 and earlier, and 2026-07-28's
+//!     stateless requests (`server/discover`, per-request `_meta` with the protocol version and
+//!     client capabilities, `input_required` results and retries with `inputResponses` and
+//!     `requestState` for sampling, elicitation and roots, `subscriptions/listen`, `resultType`,
+//!     `ttlMs` and `cacheScope`).
+//!   - `2025-11-25`: a server of the session era only: a request naming 2026-07-28 is refused
+//!     as an unsupported protocol version (it is not among its supported versions, nor in
+//!     `server/discover`'s).
+//!   - `2026-07-28`: a stateless server only: `initialize` is refused (no supported version
+//!     has that handshake), HTTP has no sessions (no `Mcp-Session-Id`, no GET stream, no
+//!     DELETE), and every HTTP request must carry its protocol version.
 //! - `--crash-after-calls N`: tool calls are counted as they arrive; the one after the Nth ends
 //!   the process (exit code 3) without an answer, as a crashing child would, for supervision
 //!   tests. A client that waits for each answer before its next call gets N answers; answers
@@ -36,7 +49,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use rmcp::ServiceExt;
 
-use server::{Shared, Upstream};
+use server::{Era, Shared, Upstream};
 
 /// The MCP conformance suite's upstream server.
 #[derive(Parser, Debug)]
@@ -52,15 +65,19 @@ struct Args {
     /// Answer this many tool calls, then end the process (exit code 3) at the next one.
     #[arg(long, value_name = "N")]
     crash_after_calls: Option<u64>,
+    /// The MCP eras to serve: `2025-11-25` (initialize and sessions), `2026-07-28`
+    /// (stateless), or `both`.
+    #[arg(long, value_enum, default_value_t = Era::Both)]
+    era: Era,
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
     let outcome = if args.stdio {
-        serve_stdio(args.crash_after_calls).await
+        serve_stdio(args.crash_after_calls, args.era).await
     } else {
-        serve_http(args.listen, args.crash_after_calls).await
+        serve_http(args.listen, args.crash_after_calls, args.era).await
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -72,21 +89,22 @@ async fn main() -> ExitCode {
 }
 
 /// Serves one client on stdin and stdout until it leaves.
-async fn serve_stdio(crash_after: Option<u64>) -> Result<(), Box<dyn std::error::Error>> {
-    let upstream = Upstream::new(Shared::new(crash_after, None));
+async fn serve_stdio(crash_after: Option<u64>, era: Era) -> Result<(), Box<dyn std::error::Error>> {
+    let upstream = Upstream::new(Shared::new(crash_after, None, era));
     let running = upstream.serve(rmcp::transport::stdio()).await?;
     running.waiting().await?;
     Ok(())
 }
 
-/// Serves Streamable HTTP with sessions on `listen` until SIGINT or SIGTERM.
+/// Serves Streamable HTTP on `listen` until SIGINT or SIGTERM.
 async fn serve_http(
     listen: SocketAddr,
     crash_after: Option<u64>,
+    era: Era,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
-    let (router, ending) = http::router(addr, crash_after);
+    let (router, ending) = http::router_for_era(addr, crash_after, era);
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "http://{addr}/mcp")?;
     stdout.flush()?;

@@ -1,7 +1,7 @@
 //! What the upstream lists and answers, as the wire JSON the MCP conformance suite's server
 //! scenarios look for: tool, resource and prompt names, URIs, argument shapes and contents.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// A 1x1 red PNG.
 pub const PNG: &str =
@@ -29,11 +29,12 @@ fn object(properties: Value, required: &[&str]) -> Value {
 }
 
 /// `tools/list`: every tool of the suite's server scenarios (plus `test_reconnection`, which
-/// the pending `server-sse-polling` scenario calls).
+/// the pending `server-sse-polling` scenario calls), at both protocol eras.
 pub fn tools() -> Value {
     let none = || json!({"type": "object", "properties": {}});
     let tool = |name: &str, description: &str, schema: Value| json!({"name": name, "description": description, "inputSchema": schema});
     let string = |description: &str| json!({"type": "string", "description": description});
+    let asks = |name: &str, description: &str| tool(name, description, none());
     json!([
         tool("test_simple_text", "Returns one text content", none()),
         tool(
@@ -58,9 +59,11 @@ pub fn tools() -> Value {
         ),
         tool(
             "test_tool_with_logging",
-            "Sends three info log messages, 50 ms apart, while it runs",
+            "Sends three info log messages, 50 ms apart, while it runs (on 2026-07-28 only when \
+             the request's _meta asks for a log level)",
             none()
         ),
+        tool("test_logging_tool", "As test_tool_with_logging", none()),
         tool(
             "test_error_handling",
             "Always answers isError: true",
@@ -97,6 +100,79 @@ pub fn tools() -> Value {
             "Elicits the five kinds of enum field (SEP-1330)",
             none()
         ),
+        asks(
+            "test_input_required_result_elicitation",
+            "Asks the client's name (elicitation, key user_name); answers Hello, NAME!"
+        ),
+        asks(
+            "test_input_required_result_sampling",
+            "Asks the client's LLM for the capital of France (sampling, key capital_question)"
+        ),
+        asks(
+            "test_input_required_result_list_roots",
+            "Asks the client's roots (roots/list, key client_roots) and names them"
+        ),
+        asks(
+            "test_input_required_result_request_state",
+            "Asks for a confirmation (key confirm) with a requestState it verifies on the retry"
+        ),
+        asks(
+            "test_input_required_result_multiple_inputs",
+            "Asks for a name, a sampled greeting and the roots at once, with a requestState"
+        ),
+        asks(
+            "test_input_required_result_multi_round",
+            "Asks a name (step1), then a colour (step2), a new requestState each round"
+        ),
+        asks(
+            "test_input_required_result_tampered_state",
+            "Asks for a confirmation with a requestState; a state it did not issue is refused"
+        ),
+        asks(
+            "test_input_required_result_capabilities",
+            "Asks for elicitation, sampling and roots, each only if the request declares the \
+             client capability"
+        ),
+        asks(
+            "test_missing_capability",
+            "Needs sampling: refused (-32021 on 2026-07-28) unless the client declares it"
+        ),
+        asks(
+            "test_streaming_elicitation",
+            "Asks for a confirmation: in band on a session, as an input_required result on \
+             2026-07-28"
+        ),
+        asks(
+            "test_trigger_tool_change",
+            "Announces a tools/list change (to subscriptions/listen streams, and to this session)"
+        ),
+        asks(
+            "test_trigger_prompt_change",
+            "Announces a prompts/list change (to subscriptions/listen streams, and to this \
+             session)"
+        ),
+        tool(
+            "test_trigger_resource_update",
+            "Announces an update of resource `uri` (default test://watched-resource) to the \
+             listen streams that asked for it, and to this session if it subscribed",
+            object(
+                json!({"uri": string("The URI of the updated resource")}),
+                &[]
+            )
+        ),
+        tool(
+            "test_custom_header",
+            "Echoes `region`, which an HTTP client also sends as the Mcp-Param-Region header \
+             (SEP-2243)",
+            object(
+                json!({"region": {
+                    "type": "string",
+                    "description": "A region",
+                    "x-mcp-header": "Region"
+                }}),
+                &["region"]
+            )
+        ),
         tool(
             "json_schema_2020_12_tool",
             "Tool with JSON Schema 2020-12 features",
@@ -105,6 +181,7 @@ pub fn tools() -> Value {
                 "type": "object",
                 "$defs": {
                     "address": {
+                        "$anchor": "addressDef",
                         "type": "object",
                         "properties": {
                             "street": {"type": "string"},
@@ -114,8 +191,18 @@ pub fn tools() -> Value {
                 },
                 "properties": {
                     "name": {"type": "string"},
-                    "address": {"$ref": "#/$defs/address"}
+                    "address": {"$ref": "#/$defs/address"},
+                    "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                    "phone": {"type": "string"},
+                    "email": {"type": "string"}
                 },
+                "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+                "if": {
+                    "properties": {"contactMethod": {"const": "phone"}},
+                    "required": ["contactMethod"]
+                },
+                "then": {"required": ["phone"]},
+                "else": {"required": ["email"]},
                 "additionalProperties": false
             })
         ),
@@ -314,6 +401,11 @@ pub fn prompts() -> Value {
             "arguments": [argument("resourceUri", "URI of the resource to embed")]
         },
         {"name": "test_prompt_with_image", "description": "A prompt with an image"},
+        {
+            "name": "test_input_required_result_prompt",
+            "description": "A prompt that first asks the client for its context (elicitation, \
+                            key user_context)"
+        },
     ])
 }
 
@@ -357,4 +449,266 @@ pub fn completions(of: &str, argument: &str) -> &'static [&'static str] {
         (TEMPLATE, "id") => &["1", "12", "123", "1234"],
         _ => &[],
     }
+}
+
+/// An `elicitation/create` request (wire JSON) for an object of `properties`.
+fn elicit(message: &str, schema: Value) -> Value {
+    json!({"method": "elicitation/create", "params": {"message": message, "requestedSchema": schema}})
+}
+
+/// A `sampling/createMessage` request (wire JSON) for one user `prompt`.
+fn sample(prompt: &str, max_tokens: u32) -> Value {
+    json!({
+        "method": "sampling/createMessage",
+        "params": {
+            "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+            "maxTokens": max_tokens
+        }
+    })
+}
+
+/// A `roots/list` request (wire JSON).
+fn list_roots() -> Value {
+    json!({"method": "roots/list", "params": {}})
+}
+
+/// What a tool or prompt asks the client (sampling, elicitation, roots) before it answers:
+/// in band on a 2025-11-25 session, as `input_required` results on 2026-07-28 (SEP-2322).
+pub struct Asks {
+    /// The rounds of questions, each `(key, request as wire JSON)`, the client answering a
+    /// round's together before the next is asked.
+    pub rounds: Vec<Vec<(&'static str, Value)>>,
+    /// Whether the rounds carry a `requestState` the retry must echo (2026-07-28).
+    pub with_state: bool,
+    /// Whether a question whose capability the client did not declare is left out, rather than
+    /// the call refused.
+    pub optional: bool,
+}
+
+impl Asks {
+    fn one(key: &'static str, request: Value) -> Asks {
+        Asks {
+            rounds: vec![vec![(key, request)]],
+            with_state: false,
+            optional: false,
+        }
+    }
+
+    fn with_state(mut self) -> Asks {
+        self.with_state = true;
+        self
+    }
+}
+
+/// A schema of one required property `name` of `kind` (`string`, `boolean`).
+fn one_field(name: &str, kind: &str) -> Value {
+    object(json!({name: {"type": kind}}), &[name])
+}
+
+/// What tool `name` asks the client, given its `argument`s; `None` for a tool that asks nothing.
+pub fn tool_asks(name: &str, argument: impl Fn(&str) -> String) -> Option<Asks> {
+    let confirm = || elicit("Please confirm", one_field("ok", "boolean"));
+    let user_name = || elicit("What is your name?", one_field("name", "string"));
+    let asks = match name {
+        "test_sampling" => Asks::one("sampling", sample(&argument("prompt"), 100)),
+        "test_elicitation" => Asks::one("user", elicit(&argument("message"), user_schema())),
+        "test_elicitation_sep1034_defaults" => Asks::one(
+            "defaults",
+            elicit("Please review the defaults", defaults_schema()),
+        ),
+        "test_elicitation_sep1330_enums" => Asks::one(
+            "choices",
+            elicit("Please choose among the options", enums_schema()),
+        ),
+        "test_input_required_result_elicitation" => Asks::one("user_name", user_name()),
+        "test_input_required_result_sampling" => Asks::one(
+            "capital_question",
+            sample("What is the capital of France?", 100),
+        ),
+        "test_input_required_result_list_roots" => Asks::one("client_roots", list_roots()),
+        "test_input_required_result_request_state"
+        | "test_input_required_result_tampered_state" => {
+            Asks::one("confirm", confirm()).with_state()
+        }
+        "test_input_required_result_multiple_inputs" => Asks {
+            rounds: vec![vec![
+                ("user_name", user_name()),
+                ("greeting", sample("Generate a greeting", 50)),
+                ("client_roots", list_roots()),
+            ]],
+            with_state: true,
+            optional: false,
+        },
+        "test_input_required_result_multi_round" => Asks {
+            rounds: vec![
+                vec![(
+                    "step1",
+                    elicit("Step 1: What is your name?", one_field("name", "string")),
+                )],
+                vec![(
+                    "step2",
+                    elicit(
+                        "Step 2: What is your favorite color?",
+                        one_field("color", "string"),
+                    ),
+                )],
+            ],
+            with_state: true,
+            optional: false,
+        },
+        "test_input_required_result_capabilities" => Asks {
+            rounds: vec![vec![
+                ("user_name", user_name()),
+                ("greeting", sample("Generate a greeting", 50)),
+                ("client_roots", list_roots()),
+            ]],
+            with_state: false,
+            optional: true,
+        },
+        "test_missing_capability" => Asks::one("greeting", sample("Say hello", 50)),
+        "test_streaming_elicitation" => Asks::one("confirm", confirm()),
+        _ => return None,
+    };
+    Some(asks)
+}
+
+/// What prompt `name` asks the client; `None` for a prompt that asks nothing.
+pub fn prompt_asks(name: &str) -> Option<Asks> {
+    match name {
+        "test_input_required_result_prompt" => Some(Asks::one(
+            "user_context",
+            elicit(
+                "What context should the prompt use?",
+                one_field("context", "string"),
+            ),
+        )),
+        _ => None,
+    }
+}
+
+/// The first text in a sampling answer's `content` (one block, or a list of them).
+fn sampled_text(answer: &Value) -> String {
+    let content = &answer["content"];
+    let blocks = content
+        .as_array()
+        .cloned()
+        .unwrap_or_else(|| vec![content.clone()]);
+    let text = blocks.iter().find_map(|block| block["text"].as_str());
+    text.unwrap_or_default().to_owned()
+}
+
+/// `action=..., content={...}` of an elicitation answer.
+fn elicited(answer: &Value) -> String {
+    let action = answer["action"].as_str().unwrap_or("unknown");
+    let content = answer.get("content").cloned().unwrap_or(Value::Null);
+    format!("action={action}, content={content}")
+}
+
+/// Field `field` of an accepted elicitation answer, as text; `None` when declined or absent.
+fn elicited_field(answer: &Value, field: &str) -> Option<String> {
+    if answer["action"] != "accept" {
+        return None;
+    }
+    match &answer["content"][field] {
+        Value::Null => None,
+        Value::String(text) => Some(text.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// The URIs of a `roots/list` answer.
+fn root_uris(answer: &Value) -> String {
+    let roots = answer["roots"].as_array().cloned().unwrap_or_default();
+    let uris: Vec<&str> = roots
+        .iter()
+        .filter_map(|root| root["uri"].as_str())
+        .collect();
+    if uris.is_empty() {
+        "none".into()
+    } else {
+        uris.join(", ")
+    }
+}
+
+/// The result of tool `name` (one of [`tool_asks`]) from the client's `answers` (key -> wire
+/// JSON of the answer).
+pub fn tool_answered(name: &str, answers: &Map<String, Value>) -> Value {
+    let answer = |key: &str| answers.get(key).cloned().unwrap_or(Value::Null);
+    match name {
+        "test_sampling" => text(&format!(
+            "LLM response: {}",
+            sampled_text(&answer("sampling"))
+        )),
+        "test_elicitation" => text(&format!("User response: {}", elicited(&answer("user")))),
+        "test_elicitation_sep1034_defaults" => text(&format!(
+            "Elicitation completed: {}",
+            elicited(&answer("defaults"))
+        )),
+        "test_elicitation_sep1330_enums" => text(&format!(
+            "Elicitation completed: {}",
+            elicited(&answer("choices"))
+        )),
+        "test_input_required_result_elicitation" => {
+            match elicited_field(&answer("user_name"), "name") {
+                Some(name) => text(&format!("Hello, {name}!")),
+                None => text(&format!(
+                    "No name given: {}",
+                    elicited(&answer("user_name"))
+                )),
+            }
+        }
+        "test_input_required_result_sampling" | "test_missing_capability" => {
+            let key = if name == "test_missing_capability" {
+                "greeting"
+            } else {
+                "capital_question"
+            };
+            text(&format!("LLM response: {}", sampled_text(&answer(key))))
+        }
+        "test_input_required_result_list_roots" => text(&format!(
+            "Client roots: {}",
+            root_uris(&answer("client_roots"))
+        )),
+        "test_input_required_result_request_state"
+        | "test_input_required_result_tampered_state" => text(&format!(
+            "state-ok: the requestState was verified; confirmation: {}",
+            elicited(&answer("confirm"))
+        )),
+        "test_input_required_result_multiple_inputs"
+        | "test_input_required_result_capabilities" => {
+            let mut parts = Vec::new();
+            if let Some(user) = answers.get("user_name") {
+                let who = elicited_field(user, "name").unwrap_or_else(|| "(declined)".into());
+                parts.push(format!("name: {who}"));
+            }
+            if let Some(greeting) = answers.get("greeting") {
+                parts.push(format!("greeting: {}", sampled_text(greeting)));
+            }
+            if let Some(roots) = answers.get("client_roots") {
+                parts.push(format!("roots: {}", root_uris(roots)));
+            }
+            text(&format!("Inputs received: {}", parts.join("; ")))
+        }
+        "test_input_required_result_multi_round" => {
+            let name = elicited_field(&answer("step1"), "name");
+            let color = elicited_field(&answer("step2"), "color");
+            text(&format!(
+                "Multi-round completed: name={}, color={}",
+                name.unwrap_or_else(|| "(declined)".into()),
+                color.unwrap_or_else(|| "(declined)".into())
+            ))
+        }
+        "test_streaming_elicitation" => {
+            text(&format!("User response: {}", elicited(&answer("confirm"))))
+        }
+        _ => error(&format!("{name} asks nothing")),
+    }
+}
+
+/// The messages of prompt `name` (one of [`prompt_asks`]) from the client's `answers`.
+pub fn prompt_answered(name: &str, answers: &Map<String, Value>) -> Value {
+    let answer = answers.get("user_context").cloned().unwrap_or(Value::Null);
+    let context = elicited_field(&answer, "context").unwrap_or_else(|| "(none given)".into());
+    let said = format!("{name}: answer using this context: {context}");
+    json!([{"role": "user", "content": {"type": "text", "text": said}}])
 }

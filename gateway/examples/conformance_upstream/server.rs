@@ -1,11 +1,25 @@
-//! The upstream's `ServerHandler`: one per MCP session (its logging level and subscriptions are
-//! the session's), sharing the process-wide tool call count and the HTTP sessions.
+//! The upstream's `ServerHandler`, for both MCP eras:
 //!
-//! Logging, sampling and `resources/subscribe` are deprecated by rmcp for protocol versions
-//! after 2025-11-25 (SEP-2577); the suite speaks 2025-06-18 and 2025-11-25, where they are part
-//! of MCP, so this module uses them on purpose.
+//! - 2025-11-25 (and earlier): one handler per session (`initialize`), whose logging level and
+//!   `resources/subscribe` subscriptions are the session's; sampling, elicitation and roots go
+//!   to the client in band.
+//! - 2026-07-28: stateless, one handler per request, which carries its protocol version,
+//!   client capabilities and log level in `_meta`; `server/discover`; questions for the client
+//!   as `input_required` results (SEP-2322, [`input`]); `subscriptions/listen` streams instead
+//!   of `resources/subscribe`; `resultType` and cache hints on results (rmcp adds the hints).
+//!
+//! Every handler of the process shares the tool call count, the HTTP sessions, the issued
+//! `requestState`s and the change announcements the listen streams relay.
+//!
+//! Logging, sampling, roots and `resources/subscribe` are deprecated by rmcp for protocol
+//! versions after 2025-11-25 (SEP-2577); the suite's 2025-11-25 scenarios use them, so this
+//! module does on purpose.
 #![allow(deprecated)]
 
+#[path = "input.rs"]
+mod input;
+
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,20 +27,22 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    CreateMessageRequestParams, ElicitRequestParams, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
-    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Request, ServerConfig, ServerRequest,
-    SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ResourceUpdatedNotificationParam, ServerConfig, SetLevelRequestMethod, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, ServerHandler};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use tokio::sync::broadcast;
 
 use super::catalog::{self, error, text};
 use super::sessions::{Closed, RECONNECTION_TOOL, Sessions};
+use input::{Binding, Call, States, Step};
 
 /// The longest `test_reconnection` waits for the client to resume its stream before answering.
 const RESUME_WAIT: Duration = Duration::from_secs(10);
@@ -43,29 +59,86 @@ const LEVELS: [&str; 8] = [
     "alert",
     "emergency",
 ];
+/// Change announcements a slow listen stream may fall behind by before it skips some.
+const CHANGES: usize = 64;
 
-/// What every session of the process shares.
+/// The protocol eras the upstream serves (`--era`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Era {
+    /// 2025-11-25 and the versions before it (`initialize`, sessions); 2026-07-28 requests
+    /// are refused as an unsupported protocol version.
+    #[value(name = "2025-11-25")]
+    Sessions,
+    /// 2026-07-28 only (stateless); `initialize` is refused, having no version to agree on.
+    #[value(name = "2026-07-28")]
+    Stateless,
+    /// Both.
+    #[default]
+    #[value(name = "both")]
+    Both,
+}
+
+impl Era {
+    /// The protocol versions it supports.
+    pub fn versions(self) -> Cow<'static, [ProtocolVersion]> {
+        const STATELESS: &[ProtocolVersion] = &[ProtocolVersion::V_2026_07_28];
+        match self {
+            Era::Sessions => {
+                Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+            }
+            Era::Stateless => Cow::Borrowed(STATELESS),
+            Era::Both => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
+        }
+    }
+}
+
+/// A change announced to the `subscriptions/listen` streams.
+#[derive(Clone, Debug)]
+enum Change {
+    Tools,
+    Prompts,
+    Resource(String),
+}
+
+/// What every handler of the process shares.
 pub struct Shared {
-    /// Tool calls so far, across sessions.
+    /// Tool calls so far, across sessions and requests.
     calls: AtomicU64,
     /// The process ends at the call after this many (`--crash-after-calls`).
     crash_after: Option<u64>,
     /// The HTTP sessions, for `test_reconnection`; `None` on stdio.
     sessions: Option<Arc<Sessions>>,
+    /// The eras served.
+    era: Era,
+    /// The `requestState`s issued (2026-07-28).
+    states: States,
+    /// Announcements for the listen streams (2026-07-28).
+    changes: broadcast::Sender<Change>,
 }
 
 impl Shared {
-    /// Shared state for a process that ends at the call after `crash_after` calls, if given.
-    pub fn new(crash_after: Option<u64>, sessions: Option<Arc<Sessions>>) -> Arc<Shared> {
+    /// Shared state for a process serving `era` that ends at the call after `crash_after`
+    /// calls, if given.
+    pub fn new(crash_after: Option<u64>, sessions: Option<Arc<Sessions>>, era: Era) -> Arc<Shared> {
         Arc::new(Shared {
             calls: AtomicU64::new(0),
             crash_after,
             sessions,
+            era,
+            states: States::default(),
+            changes: broadcast::channel(CHANGES).0,
         })
     }
 }
 
-/// The conformance upstream: a handler for one MCP session.
+/// Whether the request of `context` is on 2026-07-28 or later (stateless).
+fn stateless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| version.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// The conformance upstream: a handler for one session (2025-11-25) or request (2026-07-28).
 #[derive(Clone)]
 pub struct Upstream {
     shared: Arc<Shared>,
@@ -76,7 +149,7 @@ pub struct Upstream {
 }
 
 impl Upstream {
-    /// A handler for a new session.
+    /// A handler for a new session or stateless request.
     pub fn new(shared: Arc<Shared>) -> Upstream {
         Upstream {
             shared,
@@ -85,10 +158,22 @@ impl Upstream {
         }
     }
 
-    /// Sends a log message at `level` unless the session's level filters it out.
+    /// Sends a log message at `level` unless it is filtered out: by the session's level
+    /// (2025-11-25), or, on 2026-07-28, unless the request's `_meta` asks for this level or a
+    /// lower one (no `logLevel`, no messages).
     async fn log(&self, context: &RequestContext<RoleServer>, level: &str, text: &str) {
         let rank = LEVELS.iter().position(|l| *l == level).unwrap_or(0);
-        if self.level.lock().unwrap().is_some_and(|least| rank < least) {
+        let least = if stateless(context) {
+            let asked = context.meta.log_level().map(serde_json::to_value);
+            let asked = asked.and_then(Result::ok);
+            match asked.and_then(|asked| LEVELS.iter().position(|l| asked == *l)) {
+                Some(least) => Some(least),
+                None => return,
+            }
+        } else {
+            *self.level.lock().unwrap()
+        };
+        if least.is_some_and(|least| rank < least) {
             return;
         }
         let level: LoggingLevel = from_json(json!(level)).expect("a known level");
@@ -125,57 +210,9 @@ impl Upstream {
         text("Progress test completed: reported 0, 50 and 100 of 100")
     }
 
-    /// `test_sampling`: asks the client to sample `prompt`; answers what it said.
-    async fn sampling(&self, prompt: &str, context: &RequestContext<RoleServer>) -> Value {
-        let capable = context
-            .peer
-            .peer_info()
-            .map(|info| info.capabilities.sampling.is_some());
-        if capable == Some(false) {
-            return error("The client does not support sampling");
-        }
-        let params: CreateMessageRequestParams = match from_json(json!({
-            "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
-            "maxTokens": 100
-        })) {
-            Ok(params) => params,
-            Err(e) => return error(&format!("Cannot build the sampling request: {e}")),
-        };
-        match context.peer.create_message(params).await {
-            Ok(answer) => {
-                let answer = serde_json::to_value(answer).unwrap_or_default();
-                text(&format!("LLM response: {}", first_text(&answer["content"])))
-            }
-            Err(e) => error(&format!("Sampling failed: {e}")),
-        }
-    }
-
-    /// Asks the client for `schema`'s fields (`elicitation/create`); its answer as wire JSON.
-    async fn elicit(
-        &self,
-        message: &str,
-        schema: Value,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<Value, String> {
-        let capable = context
-            .peer
-            .peer_info()
-            .map(|i| i.capabilities.elicitation.is_some());
-        if capable == Some(false) {
-            return Err("The client does not support elicitation".into());
-        }
-        let params: ElicitRequestParams =
-            from_json(json!({"message": message, "requestedSchema": schema}))
-                .map_err(|e| format!("Cannot build the elicitation request: {e}"))?;
-        let request = ServerRequest::ElicitRequest(Request::new(params));
-        let answer = context.peer.send_request(request).await;
-        let answer = answer.map_err(|e| format!("Elicitation failed: {e}"))?;
-        Ok(serde_json::to_value(answer).unwrap_or_default())
-    }
-
     /// `test_reconnection`: closes the call's own event stream, waits (up to [`RESUME_WAIT`])
     /// until the client resumes it, then answers on the resumed stream. Over stdio, or with no
-    /// stream to close, it just answers.
+    /// stream to close (no session: 2026-07-28), it just answers.
     async fn reconnection(&self, context: &RequestContext<RoleServer>) -> Value {
         let session = context
             .extensions
@@ -201,7 +238,49 @@ impl Upstream {
         ))
     }
 
-    /// The result of tool `name`, as wire JSON; `None` if there is no such tool.
+    /// Announces `change`: to every listen stream that asked for it (2026-07-28), and on a
+    /// session to its own client (a resource update only if it subscribed to the resource).
+    async fn announce(&self, change: Change, context: &RequestContext<RoleServer>) -> Value {
+        let listening = self.shared.changes.send(change.clone()).unwrap_or(0);
+        let mut told_session = false;
+        if !stateless(context) {
+            let sent = match &change {
+                Change::Tools => Some(context.peer.notify_tool_list_changed().await),
+                Change::Prompts => Some(context.peer.notify_prompt_list_changed().await),
+                Change::Resource(uri) if self.subscriptions.lock().unwrap().contains(uri) => {
+                    let update = ResourceUpdatedNotificationParam::new(uri.clone());
+                    Some(context.peer.notify_resource_updated(update).await)
+                }
+                Change::Resource(_) => None,
+            };
+            told_session = sent.is_some_and(|sent| sent.is_ok());
+        }
+        text(&format!(
+            "Announced {change:?} to {listening} listen stream(s){}",
+            if told_session {
+                " and to this session"
+            } else {
+                ""
+            }
+        ))
+    }
+
+    /// The next step of a call that asks the client (`asks`): in band on a session, by
+    /// `input_required` results on 2026-07-28.
+    async fn ask(
+        &self,
+        call: Call<'_>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Step, ErrorData> {
+        if stateless(context) {
+            input::retried(&call, context, &self.shared.states)
+        } else {
+            Ok(input::in_band(&call, context).await)
+        }
+    }
+
+    /// The result of tool `name` that asks nothing, as wire JSON; `None` if there is no such
+    /// tool.
     async fn run_tool(
         &self,
         name: &str,
@@ -216,31 +295,21 @@ impl Upstream {
             ]}),
             "test_embedded_resource" => json!({"content": [catalog::embedded_resource()]}),
             "test_multiple_content_types" => json!({"content": catalog::mixed_content()}),
-            "test_tool_with_logging" => self.with_logging(context).await,
+            "test_tool_with_logging" | "test_logging_tool" => self.with_logging(context).await,
             "test_error_handling" => error("This tool intentionally returns an error for testing"),
             "test_tool_with_progress" => self.with_progress(context).await,
-            "test_sampling" => self.sampling(&argument("prompt"), context).await,
-            "test_elicitation" => {
-                let schema = catalog::user_schema();
-                match self.elicit(&argument("message"), schema, context).await {
-                    Ok(answer) => text(&format!("User response: {}", answer_summary(&answer))),
-                    Err(e) => error(&e),
-                }
-            }
-            "test_elicitation_sep1034_defaults" | "test_elicitation_sep1330_enums" => {
-                let (message, schema) = if name.ends_with("defaults") {
-                    ("Please review the defaults", catalog::defaults_schema())
+            "test_trigger_tool_change" => self.announce(Change::Tools, context).await,
+            "test_trigger_prompt_change" => self.announce(Change::Prompts, context).await,
+            "test_trigger_resource_update" => {
+                let uri = argument("uri");
+                let uri = if uri.is_empty() {
+                    "test://watched-resource".to_owned()
                 } else {
-                    ("Please choose among the options", catalog::enums_schema())
+                    uri
                 };
-                match self.elicit(message, schema, context).await {
-                    Ok(answer) => text(&format!(
-                        "Elicitation completed: {}",
-                        answer_summary(&answer)
-                    )),
-                    Err(e) => error(&e),
-                }
+                self.announce(Change::Resource(uri), context).await
             }
+            "test_custom_header" => text(&format!("Region: {}", argument("region"))),
             "json_schema_2020_12_tool" => text(&format!("Received: {}", argument("name"))),
             RECONNECTION_TOOL => self.reconnection(context).await,
             _ => return None,
@@ -249,32 +318,39 @@ impl Upstream {
     }
 }
 
-/// The first text in a sampling answer's `content` (one block, or a list of them).
-fn first_text(content: &Value) -> String {
-    let blocks = content
-        .as_array()
-        .cloned()
-        .unwrap_or_else(|| vec![content.clone()]);
-    let text = blocks.iter().find_map(|block| block["text"].as_str());
-    text.unwrap_or_default().to_owned()
-}
-
-/// `action=..., content={...}` of an elicitation answer.
-fn answer_summary(answer: &Value) -> String {
-    let action = answer["action"].as_str().unwrap_or("unknown");
-    let content = answer.get("content").cloned().unwrap_or(Value::Null);
-    format!("action={action}, content={content}")
-}
-
 /// A wire JSON value as one of rmcp's types.
 fn from_json<T: DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
     serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+}
+
+/// A wire JSON result (an object) as one of rmcp's result types, marked
+/// `resultType: "complete"`: required on 2026-07-28, and dropped by rmcp for older versions.
+fn complete_result<T: DeserializeOwned>(mut value: Value) -> Result<T, ErrorData> {
+    if let Some(object) = value.as_object_mut() {
+        object
+            .entry("resultType")
+            .or_insert_with(|| json!("complete"));
+    }
+    from_json(value)
 }
 
 /// The string argument `key` of `arguments` (empty when absent or not a string).
 fn string_argument(arguments: Option<&rmcp::model::JsonObject>, key: &str) -> String {
     let value = arguments.and_then(|arguments| arguments.get(key));
     value.and_then(Value::as_str).unwrap_or_default().to_owned()
+}
+
+/// What a `requestState` issued to a call of `method` is bound to.
+fn binding(
+    method: &'static str,
+    name: &str,
+    arguments: Option<&rmcp::model::JsonObject>,
+) -> Binding {
+    Binding {
+        method,
+        name: name.to_owned(),
+        arguments: arguments.map(|arguments| Value::Object(arguments.clone())),
+    }
 }
 
 impl ServerHandler for Upstream {
@@ -293,12 +369,24 @@ impl ServerHandler for Upstream {
         ))
     }
 
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        self.shared.era.versions()
+    }
+
+    /// The tool `name` as listed, which rmcp's HTTP service checks `Mcp-Param-*` headers
+    /// against (SEP-2243).
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let tools = catalog::tools();
+        let tool = tools.as_array()?.iter().find(|tool| tool["name"] == name)?;
+        serde_json::from_value(tool.clone()).ok()
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        from_json(json!({"tools": catalog::tools()}))
+        complete_result(json!({"tools": catalog::tools()}))
     }
 
     async fn call_tool(
@@ -313,11 +401,25 @@ impl ServerHandler for Upstream {
         }
         let arguments = request.arguments.as_ref();
         let argument = |key: &str| string_argument(arguments, key);
+        if let Some(asks) = catalog::tool_asks(&request.name, argument) {
+            let call = Call {
+                asks: &asks,
+                binding: binding("tools/call", &request.name, arguments),
+                responses: request.input_responses.as_ref(),
+                state: request.request_state.as_deref(),
+            };
+            let result = match self.ask(call, &context).await? {
+                Step::Ask(asking) => return Ok(asking.into()),
+                Step::Answered(answers) => catalog::tool_answered(&request.name, &answers),
+                Step::Refused(why) => error(&why),
+            };
+            return Ok(complete_result::<CallToolResult>(result)?.into());
+        }
         let Some(result) = self.run_tool(&request.name, argument, &context).await else {
             let message = format!("tool not found: {}", request.name);
             return Err(ErrorData::invalid_params(message, None));
         };
-        Ok(from_json::<CallToolResult>(result)?.into())
+        Ok(complete_result::<CallToolResult>(result)?.into())
     }
 
     async fn list_resources(
@@ -325,7 +427,7 @@ impl ServerHandler for Upstream {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        from_json(json!({"resources": catalog::resources()}))
+        complete_result(json!({"resources": catalog::resources()}))
     }
 
     async fn list_resource_templates(
@@ -333,7 +435,7 @@ impl ServerHandler for Upstream {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        from_json(json!({"resourceTemplates": catalog::resource_templates()}))
+        complete_result(json!({"resourceTemplates": catalog::resource_templates()}))
     }
 
     async fn read_resource(
@@ -342,10 +444,11 @@ impl ServerHandler for Upstream {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let Some(contents) = catalog::read(&request.uri) else {
+            // rmcp answers -32602 instead on 2026-07-28 (SEP-2164).
             let data = Some(json!({"uri": request.uri}));
             return Err(ErrorData::resource_not_found("resource not found", data));
         };
-        Ok(from_json::<ReadResourceResult>(json!({"contents": contents}))?.into())
+        Ok(complete_result::<ReadResourceResult>(json!({"contents": contents}))?.into())
     }
 
     async fn subscribe(
@@ -366,26 +469,73 @@ impl ServerHandler for Upstream {
         Ok(())
     }
 
+    /// `subscriptions/listen` (2026-07-28): the list changes asked for, and updates of the
+    /// resources asked for that exist (rmcp narrows it further to the capabilities).
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = requested.clone();
+        if let Some(uris) = accepted.resource_subscriptions.as_mut() {
+            uris.retain(|uri| catalog::read(uri).is_some());
+        }
+        Some(accepted)
+    }
+
+    /// Relays the announced changes to the stream until the client ends it; rmcp's sink drops
+    /// those its filter did not accept.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.shared.changes.subscribe();
+        loop {
+            let change = tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                change = changes.recv() => change,
+            };
+            let sink = context.sink();
+            let _ = match change {
+                Ok(Change::Tools) => sink.notify_tool_list_changed().await,
+                Ok(Change::Prompts) => sink.notify_prompt_list_changed().await,
+                Ok(Change::Resource(uri)) => sink.notify_resource_updated(uri).await,
+                Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(broadcast::error::RecvError::Closed) => return Ok(()),
+            };
+        }
+    }
+
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        from_json(json!({"prompts": catalog::prompts()}))
+        complete_result(json!({"prompts": catalog::prompts()}))
     }
 
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let arguments = request.arguments.as_ref();
+        if let Some(asks) = catalog::prompt_asks(&request.name) {
+            let call = Call {
+                asks: &asks,
+                binding: binding("prompts/get", &request.name, arguments),
+                responses: request.input_responses.as_ref(),
+                state: request.request_state.as_deref(),
+            };
+            let messages = match self.ask(call, &context).await? {
+                Step::Ask(asking) => return Ok(asking.into()),
+                Step::Answered(answers) => catalog::prompt_answered(&request.name, &answers),
+                Step::Refused(why) => return Err(ErrorData::invalid_request(why, None)),
+            };
+            return Ok(complete_result::<GetPromptResult>(json!({"messages": messages}))?.into());
+        }
         let argument = |key: &str| string_argument(arguments, key);
         let Some(messages) = catalog::prompt(&request.name, argument) else {
             let message = format!("prompt not found: {}", request.name);
             return Err(ErrorData::invalid_params(message, None));
         };
-        Ok(from_json::<GetPromptResult>(json!({"messages": messages}))?.into())
+        Ok(complete_result::<GetPromptResult>(json!({"messages": messages}))?.into())
     }
 
     async fn complete(
@@ -403,14 +553,19 @@ impl ServerHandler for Upstream {
             .filter(|value| value.starts_with(typed))
             .collect();
         let total = values.len();
-        from_json(json!({"completion": {"values": values, "total": total, "hasMore": false}}))
+        complete_result(json!({"completion": {"values": values, "total": total, "hasMore": false}}))
     }
 
+    /// `logging/setLevel`, a session's; 2026-07-28 has no such method (a request asks for its
+    /// level in `_meta`).
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        if stateless(&context) {
+            return Err(ErrorData::method_not_found::<SetLevelRequestMethod>());
+        }
         let wire = serde_json::to_value(request.level).unwrap_or_default();
         let rank = LEVELS.iter().position(|level| wire == *level);
         *self.level.lock().unwrap() = rank;
