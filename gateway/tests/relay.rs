@@ -83,7 +83,7 @@ async fn tools_are_listed_under_the_prefix_and_calls_relay_progress_and_sampling
     // The upstream speaks 2026-07-28 (found by discovery): it asks for the sample as
     // `input_required`, the gateway asks this 2025-11-25 client on the call's stream and calls
     // again with the answer; the upstream reports progress in each of the two rounds.
-    let progress = handler.progress.lock().unwrap().clone();
+    let progress = handler.progress_of(2).await;
     assert_eq!(
         progress.len(),
         2,

@@ -55,6 +55,11 @@ impl UpstreamHandler {
     }
 
     /// The client request a message from the upstream belongs to, if one can be told.
+    /// Where the upstream's requests are routed: its connection reads progress off it.
+    pub(super) fn routes(&self) -> Arc<Routes> {
+        Arc::clone(&self.routes)
+    }
+
     async fn origin(&self, extensions: &rmcp::model::Extensions) -> Option<Origin> {
         if let Some(InboundStreamOrigin::OutboundRequest(id)) =
             extensions.get::<InboundStreamOrigin>()

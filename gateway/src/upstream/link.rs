@@ -15,6 +15,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
 use super::handler::UpstreamHandler;
+use super::progress::Ordered;
 use crate::config::Transport;
 
 /// One connection to an upstream, initialized.
@@ -108,6 +109,7 @@ where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
 {
+    let transport = Ordered::new(transport.into_transport(), handler.routes());
     let lifecycle = match opening {
         Opening::Newest => ClientLifecycleMode::Auto {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],

@@ -5,6 +5,7 @@ mod link;
 mod listen;
 mod listing;
 mod node;
+mod progress;
 mod routes;
 mod sessions;
 

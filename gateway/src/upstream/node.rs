@@ -38,6 +38,9 @@ const RETRY_MAX: Duration = Duration::from_secs(30);
 /// A stdio child that ran this long before it exited is restarted after the shortest wait.
 const STABLE: Duration = Duration::from_secs(30);
 
+/// The longest an answer waits for its call's progress to be handed to the client.
+const FLUSH: Duration = Duration::from_secs(1);
+
 /// Why a forwarded request got no upstream answer.
 #[derive(Debug)]
 pub enum Refusal {
@@ -84,9 +87,9 @@ enum Reply {
     Complete(CallToolResult),
     /// A 2026-07-28 upstream's request for input, for a 2026-07-28 client to answer.
     InputRequired(InputRequiredResult),
-    /// The upstream refused a retry (`requestState`, `inputResponses`) as invalid params: a
-    /// state it does not take (changed, expired), which is the client's to hear as the
-    /// JSON-RPC error it is, not the model's as a tool result.
+    /// The upstream refused the request for what the client sent or lacks, not for the
+    /// tool's arguments ([`for_the_client`]): the client's to hear as the JSON-RPC error it
+    /// is, not the model's as a tool result.
     Refused(rmcp::ErrorData),
 }
 
@@ -98,6 +101,21 @@ impl Reply {
             Reply::InputRequired(_) | Reply::Refused(_) => CallToolResult::error(vec![]),
         }
     }
+}
+
+/// Whether an upstream's JSON-RPC error to a tool call is about the client's side of the
+/// protocol rather than the call (so relayed as it is, not made the model's tool result): a
+/// capability the client did not declare (`-32021`), headers that do not match the body
+/// (`-32020`), a protocol version (`-32022`), and `-32602` to a retry (its `requestState` or
+/// `inputResponses` refused). None of them counts against the upstream.
+fn for_the_client(error: &rmcp::ErrorData, retry: bool) -> bool {
+    use rmcp::model::ErrorCode;
+    matches!(
+        error.code,
+        ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | ErrorCode::HEADER_MISMATCH
+            | ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+    ) || (retry && error.code == ErrorCode::INVALID_PARAMS)
 }
 
 /// Asks a 2025-11-25 session's client each of a 2026-07-28 upstream's `input_required`
@@ -450,7 +468,7 @@ impl Upstream {
         });
         let sending = self.routes.sending().await;
         let mut handle = peer.send_request_with_option(request, options).await?;
-        let _registered = origin.map(|origin| {
+        let registered = origin.map(|origin| {
             self.routes
                 .register(handle.id.clone(), handle.progress_token.clone(), origin)
         });
@@ -464,6 +482,11 @@ impl Upstream {
             () = cancel.cancelled() => return Err(ServiceError::Cancelled { reason: Some("cancelled by the client".into()) }),
         };
         on_drop.peer = None;
+        if let Some(registered) = &registered {
+            // The call's progress first, then its answer; bounded, should a client's stream
+            // stall (its progress is then dropped with its route).
+            let _ = tokio::time::timeout(FLUSH, registered.flushed()).await;
+        }
         match &answer {
             // The connection is gone (a stdio child that exited, a transport that closed): the
             // next request connects afresh.
@@ -577,8 +600,9 @@ impl Upstream {
     ///
     /// # Errors
     ///
-    /// The upstream's `-32602` to a retry (its `requestState` or `inputResponses` refused),
-    /// relayed as it is; every other failure is the model's tool result.
+    /// The upstream's errors about the client's side of the protocol ([`for_the_client`]: an
+    /// undeclared capability, a refused `requestState`), relayed as they are; every other
+    /// failure is the model's tool result.
     pub async fn call_tool(
         &self,
         run: &AgentRun,
@@ -667,9 +691,7 @@ impl Upstream {
         for _ in 0..rmcp::model::DEFAULT_MRTR_MAX_ROUNDS {
             let call = ClientRequest::CallToolRequest(CallToolRequest::new(request));
             let answer = match self.send(call, origin.clone(), cancel).await {
-                Err(ServiceError::McpError(error))
-                    if retry && error.code == rmcp::model::ErrorCode::INVALID_PARAMS =>
-                {
+                Err(ServiceError::McpError(error)) if for_the_client(&error, retry) => {
                     return Ok(Reply::Refused(error));
                 }
                 answer => answer?,

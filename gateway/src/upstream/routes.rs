@@ -8,10 +8,12 @@
 //! session with the client's own ids.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rmcp::model::{ProgressToken, RequestId, RequestMetaObject};
 use rmcp::service::{Peer, RoleServer};
+
+use super::progress::Unsent;
 
 /// A client session's number, unique in this gateway's process.
 pub type SessionId = u64;
@@ -66,8 +68,15 @@ pub struct Routes {
 
 #[derive(Debug, Default)]
 struct Table {
-    by_request: HashMap<RequestId, Origin>,
+    by_request: HashMap<RequestId, Route>,
     by_token: HashMap<ProgressToken, RequestId>,
+}
+
+/// Where a request's messages go, and its progress not yet handed on.
+#[derive(Debug)]
+struct Route {
+    origin: Origin,
+    unsent: Arc<Unsent>,
 }
 
 /// Removes a registration when the forwarded request ends, however it ends.
@@ -76,6 +85,15 @@ pub struct Registered<'a> {
     routes: &'a Routes,
     request: RequestId,
     token: ProgressToken,
+    unsent: Arc<Unsent>,
+}
+
+impl Registered<'_> {
+    /// Resolves once every progress notification of the request received so far has been
+    /// handed to its client: its answer goes after them.
+    pub async fn flushed(&self) {
+        self.unsent.wait().await;
+    }
 }
 
 impl Routes {
@@ -92,28 +110,46 @@ impl Routes {
         token: ProgressToken,
         origin: Origin,
     ) -> Registered<'_> {
+        let unsent = Arc::new(Unsent::default());
         let mut table = self.table();
         table.by_token.insert(token.clone(), request.clone());
-        table.by_request.insert(request.clone(), origin);
+        let route = Route {
+            origin,
+            unsent: Arc::clone(&unsent),
+        };
+        table.by_request.insert(request.clone(), route);
         Registered {
             routes: self,
             request,
             token,
+            unsent,
         }
     }
 
     /// The origin of the upstream's request `request`, once any registration under way is done.
     pub async fn by_request(&self, request: &RequestId) -> Option<Origin> {
         drop(self.sending.lock().await);
-        self.table().by_request.get(request).cloned()
+        self.table()
+            .by_request
+            .get(request)
+            .map(|route| route.origin.clone())
     }
 
     /// The origin of the request whose progress token is `token`.
     pub async fn by_token(&self, token: &ProgressToken) -> Option<Origin> {
         drop(self.sending.lock().await);
+        self.by_token_now(token).map(|(origin, _)| origin)
+    }
+
+    /// The origin of the request whose progress token is `token` as registered now (without
+    /// waiting for a registration under way), and its progress not yet handed on.
+    pub fn by_token_now(&self, token: &ProgressToken) -> Option<(Origin, Arc<Unsent>)> {
         let table = self.table();
         let request = table.by_token.get(token)?;
-        table.by_request.get(request).cloned()
+        table
+            .by_request
+            .get(request)
+            .map(|route| (route.origin.clone(), Arc::clone(&route.unsent)))
     }
 
     /// The one client session with requests in flight on this upstream, if exactly one has:
@@ -122,7 +158,7 @@ impl Routes {
     pub async fn only_session(&self) -> Option<Origin> {
         drop(self.sending.lock().await);
         let table = self.table();
-        let mut origins = table.by_request.values();
+        let mut origins = table.by_request.values().map(|route| &route.origin);
         let first = origins.next()?;
         origins
             .all(|other| other.session == first.session)
@@ -135,7 +171,7 @@ impl Routes {
             .table()
             .by_request
             .values()
-            .map(|o| o.session)
+            .map(|route| route.origin.session)
             .collect();
         sessions.sort_unstable();
         sessions.dedup();

@@ -253,6 +253,9 @@ impl<S: ServerHandler> ServerHandler for Only<S> {
 #[derive(Clone, Default)]
 pub struct Client {
     pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    /// Told at each progress notification (rmcp hands the client each in a task of its own,
+    /// so one may still be on its way when the call's answer is read).
+    pub progressed: Arc<tokio::sync::Notify>,
     pub tools_changed: Arc<tokio::sync::Notify>,
     /// The stream each sampling request arrived on (rmcp's `InboundStreamOrigin`).
     pub sampled_on: Arc<Mutex<Vec<Option<rmcp::service::InboundStreamOrigin>>>>,
@@ -288,10 +291,29 @@ impl ClientHandler for Client {
         _: NotificationContext<RoleClient>,
     ) {
         self.progress.lock().unwrap().push(params);
+        self.progressed.notify_one();
     }
 
     async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
         self.tools_changed.notify_one();
+    }
+}
+
+impl Client {
+    /// The progress notifications received, once there are `count` of them (waited for
+    /// notification by notification, 20 s at most in all).
+    pub async fn progress_of(&self, count: usize) -> Vec<ProgressNotificationParam> {
+        let wait = async {
+            loop {
+                let next = self.progressed.notified();
+                if self.progress.lock().unwrap().len() >= count {
+                    return;
+                }
+                next.await;
+            }
+        };
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(20), wait).await;
+        self.progress.lock().unwrap().clone()
     }
 }
 
