@@ -49,6 +49,8 @@ struct Hub {
     subscribed: Mutex<Vec<Peer<RoleServer>>>,
     /// 2026-07-28 listen streams.
     streams: Mutex<Vec<SubscriptionSink>>,
+    /// The log level each tool call's `_meta` asked for (2026-07-28).
+    levels: Mutex<Vec<Option<rmcp::model::LoggingLevel>>>,
 }
 
 /// [`Up`]'s tools and resource in the protocol revisions `versions` only, plus `wait` (runs
@@ -158,6 +160,11 @@ impl ServerHandler for Eras {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
         let cancel = context.ct.clone();
+        self.hub
+            .levels
+            .lock()
+            .unwrap()
+            .push(context.meta.log_level());
         match request.name.as_ref() {
             "wait" => {
                 self.hub.waiting.notify_one();
@@ -426,6 +433,7 @@ async fn a_call_whose_2026_client_never_retries_is_cancelled_upstream_and_counts
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_2025_client_samples_through_a_2026_upstream_asked_by_the_gateway() {
     let eras = Eras::new(MODERN);
+    let hub = Arc::clone(&eras.hub);
     let up = serve(move || eras.clone()).await;
     let (gateway, url) = gateway(&up).await;
     assert_eq!(era_of(&gateway), "2026-07-28", "{}", gateway.status());
@@ -454,6 +462,18 @@ async fn a_2025_client_samples_through_a_2026_upstream_asked_by_the_gateway() {
         .await
         .unwrap();
     assert_ne!(echoed.is_error, Some(true), "{echoed:?}");
+    // The session's level went with the call, as 2026-07-28 has it.
+    let levels = hub.levels.lock().unwrap().clone();
+    assert_eq!(
+        levels.last(),
+        Some(&Some(rmcp::model::LoggingLevel::Info)),
+        "{levels:?}"
+    );
+    assert_eq!(
+        levels.first(),
+        Some(&None),
+        "none was set before: {levels:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
