@@ -261,10 +261,7 @@ impl Core {
     /// Tool `name` (as clients see it) from its upstream's last listing, under that name.
     pub(super) fn tool(&self, name: &str) -> Option<Tool> {
         let (upstream, own) = self.resolve_tool(name)?;
-        let mut tool = upstream
-            .known_tools()?
-            .into_iter()
-            .find(|tool| tool.name == own)?;
+        let mut tool = upstream.tool(&own)?;
         tool.name = name.to_owned().into();
         Some(tool)
     }

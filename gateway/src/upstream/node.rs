@@ -288,6 +288,17 @@ impl Upstream {
             .map(|kept| kept.items.clone())
     }
 
+    /// Tool `name` (its own name) from the upstream's last listing; only that one is copied.
+    pub fn tool(&self, name: &str) -> Option<Tool> {
+        lock(&self.cache)
+            .tools
+            .as_ref()?
+            .items
+            .iter()
+            .find(|t| t.name == name)
+            .cloned()
+    }
+
     /// Whether the upstream's last listing has tool `name` (its own name); `None` when it has
     /// never been listed. Asked on every call: nothing is copied.
     pub fn knows_tool(&self, name: &str) -> Option<bool> {
