@@ -1,9 +1,15 @@
 //! The gateway binary with MCP's own TypeScript SDK as its client (the scripts in `clients/`,
-//! `@modelcontextprotocol/sdk` pinned by its lockfile):
+//! pinned by its lockfile: `@modelcontextprotocol/sdk` 1.x, which speaks 2025-11-25, and its v2
+//! line `@modelcontextprotocol/client`, which speaks 2026-07-28 too):
 //!
 //! - progress and sampling relayed through the gateway;
+//! - each SDK in each era it speaks (`flows.mjs`): discovery or `initialize`, a call, sampling
+//!   and elicitation (as `input_required` in 2026-07-28), progress, a call cancelled through an
+//!   `AbortSignal` (the upstream sees it cancelled), a breaker opened by failures and the
+//!   blocked answer;
 //! - a stdio upstream that crashes and comes back;
-//! - a reload (SIGHUP) that adds an upstream while a client is connected;
+//! - a reload (SIGHUP) that adds an upstream while a client is connected, and one that a
+//!   2026-07-28 client hears of through `subscriptions/listen`;
 //! - `/metrics` scraped and parsed;
 //! - a request refused without the bearer token.
 //!
@@ -35,7 +41,12 @@ fn scripts() -> PathBuf {
 /// `npm ci` in `tests/clients` when its packages are not installed.
 fn install_scripts() -> Result<(), String> {
     let dir = scripts();
-    if dir.join("node_modules/@modelcontextprotocol/sdk").is_dir() {
+    let installed = ["sdk", "client"].iter().all(|package| {
+        dir.join("node_modules/@modelcontextprotocol")
+            .join(package)
+            .is_dir()
+    });
+    if installed {
         return Ok(());
     }
     let status = std::process::Command::new("npm")
@@ -97,8 +108,12 @@ impl Gateway {
         let first = tokio::time::timeout(STEP, lines.next_line())
             .await
             .map_err(|_| "the gateway printed no address".to_owned())?
-            .map_err(|e| e.to_string())?
-            .ok_or("the gateway exited before it listened")?;
+            .map_err(|e| e.to_string())?;
+        let Some(first) = first else {
+            // How it ended (its exit status or the signal that ended it), for the report.
+            let status = tokio::time::timeout(STEP, child.wait()).await;
+            return Err(format!("the gateway exited before it listened: {status:?}"));
+        };
         let url = first
             .strip_prefix("listening on ")
             .ok_or_else(|| format!("unexpected first line: {first}"))?
@@ -108,6 +123,15 @@ impl Gateway {
             url,
             config: path,
         })
+    }
+
+    /// Whether it still runs, or how it ended (for the report of a failure).
+    fn state(&mut self) -> String {
+        match self.child.try_wait() {
+            Ok(None) => "running".to_owned(),
+            Ok(Some(status)) => format!("exited ({status})"),
+            Err(e) => format!("unknown ({e})"),
+        }
     }
 
     fn pid(&self) -> u32 {
@@ -154,6 +178,165 @@ async fn node(script: &str, args: &[&str]) -> Result<serde_json::Value, String> 
     serde_json::from_str(stdout.trim()).map_err(|e| format!("{script} printed {stdout}: {e}"))
 }
 
+/// [`common::Up`] with two tools more:
+/// - `wait` reports progress (so the client knows the upstream holds the call), then answers
+///   only when the call is cancelled (counted in `cancelled`) or, never cancelled, after
+///   [`STEP`];
+/// - `confirm` asks the client to confirm (elicitation: as `input_required` to a 2026-07-28
+///   client, the answer coming back with the retry; as a request to a 2025-11-25 session), and
+///   answers the action and `ok` it got, as in `accept ok=true`.
+#[derive(Clone)]
+struct Extended {
+    up: common::Up,
+    cancelled: std::sync::Arc<tokio::sync::watch::Sender<usize>>,
+}
+
+impl Extended {
+    /// Served over Streamable HTTP: its URL, and the count of `wait` calls cancelled.
+    /// `legacy`: speaking only 2025-11-25 and the revisions before it (no `server/discover`),
+    /// so it asks for input with requests of its own, which the gateway turns into
+    /// `input_required` (with a sealed `requestState`) for a 2026-07-28 client.
+    async fn serve(legacy: bool) -> (String, tokio::sync::watch::Receiver<usize>) {
+        let (cancelled, seen) = tokio::sync::watch::channel(0);
+        let cancelled = std::sync::Arc::new(cancelled);
+        let extended = move || Extended {
+            up: common::Up { crashable: false },
+            cancelled: cancelled.clone(),
+        };
+        let url = if legacy {
+            common::serve(move || common::Only {
+                server: extended(),
+                versions: common::LEGACY,
+            })
+            .await
+        } else {
+            common::serve(extended).await
+        };
+        (url, seen)
+    }
+
+    async fn wait(
+        &self,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        if let Some(token) = context.meta.get_progress_token() {
+            let _ = context
+                .peer
+                .notify_progress(rmcp::model::ProgressNotificationParam::new(token, 0.0))
+                .await;
+        }
+        tokio::select! {
+            () = context.ct.cancelled() => {
+                self.cancelled.send_modify(|n| *n += 1);
+                Err(rmcp::ErrorData::internal_error("cancelled", None))
+            }
+            () = tokio::time::sleep(STEP) => Ok(rmcp::model::CallToolResult::success(vec![
+                rmcp::model::ContentBlock::text("never cancelled"),
+            ])
+            .into()),
+        }
+    }
+
+    async fn confirm(
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        let invalid = |e: serde_json::Error| rmcp::ErrorData::invalid_params(e.to_string(), None);
+        let params: rmcp::model::ElicitRequestParams = serde_json::from_value(serde_json::json!({
+            "mode": "form",
+            "message": "Proceed?",
+            "requestedSchema": {
+                "type": "object",
+                "properties": { "ok": { "type": "boolean" } },
+                "required": ["ok"],
+            },
+        }))
+        .map_err(invalid)?;
+        let answer = if common::modern(&context) {
+            match request
+                .input_responses
+                .as_ref()
+                .and_then(|answers| answers.get("confirm"))
+            {
+                Some(answer) => serde_json::from_value::<rmcp::model::ElicitResult>(answer.clone())
+                    .map_err(invalid)?,
+                None => {
+                    let ask = rmcp::model::InputRequest::Elicitation(
+                        rmcp::model::ElicitRequest::new(params),
+                    );
+                    return Ok(rmcp::model::InputRequiredResult::from_input_requests(
+                        [("confirm".to_owned(), ask)].into(),
+                    )
+                    .into());
+                }
+            }
+        } else {
+            let asked =
+                rmcp::model::ServerRequest::ElicitRequest(rmcp::model::ElicitRequest::new(params));
+            match context.peer.send_request(asked).await {
+                Ok(rmcp::model::ClientResult::ElicitResult(answer)) => answer,
+                other => {
+                    return Err(rmcp::ErrorData::internal_error(
+                        format!("no answer to the elicitation: {other:?}"),
+                        None,
+                    ));
+                }
+            }
+        };
+        let action = serde_json::to_value(&answer.action).map_err(invalid)?;
+        let ok = answer.content.as_ref().and_then(|c| c.get("ok")).cloned();
+        Ok(
+            rmcp::model::CallToolResult::success(vec![rmcp::model::ContentBlock::text(format!(
+                "{} ok={}",
+                action.as_str().unwrap_or_default(),
+                ok.unwrap_or_default()
+            ))])
+            .into(),
+        )
+    }
+}
+
+impl rmcp::ServerHandler for Extended {
+    fn get_info(&self) -> rmcp::model::ServerConfig {
+        self.up.get_info()
+    }
+
+    async fn list_tools(
+        &self,
+        params: Option<rmcp::model::PaginatedRequestParams>,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, rmcp::ErrorData> {
+        let mut listed = self.up.list_tools(params, context).await?;
+        let schema = std::sync::Arc::new(serde_json::Map::from_iter([(
+            "type".to_owned(),
+            "object".into(),
+        )]));
+        listed.tools.push(rmcp::model::Tool::new(
+            "wait",
+            "answers once cancelled",
+            schema.clone(),
+        ));
+        listed.tools.push(rmcp::model::Tool::new(
+            "confirm",
+            "asks the client to confirm",
+            schema,
+        ));
+        Ok(listed)
+    }
+
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, rmcp::ErrorData> {
+        match request.name.as_ref() {
+            "wait" => self.wait(context).await,
+            "confirm" => Extended::confirm(request, context).await,
+            _ => self.up.call_tool(request, context).await,
+        }
+    }
+}
+
 fn http_upstream(name: &str, prefix: &str, url: &str) -> String {
     format!("[upstreams.{name}]\nurl = \"{url}\"\nprefix = \"{prefix}\"\n")
 }
@@ -163,6 +346,126 @@ async fn progress_and_sampling_are_relayed() -> Result<(), String> {
     let gateway = Gateway::start(&http_upstream("up", "up.", &up), &[]).await?;
     let out = node("progress_sampling.mjs", &[&gateway.url, "up.ask"]).await?;
     check(out["sampled"] == 1, format!("{out}"))
+}
+
+/// `flows.mjs` with `client` (`v2-modern`, `v2-auto`, `v2-legacy` or `v1`: which SDK, in which
+/// era) through the gateway, in front of `up` (an [`Extended`] speaking `up_era`: 2026-07-28, or
+/// 2025-11-25 and before) and `flaky` (2026-07-28), whose breaker opens after
+/// [`FLAKY_THRESHOLD`] failures; the upstream sees the call that the client cancelled
+/// cancelled, and only `flaky`'s breaker is open.
+async fn flows(client: &str, up_era: &str) -> Result<serde_json::Value, String> {
+    let (up, mut cancelled) = Extended::serve(up_era != "2026-07-28").await;
+    let flaky = common::serve(|| common::Up { crashable: false }).await;
+    let config = format!(
+        "{}{}failure_threshold = {FLAKY_THRESHOLD}\ncooldown_ms = 600000\n",
+        http_upstream("up", "up.", &up),
+        http_upstream("flaky", "flaky.", &flaky)
+    );
+    let mut gateway = Gateway::start(&config, &[]).await?;
+    let threshold = FLAKY_THRESHOLD.to_string();
+    let out = node(
+        "flows.mjs",
+        &[&gateway.url, client, "up.", "flaky.", &threshold],
+    )
+    .await
+    .map_err(|why| format!("{why}\nthe gateway: {}", gateway.state()))?;
+    tokio::time::timeout(STEP, cancelled.wait_for(|n| *n >= 1))
+        .await
+        .map_err(|_| format!("the upstream never saw `wait` cancelled: {out}"))?
+        .map_err(|e| e.to_string())?;
+    check(
+        out["sampled"] == 1
+            && out["elicited"] == 1
+            && out["confirmed"] == "accept ok=true"
+            && out["blocked"] == "blocked"
+            && out["dependency"] == "flaky",
+        format!("{out}"),
+    )?;
+    let status: serde_json::Value = reqwest::get(gateway.endpoint("/status"))
+        .await
+        .map_err(|e| e.to_string())?
+        .json()
+        .await
+        .map_err(|e| e.to_string())?;
+    let upstream = |name: &str| {
+        status["upstreams"]
+            .as_array()
+            .and_then(|all| all.iter().find(|u| u["name"] == name))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (up, flaky) = (upstream("up"), upstream("flaky"));
+    check(
+        flaky["state"] == "open" && up["state"] == "closed",
+        format!("only flaky's breaker is open: {status}"),
+    )?;
+    check(
+        up["last_failure"].is_null(),
+        format!("the cancelled call is no failure of `up`: {status}"),
+    )?;
+    check(
+        up["era"] == up_era && flaky["era"] == "2026-07-28",
+        format!("the gateway speaks {up_era} to `up`, 2026-07-28 to `flaky`: {status}"),
+    )?;
+    if out["era"] == "modern" {
+        check(
+            status["sessions"] == 0,
+            format!("a 2026-07-28 client holds no session: {status}"),
+        )?;
+    }
+    Ok(out)
+}
+
+/// Failures in a row that open `flaky`'s breaker in [`flows`].
+const FLAKY_THRESHOLD: u32 = 3;
+
+async fn the_v2_sdk_speaks_2026_07_28_through_the_gateway() -> Result<(), String> {
+    let out = flows("v2-modern", "2026-07-28").await?;
+    check(
+        out["era"] == "modern"
+            && out["negotiated"] == "2026-07-28"
+            && out["methods"][0] == "server/discover",
+        format!("{out}"),
+    )
+}
+
+async fn the_v2_sdk_in_2026_07_28_answers_a_2025_11_25_upstream() -> Result<(), String> {
+    // The upstream's requests reach the client as `input_required` with the gateway's sealed
+    // `requestState`, which the SDK's retry echoes.
+    let out = flows("v2-modern", "2025-11-25").await?;
+    check(
+        out["era"] == "modern" && out["requestState"] == true,
+        format!("{out}"),
+    )
+}
+
+async fn the_v1_sdk_through_the_gateway_to_a_2025_11_25_upstream() -> Result<(), String> {
+    let out = flows("v1", "2025-11-25").await?;
+    check(
+        out["era"] == "legacy" && out["requestState"] == false,
+        format!("{out}"),
+    )
+}
+
+async fn the_v2_sdk_negotiates_2026_07_28_with_the_gateway() -> Result<(), String> {
+    let out = flows("v2-auto", "2026-07-28").await?;
+    check(
+        out["era"] == "modern" && out["negotiated"] == "2026-07-28",
+        format!("{out}"),
+    )
+}
+
+async fn the_v2_sdk_speaks_2025_11_25_through_the_gateway() -> Result<(), String> {
+    let out = flows("v2-legacy", "2026-07-28").await?;
+    check(
+        out["era"] == "legacy" && out["methods"][0] == "initialize",
+        format!("{out}"),
+    )
+}
+
+async fn the_v1_sdk_speaks_2025_11_25_through_the_gateway() -> Result<(), String> {
+    let out = flows("v1", "2026-07-28").await?;
+    check(out["methods"][0] == "initialize", format!("{out}"))
 }
 
 async fn a_stdio_upstream_that_crashes_comes_back() -> Result<(), String> {
@@ -193,13 +496,24 @@ async fn a_stdio_upstream_that_crashes_comes_back() -> Result<(), String> {
 }
 
 async fn a_reload_adds_an_upstream_while_a_client_is_connected() -> Result<(), String> {
+    reload_while("reload.mjs").await
+}
+
+async fn a_reload_reaches_a_2026_07_28_listener() -> Result<(), String> {
+    reload_while("listen.mjs").await
+}
+
+/// `script` (`reload.mjs`, or `listen.mjs` through `subscriptions/listen`) lists the tools and
+/// says so on stderr; a reload then adds upstream `b`, and the script exits 0 once told of it
+/// and `b.echo` answers.
+async fn reload_while(script: &str) -> Result<(), String> {
     let (a, b) = (
         common::serve(|| common::Up { crashable: false }).await,
         common::serve(|| common::Up { crashable: false }).await,
     );
     let gateway = Gateway::start(&http_upstream("a", "a.", &a), &[]).await?;
     let mut client = Command::new("node")
-        .args(["reload.mjs", &gateway.url, "b.echo"])
+        .args([script, &gateway.url, "b.echo"])
         .current_dir(scripts())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -213,10 +527,24 @@ async fn a_reload_adds_an_upstream_while_a_client_is_connected() -> Result<(), S
         .map_err(|_| "the client did not list".to_owned())?
         .map_err(|e| e.to_string())?
         .unwrap_or_default();
-    check(
-        listed.starts_with("listed ") && listed.contains("a.echo"),
-        format!("the client's first line: {listed}"),
-    )?;
+    // The rest of its stderr, for the report of a failure.
+    let rest = tokio::spawn(async move {
+        let mut rest = String::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            rest.push_str(&line);
+            rest.push('\n');
+        }
+        rest
+    });
+    if !(listed.starts_with("listed ") && listed.contains("a.echo")) {
+        let rest = tokio::time::timeout(STEP, rest)
+            .await
+            .unwrap_or(Ok(String::new()));
+        return Err(format!(
+            "{script}'s first line: {listed}\n{}",
+            rest.unwrap_or_default()
+        ));
+    }
     let both = format!(
         "{}{}",
         http_upstream("a", "a.", &a),
@@ -232,9 +560,13 @@ async fn a_reload_adds_an_upstream_while_a_client_is_connected() -> Result<(), S
         .await
         .map_err(|_| "the client never saw b.echo".to_owned())?
         .map_err(|e| e.to_string())?;
+    let rest = tokio::time::timeout(STEP, rest)
+        .await
+        .unwrap_or(Ok(String::new()))
+        .unwrap_or_default();
     check(
         out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
+        format!("{script}: {}{rest}", String::from_utf8_lossy(&out.stdout)),
     )
 }
 
@@ -448,7 +780,7 @@ fn main() -> ExitCode {
         });
         return ExitCode::SUCCESS;
     }
-    let tests: [(&str, Test); 8] = [
+    let tests: [(&str, Test); 15] = [
         ("no_credential_reaches_the_log", || {
             Box::pin(no_credential_reaches_the_log())
         }),
@@ -463,6 +795,26 @@ fn main() -> ExitCode {
         ("progress_and_sampling_are_relayed", || {
             Box::pin(progress_and_sampling_are_relayed())
         }),
+        ("the_v2_sdk_speaks_2026_07_28_through_the_gateway", || {
+            Box::pin(the_v2_sdk_speaks_2026_07_28_through_the_gateway())
+        }),
+        (
+            "the_v2_sdk_in_2026_07_28_answers_a_2025_11_25_upstream",
+            || Box::pin(the_v2_sdk_in_2026_07_28_answers_a_2025_11_25_upstream()),
+        ),
+        (
+            "the_v1_sdk_through_the_gateway_to_a_2025_11_25_upstream",
+            || Box::pin(the_v1_sdk_through_the_gateway_to_a_2025_11_25_upstream()),
+        ),
+        ("the_v2_sdk_negotiates_2026_07_28_with_the_gateway", || {
+            Box::pin(the_v2_sdk_negotiates_2026_07_28_with_the_gateway())
+        }),
+        ("the_v2_sdk_speaks_2025_11_25_through_the_gateway", || {
+            Box::pin(the_v2_sdk_speaks_2025_11_25_through_the_gateway())
+        }),
+        ("the_v1_sdk_speaks_2025_11_25_through_the_gateway", || {
+            Box::pin(the_v1_sdk_speaks_2025_11_25_through_the_gateway())
+        }),
         ("a_stdio_upstream_that_crashes_comes_back", || {
             Box::pin(a_stdio_upstream_that_crashes_comes_back())
         }),
@@ -470,6 +822,9 @@ fn main() -> ExitCode {
             "a_reload_adds_an_upstream_while_a_client_is_connected",
             || Box::pin(a_reload_adds_an_upstream_while_a_client_is_connected()),
         ),
+        ("a_reload_reaches_a_2026_07_28_listener", || {
+            Box::pin(a_reload_reaches_a_2026_07_28_listener())
+        }),
         ("metrics_are_scraped_and_parsed", || {
             Box::pin(metrics_are_scraped_and_parsed())
         }),
@@ -498,6 +853,7 @@ fn main() -> ExitCode {
         eprintln!("clients: {error}");
         return ExitCode::FAILURE;
     }
+    let chosen_count = chosen.len();
     let mut failed = 0;
     for (name, test) in chosen {
         match runtime.block_on(async { tokio::spawn(test()).await }) {
@@ -512,7 +868,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    println!("clients: {failed} failed");
+    println!("clients: {} passed, {failed} failed", chosen_count - failed);
     if failed == 0 {
         ExitCode::SUCCESS
     } else {
