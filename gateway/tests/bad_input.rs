@@ -103,6 +103,7 @@ impl Stack {
                     per_call_timeout: Duration::from_secs(10),
                     classifier: Default::default(),
                     tools: vec![],
+                    era: Default::default(),
                 }],
                 registry: Default::default(),
             })

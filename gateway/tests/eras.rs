@@ -27,7 +27,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ErrorData, Peer, ServerHandler, ServiceExt};
 use tokio::sync::Notify;
 use toolbreaker::Registry;
-use toolbreaker_gateway::config::{GatewayConfig, Transport, UpstreamConfig};
+use toolbreaker_gateway::config::{Era, GatewayConfig, Transport, UpstreamConfig};
 use toolbreaker_gateway::relay::Gateway;
 
 /// The longest any one event is waited for.
@@ -202,6 +202,11 @@ impl ServerHandler for Eras {
 /// A gateway with one upstream, `up` at `url` (no prefix), each breaker tripping at the third
 /// failure in a row; its MCP URL.
 async fn gateway(url: &str) -> (Gateway, String) {
+    gateway_in(url, Era::Newest).await
+}
+
+/// [`gateway`], speaking to its upstream in `era`.
+async fn gateway_in(url: &str, era: Era) -> (Gateway, String) {
     let config =
         toolbreaker::Config::new(3, Duration::from_secs(60), Duration::from_secs(5)).unwrap();
     let gateway = Gateway::new("gw", Registry::new(config), Duration::from_secs(30));
@@ -217,6 +222,7 @@ async fn gateway(url: &str) -> (Gateway, String) {
         per_call_timeout: Duration::from_secs(10),
         classifier: Default::default(),
         tools: vec![],
+        era,
     };
     gateway
         .start(GatewayConfig {
@@ -666,6 +672,7 @@ fn legacy_stdio_upstream() -> UpstreamConfig {
         per_call_timeout: Duration::from_secs(10),
         classifier: Default::default(),
         tools: vec![],
+        era: Default::default(),
     }
 }
 
@@ -691,5 +698,34 @@ async fn a_2026_client_samples_through_a_2025_stdio_upstream() {
         .await
         .unwrap();
     assert_eq!(text(&sampled), "LLM response: sampled", "{sampled:?}");
+    gateway.shutdown();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_is_spoken_to_in_the_era_its_config_names() {
+    // Both eras on offer: `era = "2025-11-25"` opens a session, and a 2026 client's sample is
+    // still asked of it as `input_required`.
+    let both = Eras::new(common::BOTH);
+    let up = serve(move || both.clone()).await;
+    let (gateway, url) = gateway_in(&up, Era::Sessions).await;
+    assert_eq!(era_of(&gateway), "2025-11-25", "{}", gateway.status());
+    let (_, client) = modern_client(&url).await;
+    let asked = client
+        .call_tool(CallToolRequestParams::new("ask"))
+        .await
+        .unwrap();
+    assert_eq!(text(&asked), "sampled", "{asked:?}");
+
+    // `era = "2026-07-28"` before a server of sessions only: never connected in another era.
+    let legacy = Eras::new(LEGACY);
+    let up = serve(move || legacy.clone()).await;
+    let (gateway, _) = gateway_in(&up, Era::Stateless).await;
+    let status = gateway.status();
+    assert_eq!(status["upstreams"][0]["connected"], false, "{status}");
+    assert_eq!(
+        status["upstreams"][0]["era"],
+        serde_json::Value::Null,
+        "{status}"
+    );
     gateway.shutdown();
 }

@@ -25,6 +25,7 @@ fn upstream(name: &str, prefix: &str, url: &str) -> UpstreamConfig {
         per_call_timeout: Duration::from_secs(10),
         classifier: Default::default(),
         tools: vec![],
+        era: Default::default(),
     }
 }
 

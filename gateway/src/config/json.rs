@@ -298,6 +298,7 @@ fn server<'k>(
         per_call_timeout: DEFAULT_PER_CALL_TIMEOUT,
         classifier: McpClassifier::new(),
         tools: Vec::new(),
+        era: Default::default(),
     }))
 }
 

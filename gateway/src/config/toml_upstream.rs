@@ -13,10 +13,10 @@ use super::error::{GatewayConfigError, path_part};
 use super::rules::{self, backticked, unknown_word};
 use super::toml_file::{Doc, entries, string, strings, table};
 use super::types::DEFAULT_PER_CALL_TIMEOUT;
-use super::{Secret, ToolConfig, Transport, UpstreamConfig};
+use super::{Era, Secret, ToolConfig, Transport, UpstreamConfig};
 
 /// An `[upstreams.NAME]` section's own keys (besides the breaker keys).
-const UPSTREAM_KEYS: [&str; 13] = [
+const UPSTREAM_KEYS: [&str; 14] = [
     "url",
     "headers",
     "command",
@@ -30,6 +30,7 @@ const UPSTREAM_KEYS: [&str; 13] = [
     "tool_error",
     "error_codes",
     "tools",
+    "era",
 ];
 
 /// A `[upstreams.NAME.tools.TOOL]` section's own keys (besides the breaker keys).
@@ -57,6 +58,7 @@ pub(super) fn upstream(
     let mut env = None;
     let mut cwd = None;
     let mut prefix = format!("{upstream_name}.");
+    let mut era = Era::default();
     let mut allow: Option<Vec<String>> = None;
     let mut deny = Vec::new();
     let mut deny_span = here.clone();
@@ -121,6 +123,15 @@ pub(super) fn upstream(
                 }
             }
             "per_call_timeout_ms" => per_call_timeout = millis(value).map_err(at)?,
+            "era" => {
+                let text = string(value).map_err(at)?;
+                era = Era::parse(text).ok_or_else(|| {
+                    at(format!(
+                        "`{}` is not an era: \"newest\" (the default), \"2026-07-28\" or \"2025-11-25\"",
+                        crate::redact::shown(text)
+                    ))
+                })?;
+            }
             "tool_error" => {
                 classifier =
                     classifier.tool_error(rules::outcome(string(value).map_err(at)?).map_err(at)?);
@@ -212,6 +223,7 @@ pub(super) fn upstream(
         per_call_timeout,
         classifier,
         tools: Vec::new(),
+        era,
     };
     let mut tool_breakers = Vec::new();
     for (tool_key, tool_value) in tools_table.map(|(t, _)| entries(t)).unwrap_or_default() {
@@ -424,6 +436,29 @@ mod tests {
     }
 
     const HTTP: &str = "url = \"http://127.0.0.1:9/mcp\"\n";
+
+    #[test]
+    fn an_era_is_one_of_the_three_and_a_wrong_one_is_named() {
+        use crate::config::Era;
+        for (value, era) in [
+            ("newest", Era::Newest),
+            ("2026-07-28", Era::Stateless),
+            ("2025-11-25", Era::Sessions),
+        ] {
+            let text = format!("[upstreams.a]\n{HTTP}era = \"{value}\"\n");
+            let config = GatewayConfig::from_toml_str_with(&text, env).unwrap();
+            assert_eq!(config.upstreams[0].era, era, "{value}");
+        }
+        let config = GatewayConfig::from_toml_str_with(&format!("[upstreams.a]\n{HTTP}"), env);
+        assert_eq!(config.unwrap().upstreams[0].era, Era::Newest);
+        let err = refused(&format!("[upstreams.a]\n{HTTP}era = \"2024-11-05\"\n"));
+        assert!(
+            err.starts_with("line 3: [upstreams.a] era: `2024-11-05` is not an era"),
+            "{err}"
+        );
+        let err = refused(&format!("[upstreams.a]\n{HTTP}era = 2026\n"));
+        assert!(err.contains("[upstreams.a] era"), "{err}");
+    }
 
     #[test]
     fn a_name_holds_no_dot_or_whitespace() {

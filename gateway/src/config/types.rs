@@ -74,6 +74,36 @@ pub struct UpstreamConfig {
     pub classifier: McpClassifier,
     /// The tools with a section of their own (`[upstreams.NAME.tools.TOOL]`), in file order.
     pub tools: Vec<ToolConfig>,
+    /// Which of MCP's eras the gateway speaks to it in (`era`; default [`Era::Newest`]).
+    pub era: Era,
+}
+
+/// Which of MCP's eras the gateway speaks to an upstream in (key `era`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Era {
+    /// The newest it speaks (`"newest"`): `server/discover` first (2026-07-28), `initialize`
+    /// (2025-11-25) when it does not know it.
+    #[default]
+    Newest,
+    /// 2025-11-25 (`"2025-11-25"`): `initialize` and a session, even if it speaks 2026-07-28;
+    /// for a server whose 2026-07-28 side lacks what its clients need.
+    Sessions,
+    /// 2026-07-28 (`"2026-07-28"`): `server/discover` and stateless requests, and no other; a
+    /// server that does not answer discovery is not connected.
+    Stateless,
+}
+
+impl Era {
+    /// The era a config file's `era` value names; `None` for any other text.
+    pub fn parse(text: &str) -> Option<Era> {
+        match text {
+            "newest" => Some(Era::Newest),
+            "2025-11-25" => Some(Era::Sessions),
+            "2026-07-28" => Some(Era::Stateless),
+            _ => None,
+        }
+    }
 }
 
 /// One tool's own settings: `[upstreams.NAME.tools.TOOL]`.

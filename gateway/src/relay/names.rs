@@ -74,6 +74,7 @@ mod tests {
             per_call_timeout: Duration::from_secs(1),
             classifier: Default::default(),
             tools: vec![],
+            era: Default::default(),
         }
     }
 

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::handler::UpstreamHandler;
 use super::progress::Ordered;
-use crate::config::Transport;
+use crate::config::{Era, Transport};
 
 /// One connection to an upstream, initialized.
 #[derive(Debug)]
@@ -83,11 +83,13 @@ impl Drop for Link {
 
 /// How a connection is opened: in the newest era the upstream speaks (`server/discover`
 /// first, `initialize` when the upstream answers that it does not know it or does not answer
-/// it within 10 s: rmcp's `ClientLifecycleMode::Auto`), or with `initialize` alone.
+/// it within 10 s: rmcp's `ClientLifecycleMode::Auto`), with `initialize` alone, or with
+/// `server/discover` alone.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Opening {
     Newest,
     Initialize,
+    Discover,
 }
 
 /// Why a connection was not opened.
@@ -116,6 +118,9 @@ where
             legacy_version: Some(super::PROTOCOL),
         },
         Opening::Initialize => ClientLifecycleMode::Initialize,
+        Opening::Discover => ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
     };
     serve_client_with_lifecycle(handler, transport, lifecycle).await
 }
@@ -129,10 +134,10 @@ fn legacy_only(error: &ClientInitializeError) -> bool {
     )
 }
 
-/// Connects to `upstream` (its name is for the log) over `transport`, in the newest era it
-/// speaks: discovery first, `initialize` when the upstream does not know `server/discover`,
-/// does not answer it in time, or answers it with versions that all have `initialize` (then
-/// on a new connection: a stdio upstream's child is started again).
+/// Connects to `upstream` (its name is for the log) over `transport`, in `era`: for
+/// [`Era::Newest`], discovery first, `initialize` when the upstream does not know
+/// `server/discover`, does not answer it in time, or answers it with versions that all have
+/// `initialize` (then on a new connection: a stdio upstream's child is started again).
 ///
 /// # Errors
 ///
@@ -142,10 +147,16 @@ pub async fn connect(
     upstream: &str,
     transport: &Transport,
     handler: UpstreamHandler,
+    era: Era,
 ) -> Result<Link, String> {
-    match connect_with(upstream, transport, handler.clone(), Opening::Newest).await {
+    let opening = match era {
+        Era::Sessions => Opening::Initialize,
+        Era::Stateless => Opening::Discover,
+        _ => Opening::Newest,
+    };
+    match connect_with(upstream, transport, handler.clone(), opening).await {
         Ok(link) => Ok(link),
-        Err(refused) if refused.legacy_only => {
+        Err(refused) if refused.legacy_only && opening == Opening::Newest => {
             tracing::info!(upstream = %upstream, "the upstream speaks only revisions with `initialize`: connecting with it");
             connect_with(upstream, transport, handler, Opening::Initialize)
                 .await

@@ -35,15 +35,16 @@ impl Listening {
     }
 
     /// (Re)opens the stream on `link`, for every list change and the resources listened to;
-    /// the stream open before is closed (upstream, its request is cancelled). Returns once the
-    /// upstream acknowledged it (or refused it, or `wait` passed): a client's subscription
-    /// answered is one the upstream serves.
+    /// the stream open before is closed (upstream, its request is cancelled). With `wait`,
+    /// returns once the upstream acknowledged it (or refused it, or `wait` passed): a client's
+    /// subscription answered is one the upstream serves. Without, at once: a connection is not
+    /// held up by an upstream slow to acknowledge.
     pub async fn open(
         &self,
         upstream: &str,
         link: &Arc<Link>,
         sessions: &Arc<Sessions>,
-        wait: std::time::Duration,
+        wait: Option<std::time::Duration>,
     ) {
         let Some(filter) = self.filter(link) else {
             // Nothing it advertises to listen for.
@@ -69,7 +70,9 @@ impl Listening {
             }
         });
         *lock(&self.stream) = Some(AbortOnDropHandle::new(task));
-        let _ = tokio::time::timeout(wait, acknowledged).await;
+        if let Some(wait) = wait {
+            let _ = tokio::time::timeout(wait, acknowledged).await;
+        }
     }
 
     /// What to listen for on `link`: the list changes its server advertises, and the

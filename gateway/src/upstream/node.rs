@@ -255,7 +255,7 @@ impl Upstream {
         if self.listening.add(uri)
             && let Ok(link) = self.link().await
         {
-            let wait = self.config.per_call_timeout;
+            let wait = Some(self.config.per_call_timeout);
             self.listening
                 .open(&self.name, &link, &self.sessions, wait)
                 .await;
@@ -267,7 +267,7 @@ impl Upstream {
         if self.listening.remove(uri) {
             let link = lock(&self.link).clone().filter(|l| l.is_alive());
             if let Some(link) = link {
-                let wait = self.config.per_call_timeout;
+                let wait = Some(self.config.per_call_timeout);
                 self.listening
                     .open(&self.name, &link, &self.sessions, wait)
                     .await;
@@ -424,7 +424,7 @@ impl Upstream {
             self.routes.clone(),
             self.sessions.clone(),
         );
-        match connect(&self.name, &self.config.transport, handler).await {
+        match connect(&self.name, &self.config.transport, handler, self.config.era).await {
             Ok(link) => {
                 let link = Arc::new(link);
                 if let Some(info) = link.peer().peer_info() {
@@ -434,9 +434,8 @@ impl Upstream {
                 lock(&self.cache).era = Some(era.clone());
                 *lock(&self.link) = Some(Arc::clone(&link));
                 if link.is_modern() {
-                    let wait = self.config.per_call_timeout;
                     self.listening
-                        .open(&self.name, &link, &self.sessions, wait)
+                        .open(&self.name, &link, &self.sessions, None)
                         .await;
                 }
                 tracing::info!(upstream = %self.name, era = %era, "connected");

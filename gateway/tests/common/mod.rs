@@ -202,6 +202,14 @@ pub const LEGACY: &[rmcp::model::ProtocolVersion] = &[
     rmcp::model::ProtocolVersion::V_2025_03_26,
 ];
 
+/// Both eras.
+pub const BOTH: &[rmcp::model::ProtocolVersion] = &[
+    rmcp::model::ProtocolVersion::V_2026_07_28,
+    rmcp::model::ProtocolVersion::V_2025_11_25,
+    rmcp::model::ProtocolVersion::V_2025_06_18,
+    rmcp::model::ProtocolVersion::V_2025_03_26,
+];
+
 /// 2026-07-28 alone.
 pub const MODERN: &[rmcp::model::ProtocolVersion] = &[rmcp::model::ProtocolVersion::V_2026_07_28];
 
