@@ -65,14 +65,43 @@ fn fail(format: LogFormat, error: std::fmt::Arguments<'_>) -> ExitCode {
 
 /// Logs go to stderr (stdout is MCP's with `--stdio`), as text or one JSON object a line.
 fn init_logging(args: &Args) {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = EnvFilter::try_new(&args.log).unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(crate::redact::redactor());
+    let fmt = tracing_subscriber::fmt::layer().with_writer(crate::redact::redactor());
+    let registry = tracing_subscriber::registry().with(filter).with(
+        // Asked at each event of those sites (`sometimes`), not once per site.
+        tracing_subscriber::filter::DynFilterFn::new(|event, _| rmcp_warnings_limited(event))
+            .with_callsite_filter(|site| {
+                if is_rmcp_warning(site) {
+                    tracing::subscriber::Interest::sometimes()
+                } else {
+                    tracing::subscriber::Interest::always()
+                }
+            }),
+    );
     let _ = match args.log_format {
-        LogFormat::Json => builder.json().try_init(),
-        LogFormat::Text => builder.with_ansi(false).try_init(),
+        LogFormat::Json => registry.with(fmt.json()).try_init(),
+        LogFormat::Text => registry.with(fmt.with_ansi(false)).try_init(),
     };
+}
+
+/// Whether `site` is an rmcp event at WARN or above.
+fn is_rmcp_warning(site: &tracing::Metadata<'_>) -> bool {
+    site.is_event() && *site.level() <= tracing::Level::WARN && site.target().starts_with("rmcp")
+}
+
+/// rmcp's warnings (a request it refused, an error the gateway answered), which a client can
+/// cause on every request: each of its warning sites logs at most once per
+/// [`LOG_INTERVAL`](crate::serve::LOG_INTERVAL); the gateway's own are limited where they are
+/// made, with the count left out.
+fn rmcp_warnings_limited(event: &tracing::Metadata<'_>) -> bool {
+    static RMCP: crate::serve::LogLimit = crate::serve::LogLimit::new(crate::serve::LOG_INTERVAL);
+    if !is_rmcp_warning(event) {
+        return true;
+    }
+    // A callsite's name is `'static` and names its file and line: one cause per site.
+    RMCP.admit(event.name()).is_some()
 }
 
 /// Runs the gateway of `args` until it is told to stop.

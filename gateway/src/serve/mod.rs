@@ -16,6 +16,7 @@ mod hosts;
 mod in_flight;
 mod jsonrpc;
 mod log_limit;
+pub(crate) use self::log_limit::{LOG_INTERVAL, LogLimit};
 mod metrics;
 mod options;
 mod shutdown;

@@ -106,3 +106,46 @@ pub async fn a_gateway_that_cannot_start_says_why_in_json() -> Outcome {
         format!("the error names the unknown key: {stderr:?}"),
     )
 }
+
+/// A client that sends the same bad request again and again (here, an unknown tool, which
+/// rmcp warns of at each answer) makes one warning per interval, not one per request.
+pub async fn a_warning_a_client_repeats_is_logged_once_per_interval() -> Outcome {
+    let (up, _calls) = Counted::serve().await;
+    let config = format!("[upstreams.up]\nurl = \"{up}\"\n");
+    let file = TempFile::new("toml", &config)?;
+    let path = file
+        .path()
+        .to_str()
+        .ok_or("a temporary path that is not UTF-8")?;
+    let args = ["--config", path, "--log-format", "json"];
+    let mut gateway = Gateway::start(&args).await?;
+    let (_handler, service) = common::client(&gateway.url).await;
+    let unknown = "no-such-tool-".repeat(8);
+    for _ in 0..20 {
+        let answer = service
+            .peer()
+            .call_tool(rmcp::model::CallToolRequestParams::new(unknown.clone()))
+            .await;
+        check(
+            answer.is_err(),
+            format!("an unknown tool was answered: {answer:?}"),
+        )?;
+    }
+    gateway.signal("TERM")?;
+    let (status, stderr) = gateway.exit().await?;
+    drop(service);
+    check(
+        status.success(),
+        format!("the gateway exited with {status}"),
+    )?;
+    let warned = stderr
+        .iter()
+        .filter(|line| line.contains("unknown tool"))
+        .count();
+    check(
+        (1..=2).contains(&warned),
+        format!(
+            "20 refusals were logged {warned} times (one, or two across an interval): {stderr:?}"
+        ),
+    )
+}

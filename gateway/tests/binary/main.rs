@@ -30,7 +30,7 @@ use process::Outcome;
 
 type Test = fn() -> Pin<Box<dyn Future<Output = Outcome> + Send>>;
 
-const TESTS: [(&str, Test); 7] = [
+const TESTS: [(&str, Test); 8] = [
     (
         "fleet::a_trip_through_one_gateway_blocks_the_next_call_through_the_other",
         || Box::pin(fleet::a_trip_through_one_gateway_blocks_the_next_call_through_the_other()),
@@ -53,6 +53,10 @@ const TESTS: [(&str, Test); 7] = [
     ("logs::every_stderr_line_is_a_json_object", || {
         Box::pin(logs::every_stderr_line_is_a_json_object())
     }),
+    (
+        "logs::a_warning_a_client_repeats_is_logged_once_per_interval",
+        || Box::pin(logs::a_warning_a_client_repeats_is_logged_once_per_interval()),
+    ),
     ("logs::a_gateway_that_cannot_start_says_why_in_json", || {
         Box::pin(logs::a_gateway_that_cannot_start_says_why_in_json())
     }),
