@@ -52,6 +52,7 @@ impl Session {
             modern: modern(context),
             input: None,
             capabilities: context.client_capabilities(),
+            client_time: Arc::default(),
         }
     }
 

@@ -139,6 +139,8 @@ impl Service<RoleClient> for UpstreamHandler {
                 None,
             ));
         };
+        // From here the call waits on its client, not on the upstream.
+        let _asking = origin.client_time.asking();
         if let Some(asks) = &origin.input {
             // A 2026-07-28 client takes no request from a server: the call it is waiting on
             // answers `input_required`, and its retry brings the answer (see `relay::input`).

@@ -1,5 +1,6 @@
 //! Upstream MCP servers: one shared connection each, supervised, behind its breaker.
 
+mod client_time;
 mod handler;
 mod link;
 mod listen;
@@ -9,6 +10,7 @@ mod progress;
 mod routes;
 mod sessions;
 
+pub use self::client_time::ClientTime;
 pub use self::handler::{PROTOCOL, UpstreamHandler, error_data};
 pub use self::link::{INHERITED, Link, connect, url_credentials};
 pub use self::listing::{Freshness, Listed};

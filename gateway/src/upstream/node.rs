@@ -23,6 +23,7 @@ use toolbreaker::{
     State, ToolGuard,
 };
 
+use super::client_time::upstream_deadline;
 use super::handler::UpstreamHandler;
 use super::link::{Link, connect};
 use super::listen::Listening;
@@ -37,6 +38,20 @@ const RETRY_MIN: Duration = Duration::from_millis(250);
 const RETRY_MAX: Duration = Duration::from_secs(30);
 /// A stdio child that ran this long before it exited is restarted after the shortest wait.
 const STABLE: Duration = Duration::from_secs(30);
+
+/// The guard's own limit on an attempt: the run's limit is the one that applies first.
+const GUARD_LIMIT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// What the model is told of a failed attempt's error: the upstream's own words for a refusal
+/// (`rejection_words`), and how long a timed-out call was given.
+fn words(error: &ServiceError) -> Option<String> {
+    match error {
+        ServiceError::Timeout { timeout } => {
+            Some(format!("timed out after {} ms", timeout.as_millis()))
+        }
+        other => rejection_words(other),
+    }
+}
 
 /// The longest an answer waits for its call's progress to be handed to the client.
 const FLUSH: Duration = Duration::from_secs(1);
@@ -126,6 +141,8 @@ async fn ask_session(
     requests: rmcp::model::InputRequests,
 ) -> Result<rmcp::model::InputResponses, rmcp::ErrorData> {
     let mut answers = rmcp::model::InputResponses::new();
+    // The rounds' questions are the client's time, not the upstream's.
+    let _asking = origin.client_time.asking();
     for (key, request) in requests {
         let mut request = match request {
             InputRequest::CreateMessage(r) => ServerRequest::CreateMessageRequest(r),
@@ -199,8 +216,11 @@ impl Upstream {
                 (tool.name.clone(), (breaker, classifier))
             })
             .collect();
-        let guard = ToolGuard::new(config.per_call_timeout, RetryPolicy::none())
-            .error_text(rejection_words as ErrorWords);
+        // The per-call timeout is the gateway's own, on the upstream's time alone (time spent
+        // asking the client is not the upstream's: `client_time`); the guard's is the run's
+        // limit.
+        let guard =
+            ToolGuard::new(GUARD_LIMIT, RetryPolicy::none()).error_text(words as ErrorWords);
         Arc::new(Upstream {
             name,
             breaker,
@@ -542,9 +562,11 @@ impl Upstream {
         })?;
         let timeout = self.config.per_call_timeout;
         let started = std::time::Instant::now();
-        let answer = match tokio::time::timeout(timeout, self.send(request, origin, cancel)).await {
-            Ok(answer) => answer,
-            Err(_) => Err(ServiceError::Timeout { timeout }),
+        let client = origin.as_ref().map(|o| Arc::clone(&o.client_time));
+        let client = client.unwrap_or_default();
+        let answer = tokio::select! {
+            answer = self.send(request, origin, cancel) => answer,
+            () = upstream_deadline(timeout, &client) => Err(ServiceError::Timeout { timeout }),
         };
         self.observe(
             &method,
@@ -640,7 +662,15 @@ impl Upstream {
                 let origin = origin.clone();
                 async move {
                     let params = params.ok_or(ServiceError::UnexpectedResponse)?;
-                    self.call_rounds(params, origin, cancel).await
+                    let client = origin.as_ref().map(|o| Arc::clone(&o.client_time));
+                    let client = client.unwrap_or_default();
+                    let timeout = self.config.per_call_timeout;
+                    tokio::select! {
+                        answer = self.call_rounds(params, origin, cancel) => answer,
+                        () = upstream_deadline(timeout, &client) => {
+                            Err(ServiceError::Timeout { timeout })
+                        }
+                    }
                 }
             })
             .await;

@@ -42,6 +42,9 @@ pub struct Origin {
     /// `initialize`): a 2026-07-28 upstream is told these, not the gateway's own, so that it
     /// asks the client only for what the client can give.
     pub capabilities: Option<rmcp::model::ClientCapabilities>,
+    /// Whether the request is waiting on its client now (a question relayed to it): that time
+    /// is not the upstream's, for its timeout or its health.
+    pub client_time: Arc<super::ClientTime>,
 }
 
 /// A request a 2025-11-25 upstream sent during a 2026-07-28 client's call, and where its answer
