@@ -104,6 +104,13 @@ pub struct Args {
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     pub drain_timeout_ms: u64,
 
+    /// How long a 2026-07-28 client's tool call waits upstream for the client's retry when a
+    /// 2025-11-25 upstream asked it for input (sampling, elicitation, roots), in ms; past it
+    /// the call is cancelled upstream and counts nothing.
+    #[arg(long, value_name = "MS", default_value_t = 60_000,
+          value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub input_wait_ms: u64,
+
     /// A Host header value accepted besides the loopback ones (the MCP specification's
     /// DNS-rebinding check), such as `gateway.internal:8080`. Repeatable.
     #[arg(long = "allowed-host", value_name = "HOST")]
@@ -228,6 +235,11 @@ impl Args {
     /// `--drain-timeout-ms` as a duration.
     pub fn drain_timeout(&self) -> Duration {
         Duration::from_millis(self.drain_timeout_ms)
+    }
+
+    /// `--input-wait-ms` as a duration.
+    pub fn input_wait(&self) -> Duration {
+        Duration::from_millis(self.input_wait_ms)
     }
 }
 

@@ -131,6 +131,7 @@ pub async fn run(args: Args) -> Result<(), String> {
         tracing::warn!(%error, "fleet mode: Redis is not reachable yet; breakers run locally until it is");
     }
     let gateway = Gateway::new("toolbreaker-gateway", registry, CALL_TIME_LIMIT);
+    gateway.set_input_wait(args.input_wait());
     gateway.start(config).await.map_err(|e| e.to_string())?;
     tokio::spawn(reload_on_hangup(gateway.clone(), args.clone()));
 

@@ -729,3 +729,68 @@ async fn an_upstream_is_spoken_to_in_the_era_its_config_names() {
     );
     gateway.shutdown();
 }
+
+/// Serves `server` on `listener` until `stop` is cancelled (its sessions ended too).
+async fn serve_until<S: ServerHandler + Clone + Send + Sync + 'static>(
+    listener: tokio::net::TcpListener,
+    server: S,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+    let config = StreamableHttpServerConfig::default().with_cancellation_token(stop.clone());
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await
+            .unwrap();
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_replaced_by_one_of_the_other_era_is_found_out_again() {
+    for (before, after, now) in [
+        (LEGACY, MODERN, "2026-07-28"),
+        (MODERN, LEGACY, "2025-11-25"),
+    ] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let first = tokio_util::sync::CancellationToken::new();
+        serve_until(listener, Eras::new(before), first.clone()).await;
+        let (gateway, url) = gateway(&format!("http://{addr}/mcp")).await;
+        let (_, client) = modern_client(&url).await;
+        let echo = || CallToolRequestParams::new("echo");
+        assert_ne!(client.call_tool(echo()).await.unwrap().is_error, Some(true));
+
+        // The same address, another server, of the other era.
+        first.cancel();
+        let listener = loop {
+            if let Ok(listener) = tokio::net::TcpListener::bind(addr).await {
+                break listener;
+            }
+            tokio::task::yield_now().await;
+        };
+        serve_until(listener, Eras::new(after), Default::default()).await;
+        // The first call after finds the connection stale (a lost connection, as a restart
+        // is); a call after that is served in the new era. Bounded: a few calls at most.
+        let mut served = None;
+        for _ in 0..5 {
+            let answer = client.call_tool(echo()).await.unwrap();
+            if answer.is_error != Some(true) {
+                served = Some(answer);
+                break;
+            }
+            let json = answer.structured_content.clone().unwrap_or_default();
+            assert_ne!(json["error"], "invalid request", "{json}");
+        }
+        assert!(served.is_some(), "never served again: {}", gateway.status());
+        assert_eq!(era_of(&gateway), now, "{}", gateway.status());
+        gateway.shutdown();
+    }
+}

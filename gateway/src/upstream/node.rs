@@ -118,18 +118,49 @@ impl Reply {
     }
 }
 
+/// Whether `error` says the upstream does not speak the connection's era: its own JSON-RPC
+/// error to the request, or the one it answered the connection's attempt to open a new
+/// session with (rmcp re-initializes a session the server forgot: the server was replaced).
+fn speaks_another_era(error: &ServiceError) -> bool {
+    type HttpError = rmcp::transport::streamable_http_client::StreamableHttpError<reqwest::Error>;
+    match error {
+        ServiceError::McpError(error) => another_era(error),
+        ServiceError::TransportSend(sent) => {
+            let mut source: Option<&(dyn std::error::Error + 'static)> = Some(sent.error.as_ref());
+            while let Some(current) = source {
+                if let Some(HttpError::ReinitializationFailed(error)) =
+                    current.downcast_ref::<HttpError>()
+                {
+                    return another_era(error);
+                }
+                source = current.source();
+            }
+            false
+        }
+        _ => false,
+    }
+}
+
+/// Whether an upstream's error says it does not speak the connection's era: an unsupported
+/// protocol version (`-32022`), or a request without 2026-07-28's per-request `_meta` refused
+/// as invalid params (rmcp's words for a session-era request reaching a stateless server).
+fn another_era(error: &rmcp::ErrorData) -> bool {
+    use rmcp::model::ErrorCode;
+    error.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+        || (error.code == ErrorCode::INVALID_PARAMS && error.message.contains("request _meta"))
+}
+
 /// Whether an upstream's JSON-RPC error to a tool call is about the client's side of the
 /// protocol rather than the call (so relayed as it is, not made the model's tool result): a
 /// capability the client did not declare (`-32021`), headers that do not match the body
-/// (`-32020`), a protocol version (`-32022`), and `-32602` to a retry (its `requestState` or
-/// `inputResponses` refused). None of them counts against the upstream.
+/// (`-32020`), and `-32602` to a retry (its `requestState` or `inputResponses` refused). None
+/// of them counts against the upstream. (A protocol version, `-32022`, is the gateway's own
+/// connection's: [`another_era`].)
 fn for_the_client(error: &rmcp::ErrorData, retry: bool) -> bool {
     use rmcp::model::ErrorCode;
     matches!(
         error.code,
-        ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
-            | ErrorCode::HEADER_MISMATCH
-            | ErrorCode::UNSUPPORTED_PROTOCOL_VERSION
+        ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY | ErrorCode::HEADER_MISMATCH
     ) || (retry && error.code == ErrorCode::INVALID_PARAMS)
 }
 
@@ -516,6 +547,18 @@ impl Upstream {
             // The call's progress first, then its answer; bounded, should a client's stream
             // stall (its progress is then dropped with its route).
             let _ = tokio::time::timeout(FLUSH, registered.flushed()).await;
+        }
+        if let Err(error) = &answer
+            && speaks_another_era(error)
+        {
+            // The server behind the URL now speaks another era than this connection (it was
+            // replaced): the connection is lost, and the next request finds out afresh which
+            // era to speak. This request fails as a lost connection's does; the client never
+            // hears a version error the gateway itself does not have.
+            tracing::warn!(upstream = %self.name, era = %link.era(), "the upstream no longer speaks this connection's era; reconnecting");
+            link.note_lost();
+            self.forget(&link);
+            return Err(ServiceError::TransportClosed);
         }
         match &answer {
             // The connection is gone (a stdio child that exited, a transport that closed): the
