@@ -47,7 +47,8 @@ Upstreams come from a TOML file (--config; see the commented gateway.toml beside
 or from the mcpServers JSON of Claude Desktop, Claude Code or Cursor (--mcp-config). \
 SIGHUP reloads the file: upstreams are added, removed or changed while clients stay connected, \
 and breakers keep their state.\n\n\
-Endpoints: /mcp (Streamable HTTP, with sessions), /metrics (Prometheus), /healthz, /status.",
+Endpoints: /mcp (Streamable HTTP: MCP 2026-07-28 stateless and 2025-11-25 with sessions), \
+/metrics (Prometheus), /healthz, /status.",
     after_help = "Examples:\n  \
 toolbreaker-gateway --config gateway.toml\n  \
 toolbreaker-gateway --mcp-config ~/.cursor/mcp.json --stdio\n  \
