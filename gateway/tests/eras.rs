@@ -358,14 +358,17 @@ async fn a_2026_client_samples_through_a_2025_upstream_as_input_required() {
     assert_eq!(text(&asked), "sampled", "{asked:?}");
 
     // The state made for the first call, forged or changed, is refused; so is a retry of
-    // another tool with it.
+    // another tool, or of the tool with other arguments, with it.
     let forged = format!("{state}x");
-    for (tool, state) in [
-        ("ask", forged.as_str()),
-        ("echo", state.as_str()),
-        ("ask", "tbg."),
+    let other = serde_json::Map::from_iter([("text".to_owned(), "other".into())]);
+    for (tool, state, arguments) in [
+        ("ask", forged.as_str(), None),
+        ("echo", state.as_str(), None),
+        ("ask", "tbg.", None),
+        ("ask", state.as_str(), Some(other)),
     ] {
         let mut params = CallToolRequestParams::new(tool);
+        params.arguments = arguments;
         params.request_state = Some(state.to_owned());
         let refused = client
             .peer()

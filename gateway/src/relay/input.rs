@@ -8,9 +8,10 @@
 //! the call goes on from where it was: one call upstream, one permit, one outcome.
 //!
 //! - The `requestState` is the gateway's own: sealed with a key made at start (HMAC, rmcp's
-//!   [`RequestStateCodec`]), bound to the tool's name, and prefixed `tbg.` so that a state an
-//!   upstream made passes through untouched. A state that does not open (forged, changed,
-//!   another process's, expired) is refused with `-32602`, and a retry of another tool too.
+//!   [`RequestStateCodec`]), bound to the tool's name and arguments, and prefixed `tbg.` so
+//!   that a state an upstream made passes through untouched. A state that does not open
+//!   (forged, changed, another process's, expired) is refused with `-32602`, and so is a retry
+//!   of another tool, or of the tool with other arguments.
 //! - A call whose client does not come back within the wait ([`Inputs::new`]) is cancelled
 //!   upstream (`notifications/cancelled`); its permit goes back unrecorded, as any cancelled
 //!   call's: it counts nothing. So does a call whose client went away while it ran.
@@ -278,7 +279,7 @@ impl Inputs {
             .map(|state| state.call)
             .ok_or_else(|| {
                 ErrorData::invalid_params(
-                    "requestState was not made by this gateway for this tool, was changed, or has expired; call the tool again without it",
+                    "requestState was not made by this gateway for this tool with these arguments, was changed, or has expired; call the tool again without it",
                     None,
                 )
             })

@@ -74,7 +74,12 @@ impl Session {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let inputs = Arc::clone(self.core.inputs());
-        let tool = params.name.to_string();
+        // What the gateway's `requestState` is bound to: this tool, with these arguments.
+        let tool = format!(
+            "{}\0{}",
+            params.name,
+            serde_json::to_string(&params.arguments).unwrap_or_default()
+        );
         if let Some(state) = params.request_state.take_if(|s| Inputs::owns(s)) {
             let response = inputs
                 .resume(&tool, &state, params.input_responses.take(), &context.ct)
