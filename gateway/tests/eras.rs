@@ -186,12 +186,22 @@ impl ServerHandler for Eras {
                 Ok(CallToolResult::success(vec![ContentBlock::text("touched")]).into())
             }
             _ => {
+                let asking = request.name == "ask";
+                let reporting = (context.peer.clone(), context.meta.get_progress_token());
                 let answer = tokio::select! {
                     answer = self.up.call_tool(request, context) => answer,
                     () = cancel.cancelled() => Err(ErrorData::internal_error("cancelled", None)),
                 };
                 if answer.is_err() {
                     self.hub.abandoned.notify_one();
+                }
+                // `ask` reports once more when it has its sample: a 2025-11-25 upstream's
+                // progress after the input it asked for.
+                if let (true, Ok(rmcp::model::CallToolResponse::Complete(_))) = (asking, &answer)
+                    && let (peer, Some(token)) = reporting
+                {
+                    let done = rmcp::model::ProgressNotificationParam::new(token, 1.0);
+                    let _ = peer.notify_progress(done).await;
                 }
                 answer
             }
@@ -236,10 +246,13 @@ async fn gateway_in(url: &str, era: Era) -> (Gateway, String) {
     (gateway, served)
 }
 
-/// A client that answers sampling with "sampled" and records the resources updated.
+/// A client that answers sampling with "sampled" and records the resources updated and the
+/// progress reported.
 #[derive(Clone, Default)]
 struct Watcher {
     updated: Arc<Notify>,
+    progress: Arc<Mutex<Vec<f64>>>,
+    progressed: Arc<Notify>,
 }
 
 impl ClientHandler for Watcher {
@@ -259,6 +272,15 @@ impl ClientHandler for Watcher {
             SamplingMessage::assistant_text("sampled"),
             "m".into(),
         ))
+    }
+
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params.progress);
+        self.progressed.notify_one();
     }
 
     async fn on_resource_updated(
@@ -796,4 +818,30 @@ async fn an_upstream_replaced_by_one_of_the_other_era_is_found_out_again() {
         assert_eq!(era_of(&gateway), now, "{}", gateway.status());
         gateway.shutdown();
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_after_a_2026_clients_answer_reaches_its_retry() {
+    let eras = Eras::new(LEGACY);
+    let up = serve(move || eras.clone()).await;
+    let (_gateway, url) = gateway(&up).await;
+    let (watcher, client) = modern_client(&url).await;
+    let asked = client
+        .call_tool(CallToolRequestParams::new("ask"))
+        .await
+        .unwrap();
+    assert_eq!(text(&asked), "sampled", "{asked:?}");
+    // The upstream's progress before it asked (0.5) went with the first request; its progress
+    // once answered (1.0) goes with the retry, the request the client is waiting on.
+    let reported = within("the progress after the answer", async {
+        loop {
+            let next = watcher.progressed.notified();
+            if watcher.progress.lock().unwrap().contains(&1.0) {
+                return watcher.progress.lock().unwrap().clone();
+            }
+            next.await;
+        }
+    })
+    .await;
+    assert!(reported.contains(&1.0), "{reported:?}");
 }

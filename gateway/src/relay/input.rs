@@ -29,18 +29,20 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rmcp::ErrorData;
+use rmcp::model::ProgressToken;
 use rmcp::model::{
     CallToolResponse, ClientCapabilities, ClientResult, CreateMessageResult, ElicitResult,
     InputRequest, InputRequests, InputRequiredResult, InputResponses, ListRootsResult,
     RequestStateCodec, SealOptions, ServerRequest,
 };
+use rmcp::service::{Peer, RoleServer};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::redact::shown;
-use crate::upstream::{Ask, Asks};
+use crate::upstream::{Ask, Asks, ProgressTo};
 
 /// What marks a `requestState` as the gateway's own.
 const PREFIX: &str = "tbg.";
@@ -70,6 +72,8 @@ struct Parked {
     next_key: u64,
     /// What the client declared it can do: an input it cannot give is refused upstream.
     capabilities: ClientCapabilities,
+    /// Where the call's progress goes: the stream of the client's latest request for it.
+    progress_to: ProgressTo,
 }
 
 /// One of the upstream's requests, shown to the client under `key`.
@@ -134,6 +138,7 @@ impl Inputs {
         call: Call,
         asks: mpsc::Receiver<Ask>,
         capabilities: ClientCapabilities,
+        progress_to: ProgressTo,
         cancel: &CancellationToken,
     ) -> Result<CallToolResponse, ErrorData> {
         let parked = Parked {
@@ -142,12 +147,14 @@ impl Inputs {
             pending: Vec::new(),
             next_key: 0,
             capabilities,
+            progress_to,
         };
         self.run(tool, parked, cancel).await
     }
 
-    /// The client's retry with `state` and `answers`: the waiting call is given the answers
-    /// and driven on.
+    /// The client's retry with `state` and `answers`, on the stream `here` (its peer and
+    /// progress token, where the call's progress goes from now): the waiting call is given the
+    /// answers and driven on.
     ///
     /// # Errors
     ///
@@ -159,6 +166,7 @@ impl Inputs {
         tool: &str,
         state: &str,
         answers: Option<InputResponses>,
+        here: (Peer<RoleServer>, Option<ProgressToken>),
         cancel: &CancellationToken,
     ) -> Result<CallToolResponse, ErrorData> {
         let call = self.open(tool, state)?;
@@ -189,6 +197,11 @@ impl Inputs {
             }
         }
         parked.pending.sort_by(|a, b| a.key.cmp(&b.key));
+        // The call's progress from now on goes to this retry's stream, with its token.
+        *parked
+            .progress_to
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = here;
         self.run(tool, parked, cancel).await
     }
 

@@ -25,7 +25,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::core::Core;
 use super::input::Inputs;
-use crate::upstream::{Freshness, Origin, PROTOCOL, SessionId};
+use crate::upstream::{Freshness, Origin, PROTOCOL, ProgressTo, SessionId};
 
 /// One client session: made by the gateway for each client that connects (each Streamable
 /// HTTP session, or the one stdio client). Dropping it (the session ended) forgets the
@@ -53,6 +53,7 @@ impl Session {
             input: None,
             capabilities: context.client_capabilities(),
             client_time: Arc::default(),
+            progress_to: None,
         }
     }
 
@@ -80,15 +81,20 @@ impl Session {
             params.name,
             serde_json::to_string(&params.arguments).unwrap_or_default()
         );
+        // This request's stream, where the call's progress goes until a retry takes it on.
+        let here = (context.peer.clone(), context.meta.get_progress_token());
         if let Some(state) = params.request_state.take_if(|s| Inputs::owns(s)) {
+            let answers = params.input_responses.take();
             let response = inputs
-                .resume(&tool, &state, params.input_responses.take(), &context.ct)
+                .resume(&tool, &state, answers, here, &context.ct)
                 .await?;
             return Ok(complete(response));
         }
         let (asks, asked) = Inputs::channel();
+        let progress_to: ProgressTo = Arc::new(std::sync::Mutex::new(here));
         let mut origin = self.origin(&context);
         origin.input = Some(asks);
+        origin.progress_to = Some(Arc::clone(&progress_to));
         let core = Arc::clone(&self.core);
         // The call's own token: the call is ended by dropping its task (an expired wait, a
         // client gone), which cancels it upstream; the client's token ends the drive.
@@ -103,6 +109,7 @@ impl Session {
                 AbortOnDropHandle::new(call),
                 asked,
                 capabilities,
+                progress_to,
                 &context.ct,
             )
             .await?;

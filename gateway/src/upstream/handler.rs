@@ -177,10 +177,10 @@ impl Service<RoleClient> for UpstreamHandler {
             ServerNotification::ProgressNotification(progress) => {
                 let mut params = progress.params;
                 if let Some(origin) = self.routes.by_token(&params.progress_token).await
-                    && let Some(token) = origin.progress
+                    && let Some((peer, token)) = origin.progress_target()
                 {
                     params.progress_token = token;
-                    let _ = origin.peer.notify_progress(params).await;
+                    let _ = peer.notify_progress(params).await;
                 }
             }
             ServerNotification::LoggingMessageNotification(log) => {

@@ -15,5 +15,5 @@ pub use self::handler::{PROTOCOL, UpstreamHandler, error_data};
 pub use self::link::{INHERITED, Link, connect, url_credentials};
 pub use self::listing::{Freshness, Listed};
 pub use self::node::{Refusal, Upstream};
-pub use self::routes::{Ask, Asks, Origin, Registered, Routes, SessionId};
+pub use self::routes::{Ask, Asks, Origin, ProgressTo, Registered, Routes, SessionId};
 pub use self::sessions::{Listener, Sessions};

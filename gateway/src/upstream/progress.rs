@@ -108,13 +108,13 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Ordered<T> {
                     &notification.notification
                 && let Some((origin, unsent)) =
                     self.routes.by_token_now(&progress.params.progress_token)
-                && let Some(token) = origin.progress
+                && let Some((peer, token)) = origin.progress_target()
             {
                 let mut params = progress.params.clone();
                 params.progress_token = token;
                 unsent.add();
                 let relayed = Relayed {
-                    peer: origin.peer,
+                    peer,
                     params,
                     unsent: Arc::clone(&unsent),
                 };

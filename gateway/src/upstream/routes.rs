@@ -45,6 +45,29 @@ pub struct Origin {
     /// Whether the request is waiting on its client now (a question relayed to it): that time
     /// is not the upstream's, for its timeout or its health.
     pub client_time: Arc<super::ClientTime>,
+    /// For a 2026-07-28 client's call that waits across its retries: where its progress goes
+    /// now (the latest retry's stream and progress token), in place of `peer` and `progress`.
+    pub progress_to: Option<ProgressTo>,
+}
+
+/// Where a call's progress goes, changed at each retry of a 2026-07-28 client's call.
+pub type ProgressTo = Arc<Mutex<(Peer<RoleServer>, Option<ProgressToken>)>>;
+
+impl Origin {
+    /// Where the request's progress goes now, and the client's token for it (none: the client
+    /// asked for no progress).
+    pub fn progress_target(&self) -> Option<(Peer<RoleServer>, ProgressToken)> {
+        match &self.progress_to {
+            Some(to) => {
+                let to = to.lock().unwrap_or_else(PoisonError::into_inner);
+                to.1.clone().map(|token| (to.0.clone(), token))
+            }
+            None => self
+                .progress
+                .clone()
+                .map(|token| (self.peer.clone(), token)),
+        }
+    }
 }
 
 /// A request a 2025-11-25 upstream sent during a 2026-07-28 client's call, and where its answer
