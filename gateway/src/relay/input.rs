@@ -29,11 +29,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rmcp::ErrorData;
-use rmcp::model::ProgressToken;
 use rmcp::model::{
     CallToolResponse, ClientCapabilities, ClientResult, CreateMessageResult, ElicitResult,
     InputRequest, InputRequests, InputRequiredResult, InputResponses, ListRootsResult,
-    RequestStateCodec, SealOptions, ServerRequest,
+    ProgressToken, RequestStateCodec, SealOptions, ServerRequest,
 };
 use rmcp::service::{Peer, RoleServer};
 use serde::{Deserialize, Serialize};
@@ -94,9 +93,9 @@ impl Inputs {
     /// No call waiting; a call waits at most `wait` for its client's retry.
     pub(super) fn new(wait: Duration) -> Self {
         let mut key = [0u8; 32];
-        // No randomness from the system: a key no one can guess cannot be made, and a state
-        // the gateway makes must not be forgeable; the process cannot serve 2026 clients'
-        // inputs without it, which a working system never lacks.
+        // A state the gateway makes must not be forgeable, and without the system's random
+        // source no key that cannot be guessed can be made: stopping here is right (a working
+        // system always has one).
         getrandom::fill(&mut key).expect("the system's random source for the requestState key");
         let codec = RequestStateCodec::try_new(key.to_vec())
             .expect("32 random bytes are a key of the length the codec asks");
