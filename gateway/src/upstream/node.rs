@@ -675,7 +675,7 @@ impl Upstream {
     ///
     /// # Errors
     ///
-    /// The upstream's errors about the client's side of the protocol ([`for_the_client`]: an
+    /// The upstream's errors about the client's side of the protocol (`for_the_client`: an
     /// undeclared capability, a refused `requestState`), relayed as they are; every other
     /// failure is the model's tool result.
     pub async fn call_tool(
