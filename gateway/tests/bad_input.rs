@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::oneshot;
 use toolbreaker::Registry;
-use toolbreaker_gateway::config::{GatewayConfig, Transport, UpstreamConfig};
+use toolbreaker_gateway::config::GatewayConfig;
 use toolbreaker_gateway::relay::Gateway;
 use toolbreaker_gateway::serve::{HttpApp, HttpOptions};
 
@@ -91,20 +91,7 @@ impl Stack {
         let gateway = Gateway::new("gw", Registry::new(config), Duration::from_secs(30));
         gateway
             .start(GatewayConfig {
-                upstreams: vec![UpstreamConfig {
-                    name: "up".into(),
-                    prefix: "up.".into(),
-                    transport: Transport::Http {
-                        url: upstream,
-                        headers: vec![],
-                    },
-                    allow: None,
-                    deny: vec![],
-                    per_call_timeout: Duration::from_secs(10),
-                    classifier: Default::default(),
-                    tools: vec![],
-                    era: Default::default(),
-                }],
+                upstreams: vec![common::http_upstream("up", "up.", &upstream)],
                 registry: Default::default(),
             })
             .await

@@ -220,20 +220,8 @@ async fn gateway_in(url: &str, era: Era) -> (Gateway, String) {
     let config =
         toolbreaker::Config::new(3, Duration::from_secs(60), Duration::from_secs(5)).unwrap();
     let gateway = Gateway::new("gw", Registry::new(config), Duration::from_secs(30));
-    let upstream = UpstreamConfig {
-        name: "up".into(),
-        prefix: String::new(),
-        transport: Transport::Http {
-            url: url.into(),
-            headers: vec![],
-        },
-        allow: None,
-        deny: vec![],
-        per_call_timeout: Duration::from_secs(10),
-        classifier: Default::default(),
-        tools: vec![],
-        era,
-    };
+    let mut upstream = common::http_upstream("up", "", url);
+    upstream.era = era;
     gateway
         .start(GatewayConfig {
             upstreams: vec![upstream],
@@ -795,12 +783,16 @@ async fn an_upstream_replaced_by_one_of_the_other_era_is_found_out_again() {
 
         // The same address, another server, of the other era.
         first.cancel();
-        let listener = loop {
-            if let Ok(listener) = tokio::net::TcpListener::bind(addr).await {
-                break listener;
+        // The old listener is closed once its serving task sees the cancellation: bounded.
+        let mut listener = None;
+        for _ in 0..10_000 {
+            if let Ok(bound) = tokio::net::TcpListener::bind(addr).await {
+                listener = Some(bound);
+                break;
             }
             tokio::task::yield_now().await;
-        };
+        }
+        let listener = listener.expect("the address is free again");
         serve_until(listener, Eras::new(after), Default::default()).await;
         // The first call after finds the connection stale (a lost connection, as a restart
         // is); a call after that is served in the new era. Bounded: a few calls at most.

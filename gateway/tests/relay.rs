@@ -6,28 +6,11 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Up, client, serve, serve_on};
+use common::{Up, client, http_upstream, serve, serve_on};
 use rmcp::model::{CallToolRequestParams, Tool};
 use toolbreaker::Registry;
-use toolbreaker_gateway::config::{GatewayConfig, Transport, UpstreamConfig};
+use toolbreaker_gateway::config::{GatewayConfig, UpstreamConfig};
 use toolbreaker_gateway::relay::Gateway;
-
-fn upstream(name: &str, prefix: &str, url: &str) -> UpstreamConfig {
-    UpstreamConfig {
-        name: name.into(),
-        prefix: prefix.into(),
-        transport: Transport::Http {
-            url: url.into(),
-            headers: vec![],
-        },
-        allow: None,
-        deny: vec![],
-        per_call_timeout: Duration::from_secs(10),
-        classifier: Default::default(),
-        tools: vec![],
-        era: Default::default(),
-    }
-}
 
 async fn gateway(upstreams: Vec<UpstreamConfig>) -> (Gateway, String) {
     // Trips at the third failure in a row, and probes again after 200 ms.
@@ -49,7 +32,7 @@ async fn gateway(upstreams: Vec<UpstreamConfig>) -> (Gateway, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_are_listed_under_the_prefix_and_calls_relay_progress_and_sampling() {
     let up = serve(|| Up { crashable: false }).await;
-    let (_gateway, url) = gateway(vec![upstream("up", "up.", &up)]).await;
+    let (_gateway, url) = gateway(vec![http_upstream("up", "up.", &up)]).await;
     let (handler, service) = client(&url).await;
     let tools = service.list_all_tools().await.unwrap();
     let mut names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
@@ -112,8 +95,8 @@ async fn an_upstream_down_at_start_leaves_the_others_listed_and_its_tools_are_an
     drop(free);
     let late_url = format!("http://{late_addr}/mcp");
     let (gateway, url) = gateway(vec![
-        upstream("up", "up.", &up),
-        upstream("late", "late.", &late_url),
+        http_upstream("up", "up.", &up),
+        http_upstream("late", "late.", &late_url),
     ])
     .await;
     let (handler, service) = client(&url).await;
@@ -150,7 +133,7 @@ async fn an_upstream_down_at_start_leaves_the_others_listed_and_its_tools_are_an
 async fn an_open_upstream_is_not_asked_its_listing_is_the_last_good_one_and_a_blocked_read_carries_the_tool_result()
  {
     let up = serve(|| Up { crashable: false }).await;
-    let (gateway, url) = gateway(vec![upstream("up", "", &up)]).await;
+    let (gateway, url) = gateway(vec![http_upstream("up", "", &up)]).await;
     let (_handler, service) = client(&url).await;
     let resources = service.list_all_resources().await.unwrap();
     assert_eq!(resources.len(), 1);
@@ -204,7 +187,7 @@ async fn two_upstreams_showing_one_name_is_an_error_at_start_naming_both() {
     let gateway = Gateway::new("gw", Registry::builder().build(), Duration::from_secs(30));
     let err = gateway
         .start(GatewayConfig {
-            upstreams: vec![upstream("a", "", &a), upstream("b", "", &b)],
+            upstreams: vec![http_upstream("a", "", &a), http_upstream("b", "", &b)],
             registry: Default::default(),
         })
         .await
@@ -219,7 +202,7 @@ async fn two_upstreams_showing_one_name_is_an_error_at_start_naming_both() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_the_config_hides_is_neither_listed_nor_callable() {
     let up = serve(|| Up { crashable: false }).await;
-    let mut config = upstream("up", "up.", &up);
+    let mut config = http_upstream("up", "up.", &up);
     config.deny = vec!["ask".into()];
     let (_gateway, url) = gateway(vec![config]).await;
     let (_handler, service) = client(&url).await;
@@ -243,7 +226,7 @@ async fn a_reload_adds_and_removes_upstreams_while_a_client_stays_connected_and_
         serve(|| Up { crashable: false }).await,
         serve(|| Up { crashable: false }).await,
     );
-    let (gateway, url) = gateway(vec![upstream("a", "a.", &a)]).await;
+    let (gateway, url) = gateway(vec![http_upstream("a", "a.", &a)]).await;
     let (handler, service) = client(&url).await;
     assert_eq!(
         names(&service.list_all_tools().await.unwrap()),
@@ -253,7 +236,7 @@ async fn a_reload_adds_and_removes_upstreams_while_a_client_stays_connected_and_
 
     let reloaded = gateway
         .reload(GatewayConfig {
-            upstreams: vec![upstream("a", "a.", &a), upstream("b", "b.", &b)],
+            upstreams: vec![http_upstream("a", "a.", &a), http_upstream("b", "b.", &b)],
             registry: Default::default(),
         })
         .await
@@ -279,7 +262,7 @@ async fn a_reload_adds_and_removes_upstreams_while_a_client_stays_connected_and_
     // A collision is refused, and nothing changes.
     let clash = gateway
         .reload(GatewayConfig {
-            upstreams: vec![upstream("a", "", &a), upstream("b", "", &b)],
+            upstreams: vec![http_upstream("a", "", &a), http_upstream("b", "", &b)],
             registry: Default::default(),
         })
         .await
@@ -292,7 +275,7 @@ async fn a_reload_adds_and_removes_upstreams_while_a_client_stays_connected_and_
 
     let reloaded = gateway
         .reload(GatewayConfig {
-            upstreams: vec![upstream("b", "b.", &b)],
+            upstreams: vec![http_upstream("b", "b.", &b)],
             registry: Default::default(),
         })
         .await
@@ -308,7 +291,7 @@ async fn a_reload_adds_and_removes_upstreams_while_a_client_stays_connected_and_
 async fn an_open_upstream_is_probed_with_mcp_ping_when_its_cooldown_ends_and_closes_without_a_client_call()
  {
     let up = serve(|| Up { crashable: false }).await;
-    let (gateway, url) = gateway(vec![upstream("up", "up.", &up)]).await;
+    let (gateway, url) = gateway(vec![http_upstream("up", "up.", &up)]).await;
     let (_handler, service) = client(&url).await;
     for _ in 0..3 {
         let failed = service
@@ -376,7 +359,7 @@ impl rmcp::ServerHandler for Paged {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstream_that_lists_in_pages_is_listed_whole() {
     let paged = serve(|| Paged).await;
-    let (_gateway, url) = gateway(vec![upstream("p", "p.", &paged)]).await;
+    let (_gateway, url) = gateway(vec![http_upstream("p", "p.", &paged)]).await;
     let (_handler, service) = client(&url).await;
     assert_eq!(
         names(&service.list_all_tools().await.unwrap()),

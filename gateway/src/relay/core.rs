@@ -149,16 +149,9 @@ impl Core {
         origin: Origin,
         cancel: &CancellationToken,
     ) -> Result<(), ErrorData> {
-        if upstream.is_modern() {
-            upstream.stop_listening_to(uri).await;
-            return Ok(());
-        }
-        let request = ClientRequest::UnsubscribeRequest(UnsubscribeRequest::new(
-            UnsubscribeRequestParams::new(uri),
-        ));
-        self.forward(upstream, request, origin, cancel)
+        release(upstream, uri, Some(origin), cancel)
             .await
-            .map(drop)
+            .map_err(|refused| refusal_of(upstream, refused))
     }
 
     /// Every visible tool of every upstream, under its prefix; a name two upstreams show is
@@ -366,25 +359,10 @@ impl Core {
         origin: Origin,
         cancel: &CancellationToken,
     ) -> Result<ServerResult, ErrorData> {
-        match upstream.request(request, Some(origin), cancel).await {
-            Ok(answer) => Ok(answer),
-            Err(Refusal::Blocked(blocked)) => {
-                Err(refusal(ToolResult::<()>::blocked(upstream.name(), blocked)))
-            }
-            Err(Refusal::Failed(rmcp::service::ServiceError::McpError(data))) => Err(data),
-            Err(Refusal::Failed(error @ rmcp::service::ServiceError::Cancelled { .. })) => {
-                Err(error_data(error))
-            }
-            Err(Refusal::Failed(error)) => {
-                let outcome = upstream.config().classifier.error(&error);
-                Err(refusal(ToolResult::<()>::failed(
-                    upstream.name(),
-                    outcome,
-                    None,
-                    None,
-                )))
-            }
-        }
+        upstream
+            .request(request, Some(origin), cancel)
+            .await
+            .map_err(|refused| refusal_of(upstream, refused))
     }
 
     /// `logging/setLevel` goes to every upstream that logs.
@@ -428,8 +406,8 @@ fn merged<T>(listed: impl IntoIterator<Item = Option<Listed<T>>>) -> (Vec<T>, Fr
     (items, freshness)
 }
 
-/// A subscription to `uri` that no session holds any more, released upstream (no client
-/// to answer).
+/// A subscription to `uri` that no session holds any more, released upstream:
+/// `resources/unsubscribe` through the breaker, or the listen stream reopened without it.
 async fn release(
     upstream: &Upstream,
     uri: &str,
@@ -454,6 +432,26 @@ fn owner_of_uri(upstreams: &[Arc<Upstream>], uri: &str) -> Option<Arc<Upstream>>
         .find(|u| u.lists_resource(uri))
         .or_else(|| upstreams.iter().find(|u| u.fits_template(uri)))
         .cloned()
+}
+
+/// What a client hears of `refused`, a request to `upstream` that got no answer: the
+/// upstream's own JSON-RPC error as it is, a cancellation as one, anything else a
+/// [`refusal`].
+fn refusal_of(upstream: &Upstream, refused: Refusal) -> ErrorData {
+    match refused {
+        Refusal::Blocked(blocked) => refusal(ToolResult::<()>::blocked(upstream.name(), blocked)),
+        Refusal::Failed(rmcp::service::ServiceError::McpError(data)) => data,
+        Refusal::Failed(error @ rmcp::service::ServiceError::Cancelled { .. }) => error_data(error),
+        Refusal::Failed(error) => {
+            let outcome = upstream.config().classifier.error(&error);
+            refusal(ToolResult::<()>::failed(
+                upstream.name(),
+                outcome,
+                None,
+                None,
+            ))
+        }
+    }
 }
 
 /// A blocked or failed request that is not a tool call: JSON-RPC error `-32603` whose message

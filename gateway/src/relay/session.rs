@@ -51,7 +51,6 @@ impl Session {
             meta: Some(context.meta.clone()),
             modern: modern(context),
             input: None,
-            capabilities: context.client_capabilities(),
             client_time: Arc::default(),
             progress_to: None,
         }

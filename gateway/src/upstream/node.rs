@@ -515,7 +515,7 @@ impl Upstream {
             let modern = link.is_modern();
             let mut meta = forwarded_meta(meta, modern);
             if modern
-                && let Some(capabilities) = origin.as_ref().and_then(|o| o.capabilities.clone())
+                && let Some(capabilities) = origin.as_ref().and_then(Origin::client_capabilities)
             {
                 meta.set_client_capabilities(capabilities);
             }

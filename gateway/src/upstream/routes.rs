@@ -38,10 +38,6 @@ pub struct Origin {
     /// For a 2026-07-28 client's call: where a 2025-11-25 upstream's requests during the call
     /// go (the client has no session to be asked on); `None` for a session's client.
     pub input: Option<Asks>,
-    /// What the client declared it can do (its request's `_meta`, or its session's
-    /// `initialize`): a 2026-07-28 upstream is told these, not the gateway's own, so that it
-    /// asks the client only for what the client can give.
-    pub capabilities: Option<rmcp::model::ClientCapabilities>,
     /// Whether the request is waiting on its client now (a question relayed to it): that time
     /// is not the upstream's, for its timeout or its health.
     pub client_time: Arc<super::ClientTime>,
@@ -54,6 +50,16 @@ pub struct Origin {
 pub type ProgressTo = Arc<Mutex<(Peer<RoleServer>, Option<ProgressToken>)>>;
 
 impl Origin {
+    /// What the client declared it can do: its request's `_meta`, or its session's
+    /// `initialize`. A 2026-07-28 upstream is told these, not the gateway's own, so that it
+    /// asks the client only for what the client can give. Read when that is needed, not kept.
+    pub fn client_capabilities(&self) -> Option<rmcp::model::ClientCapabilities> {
+        self.meta
+            .as_ref()
+            .and_then(|meta| meta.client_capabilities())
+            .or_else(|| self.peer.peer_info().map(|info| info.capabilities.clone()))
+    }
+
     /// Where the request's progress goes now, and the client's token for it (none: the client
     /// asked for no progress).
     pub fn progress_target(&self) -> Option<(Peer<RoleServer>, ProgressToken)> {

@@ -325,6 +325,29 @@ impl Client {
     }
 }
 
+/// An upstream over Streamable HTTP at `url`, shown under `prefix`, with the defaults of a
+/// config file's section (10 s per call).
+pub fn http_upstream(
+    name: &str,
+    prefix: &str,
+    url: &str,
+) -> toolbreaker_gateway::config::UpstreamConfig {
+    toolbreaker_gateway::config::UpstreamConfig {
+        name: name.into(),
+        prefix: prefix.into(),
+        transport: toolbreaker_gateway::config::Transport::Http {
+            url: url.into(),
+            headers: vec![],
+        },
+        allow: None,
+        deny: vec![],
+        per_call_timeout: std::time::Duration::from_secs(10),
+        classifier: Default::default(),
+        tools: vec![],
+        era: Default::default(),
+    }
+}
+
 pub async fn serve<S: ServerHandler + Send + 'static>(
     factory: impl Fn() -> S + Send + Sync + 'static,
 ) -> String {
