@@ -28,7 +28,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use rmcp::model::{GetExtensions, JsonRpcMessage, ServerNotification};
+use rmcp::model::{GetExtensions, GetMeta, JsonRpcMessage, ServerNotification};
 use rmcp::service::{
     InboundStreamOrigin, Peer, RoleClient, RoleServer, RxJsonRpcMessage, TxJsonRpcMessage,
 };
@@ -165,7 +165,8 @@ impl<T> Ordered<T> {
     }
 }
 
-/// Whether `message` is one [`Ordered`] may relay itself.
+/// Whether `message` is one [`Ordered`] may relay itself: a progress notification or a log
+/// message, not sent on a 2026-07-28 listen stream (rmcp hands those to the stream's reader).
 fn relayable(message: &RxJsonRpcMessage<RoleClient>) -> bool {
     matches!(
         message,
@@ -173,7 +174,7 @@ fn relayable(message: &RxJsonRpcMessage<RoleClient>) -> bool {
             n.notification,
             ServerNotification::ProgressNotification(_)
                 | ServerNotification::LoggingMessageNotification(_)
-        )
+        ) && n.notification.get_meta().subscription_id().is_none()
     )
 }
 
