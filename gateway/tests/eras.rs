@@ -683,6 +683,7 @@ fn legacy_stdio_upstream() -> UpstreamConfig {
         allow: None,
         deny: vec![],
         per_call_timeout: Duration::from_secs(10),
+        max_call: toolbreaker_gateway::config::MAX_CALL,
         classifier: Default::default(),
         tools: vec![],
         era: Default::default(),

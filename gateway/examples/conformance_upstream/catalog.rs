@@ -75,6 +75,27 @@ pub fn tools() -> Value {
             none()
         ),
         tool(
+            "test_long_operation",
+            "Runs `duration_ms` (default 1000), reporting progress every `every_ms` (default 0: \
+             never) when given a progress token (the gateway's timeout tests)",
+            object(
+                json!({
+                    "duration_ms": {"type": "integer", "description": "How long it runs, in ms"},
+                    "every_ms": {"type": "integer", "description": "The pause between its progress notifications, in ms"}
+                }),
+                &[]
+            )
+        ),
+        tool(
+            "test_progress_and_logs",
+            "Reports progress 1 to `count` of `count` (default 5), each followed by an info log \
+             message, with no pause, then answers (the gateway's ordering tests)",
+            object(
+                json!({"count": {"type": "integer", "description": "How many progress notifications"}}),
+                &[]
+            )
+        ),
+        tool(
             "test_sampling",
             "Asks the client for an LLM completion of `prompt` (sampling/createMessage)",
             object(

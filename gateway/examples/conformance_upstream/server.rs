@@ -210,6 +210,52 @@ impl Upstream {
         text("Progress test completed: reported 0, 50 and 100 of 100")
     }
 
+    /// `test_long_operation`: runs `duration` in all, reporting progress (1, 2, ... with no
+    /// total) every `every` when the call carries a progress token (never when `every` is 0).
+    async fn long_operation(
+        &self,
+        context: &RequestContext<RoleServer>,
+        duration: Duration,
+        every: Duration,
+    ) -> Value {
+        let end = tokio::time::Instant::now() + duration;
+        let token = context.meta.get_progress_token();
+        let mut step = 0_u32;
+        match token {
+            Some(token) if !every.is_zero() => loop {
+                tokio::time::sleep_until((tokio::time::Instant::now() + every).min(end)).await;
+                if tokio::time::Instant::now() >= end {
+                    break;
+                }
+                step += 1;
+                let mut update = ProgressNotificationParam::new(token.clone(), f64::from(step));
+                update.message = Some(format!("still working ({step})"));
+                let _ = context.peer.notify_progress(update).await;
+            },
+            _ => tokio::time::sleep_until(end).await,
+        }
+        text(&format!(
+            "Long operation completed after {} ms",
+            duration.as_millis()
+        ))
+    }
+
+    /// `test_progress_and_logs`: progress 1 to `count` of `count`, each followed by an info log
+    /// message (as the log level allows), with no pause between them.
+    async fn progress_and_logs(&self, context: &RequestContext<RoleServer>, count: u32) -> Value {
+        let token = context.meta.get_progress_token();
+        for step in 1..=count {
+            if let Some(token) = token.clone() {
+                let mut update = ProgressNotificationParam::new(token, f64::from(step));
+                update.total = Some(f64::from(count));
+                let _ = context.peer.notify_progress(update).await;
+            }
+            self.log(context, "info", &format!("step {step} of {count}"))
+                .await;
+        }
+        text(&format!("Reported {count} steps"))
+    }
+
     /// `test_reconnection`: closes the call's own event stream, waits (up to [`RESUME_WAIT`])
     /// until the client resumes it, then answers on the resumed stream. Over stdio, or with no
     /// stream to close (no session: 2026-07-28), it just answers.
@@ -298,6 +344,17 @@ impl Upstream {
             "test_tool_with_logging" | "test_logging_tool" => self.with_logging(context).await,
             "test_error_handling" => error("This tool intentionally returns an error for testing"),
             "test_tool_with_progress" => self.with_progress(context).await,
+            "test_long_operation" => {
+                let ms = |key: &str, default: u64| {
+                    Duration::from_millis(argument(key).parse().unwrap_or(default))
+                };
+                let (duration, every) = (ms("duration_ms", 1000), ms("every_ms", 0));
+                self.long_operation(context, duration, every).await
+            }
+            "test_progress_and_logs" => {
+                let count = argument("count").parse().unwrap_or(5).min(1000);
+                self.progress_and_logs(context, count).await
+            }
             "test_trigger_tool_change" => self.announce(Change::Tools, context).await,
             "test_trigger_prompt_change" => self.announce(Change::Prompts, context).await,
             "test_trigger_resource_update" => {
@@ -334,10 +391,14 @@ fn complete_result<T: DeserializeOwned>(mut value: Value) -> Result<T, ErrorData
     from_json(value)
 }
 
-/// The string argument `key` of `arguments` (empty when absent or not a string).
+/// The string (or number, as its text) argument `key` of `arguments` (empty when absent or
+/// of another type).
 fn string_argument(arguments: Option<&rmcp::model::JsonObject>, key: &str) -> String {
-    let value = arguments.and_then(|arguments| arguments.get(key));
-    value.and_then(Value::as_str).unwrap_or_default().to_owned()
+    match arguments.and_then(|arguments| arguments.get(key)) {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Number(number)) => number.to_string(),
+        _ => String::new(),
+    }
 }
 
 /// What a `requestState` issued to a call of `method` is bound to.

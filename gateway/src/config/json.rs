@@ -13,13 +13,28 @@ use toolbreaker::mcp::McpClassifier;
 use super::env::{Env, expand};
 use super::error::{GatewayConfigError, path_part};
 use super::rules::{self, backticked, unknown_word};
-use super::types::DEFAULT_PER_CALL_TIMEOUT;
-use super::{GatewayConfig, Secret, Transport, UpstreamConfig};
+use super::types::{DEFAULT_PER_CALL_TIMEOUT, MAX_CALL};
+use super::{GatewayConfig, Secret, ToolConfig, Transport, UpstreamConfig};
 
 /// The keys of one server that the gateway reads, or knows and refuses.
-const KEYS: [&str; 10] = [
-    "command", "args", "env", "cwd", "url", "headers", "type", "disabled", "envFile", "auth",
+const KEYS: [&str; 13] = [
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "type",
+    "disabled",
+    "per_call_timeout_ms",
+    "max_call_ms",
+    "tools",
+    "envFile",
+    "auth",
 ];
+
+/// The keys of one tool in a server's `tools` object.
+const TOOL_KEYS: [&str; 2] = ["per_call_timeout_ms", "max_call_ms"];
 
 /// Keys those apps write for their own use (approval lists, a client-side timeout, a
 /// description), known and not read: the gateway decides neither approvals nor timeouts from
@@ -174,7 +189,7 @@ fn server<'k>(
                 let problem = format!(
                     "unknown key {}; expected {}",
                     unknown_word(other, KEYS),
-                    backticked(KEYS[..8].iter().copied())
+                    backticked(KEYS[..11].iter().copied())
                 );
                 return Err((Some(key), problem));
             }
@@ -289,17 +304,117 @@ fn server<'k>(
             ));
         }
     };
-    Ok(Some(UpstreamConfig {
+    let millis_of = |key: &'k str| -> Result<Option<std::time::Duration>, Fault<'k>> {
+        field(key)
+            .map(|(k, v)| millis(k, v).map_err(|p| (Some(k), p)))
+            .transpose()
+    };
+    let per_call_timeout = millis_of("per_call_timeout_ms")?;
+    let max_call = millis_of("max_call_ms")?;
+    let mut upstream = UpstreamConfig {
         name: name.to_owned(),
         prefix: format!("{name}."),
         transport,
         allow: None,
         deny: Vec::new(),
-        per_call_timeout: DEFAULT_PER_CALL_TIMEOUT,
+        per_call_timeout: per_call_timeout.unwrap_or(DEFAULT_PER_CALL_TIMEOUT),
+        max_call: max_call.unwrap_or(MAX_CALL),
         classifier: McpClassifier::new(),
         tools: Vec::new(),
         era: Default::default(),
-    }))
+    };
+    if upstream.max_call < upstream.per_call_timeout {
+        let key = if max_call.is_some() {
+            "max_call_ms"
+        } else {
+            "per_call_timeout_ms"
+        };
+        let (key, _) = field(key).unwrap_or((key, &Value::Null));
+        let problem = super::toml_upstream::shorter(upstream.max_call, upstream.per_call_timeout);
+        return Err((Some(key), problem));
+    }
+    if let Some((k, value)) = field("tools") {
+        upstream.tools = tools(&upstream, value).map_err(|p| (Some(k), p))?;
+    }
+    Ok(Some(upstream))
+}
+
+/// A server's `tools`: `{"NAME": {"per_call_timeout_ms": 60000, "max_call_ms": 120000}}`.
+fn tools(upstream: &UpstreamConfig, value: &Value) -> Result<Vec<ToolConfig>, String> {
+    let Value::Object(map) = value else {
+        return Err(format!(
+            "must be an object of tool names to their settings, not {}",
+            kind(value)
+        ));
+    };
+    let mut tools = Vec::new();
+    for (name, settings) in map {
+        let shown = crate::redact::shown(name);
+        rules::tool_name(name).map_err(|p| format!("`{shown}`: {p}"))?;
+        let Value::Object(settings) = settings else {
+            return Err(format!(
+                "`{shown}` must be an object, not {}",
+                kind(settings)
+            ));
+        };
+        let mut tool = ToolConfig {
+            name: name.clone(),
+            own_breaker: false,
+            classifier: None,
+            per_call_timeout: None,
+            max_call: None,
+        };
+        for (key, v) in settings {
+            let at = |p: String| format!("{shown}.{}: {p}", crate::redact::shown(key));
+            match key.as_str() {
+                "per_call_timeout_ms" => tool.per_call_timeout = Some(millis(key, v).map_err(at)?),
+                "max_call_ms" => tool.max_call = Some(millis(key, v).map_err(at)?),
+                other => {
+                    return Err(at(format!(
+                        "unknown key {}; expected {}",
+                        unknown_word(other, TOOL_KEYS),
+                        backticked(TOOL_KEYS)
+                    )));
+                }
+            }
+        }
+        let timeout = tool.per_call_timeout.unwrap_or(upstream.per_call_timeout);
+        let max = tool.max_call.unwrap_or(upstream.max_call);
+        if max < timeout {
+            return Err(format!(
+                "{shown}: {}",
+                super::toml_upstream::shorter(max, timeout)
+            ));
+        }
+        if tool.per_call_timeout.is_none() && tool.max_call.is_none() {
+            return Err(format!(
+                "`{shown}` sets nothing: give it {}",
+                backticked(TOOL_KEYS)
+            ));
+        }
+        tools.push(tool);
+    }
+    Ok(tools)
+}
+
+/// `per_call_timeout_ms` or `max_call_ms`: a whole number of milliseconds from 1 to the
+/// crate's largest duration (`max_call_ms`: to [`MAX_CALL`]).
+fn millis(key: &str, value: &Value) -> Result<std::time::Duration, String> {
+    let top = if key == "max_call_ms" {
+        MAX_CALL.as_millis()
+    } else {
+        toolbreaker::config::MAX_DURATION.as_millis()
+    };
+    let range = format!("must be a whole number of ms from 1 to {top}");
+    match value {
+        Value::Number(n) => match n.as_u64() {
+            Some(ms) if ms >= 1 && u128::from(ms) <= top => {
+                Ok(std::time::Duration::from_millis(ms))
+            }
+            _ => Err(format!("{range}, not {n}")),
+        },
+        other => Err(format!("{range}, not {}", kind(other))),
+    }
 }
 
 /// `headers` or `env`: an object of names to strings, each expanded into a [`Secret`].
@@ -462,7 +577,8 @@ mod tests {
             parse("{\"mcpServers\": {\n  \"files\": {\n    \"comand\": \"npx\"\n  }\n}}")
                 .unwrap_err(),
             "line 3: mcpServers.files.comand: unknown key `comand` (did you mean `command`?); \
-             expected `command`, `args`, `env`, `cwd`, `url`, `headers`, `type`, `disabled`"
+             expected `command`, `args`, `env`, `cwd`, `url`, `headers`, `type`, `disabled`, \
+             `per_call_timeout_ms`, `max_call_ms`, `tools`"
         );
         assert_eq!(
             parse(r#"{"mcpServers": {"a": {"command": "x", "envFile": ".env"}}}"#).unwrap_err(),
@@ -484,6 +600,57 @@ mod tests {
             "line 1: mcpServers.a.type: `stdoi` (did you mean `stdio`?) must be one of `stdio`, \
              `http`, `streamable-http`, `streamableHttp`, `sse`"
         );
+    }
+
+    #[test]
+    fn an_entry_sets_its_timeouts_and_its_tools_and_a_bad_one_is_named() {
+        let config = parse(
+            r#"{"mcpServers": {"everything": {
+  "command": "npx",
+  "per_call_timeout_ms": 5000,
+  "tools": {"trigger-long-running-operation": {"per_call_timeout_ms": 60000, "max_call_ms": 120000}}
+}}}"#,
+        )
+        .unwrap();
+        let everything = &config.upstreams[0];
+        let seconds = std::time::Duration::from_secs;
+        assert_eq!(
+            everything.timeouts_for("trigger-long-running-operation"),
+            (seconds(60), seconds(120))
+        );
+        assert_eq!(everything.timeouts_for("echo"), (seconds(5), seconds(300)));
+        let refusals = [
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "per_call_timeout_ms": "10s"}}}"#,
+                "line 1: mcpServers.a.per_call_timeout_ms: must be a whole number of ms from 1 to \
+                 1099511627776, not a string",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "max_call_ms": 0}}}"#,
+                "line 1: mcpServers.a.max_call_ms: must be a whole number of ms from 1 to 300000, \
+                 not 0",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "tools": {"t": {"per_call_timout_ms": 1}}}}}"#,
+                "line 1: mcpServers.a.tools: t.per_call_timout_ms: unknown key \
+                 `per_call_timout_ms` (did you mean `per_call_timeout_ms`?); expected \
+                 `per_call_timeout_ms`, `max_call_ms`",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "tools": {"t": {"per_call_timeout_ms": 400000}}}}}"#,
+                "line 1: mcpServers.a.tools: t: `max_call_ms` (300000) is shorter than \
+                 `per_call_timeout_ms` (400000): a call's timeout is put back by its progress up \
+                 to `max_call_ms`, never below its own length",
+            ),
+            (
+                r#"{"mcpServers": {"a": {"command": "x", "tools": []}}}"#,
+                "line 1: mcpServers.a.tools: must be an object of tool names to their settings, \
+                 not a list",
+            ),
+        ];
+        for (text, expected) in refusals {
+            assert_eq!(parse(text).unwrap_err(), expected, "{text}");
+        }
     }
 
     #[test]

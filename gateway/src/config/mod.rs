@@ -21,5 +21,5 @@ pub use self::error::GatewayConfigError;
 pub use self::load::Format;
 pub use self::secret::Secret;
 pub use self::types::{
-    DEFAULT_PER_CALL_TIMEOUT, Era, GatewayConfig, ToolConfig, Transport, UpstreamConfig,
+    DEFAULT_PER_CALL_TIMEOUT, Era, GatewayConfig, MAX_CALL, ToolConfig, Transport, UpstreamConfig,
 };

@@ -252,7 +252,16 @@ mod tests {
         assert!(query.failure_rate() == Some(0.3), "inherited from search");
         let mut own: Vec<&str> = registry.dependencies().map(|(n, _)| n).collect();
         own.sort_unstable();
-        assert_eq!(own, ["search", "search.query"]);
+        assert_eq!(own, ["search", "search.query", "search.reindex"]);
+        let search = &config.upstreams[0];
+        assert_eq!(
+            search.timeouts_for("reindex"),
+            (Duration::from_secs(60), Duration::from_secs(300))
+        );
+        assert_eq!(
+            search.timeouts_for("query"),
+            (Duration::from_secs(15), Duration::from_secs(120))
+        );
     }
 
     #[test]

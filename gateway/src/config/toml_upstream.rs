@@ -12,11 +12,11 @@ use super::breakers::{BREAKER_KEYS, Setting, ToolBreakers, UpstreamBreakers};
 use super::error::{GatewayConfigError, path_part};
 use super::rules::{self, backticked, unknown_word};
 use super::toml_file::{Doc, entries, string, strings, table};
-use super::types::DEFAULT_PER_CALL_TIMEOUT;
+use super::types::{DEFAULT_PER_CALL_TIMEOUT, MAX_CALL};
 use super::{Era, Secret, ToolConfig, Transport, UpstreamConfig};
 
 /// An `[upstreams.NAME]` section's own keys (besides the breaker keys).
-const UPSTREAM_KEYS: [&str; 14] = [
+const UPSTREAM_KEYS: [&str; 15] = [
     "url",
     "headers",
     "command",
@@ -27,6 +27,7 @@ const UPSTREAM_KEYS: [&str; 14] = [
     "allow",
     "deny",
     "per_call_timeout_ms",
+    "max_call_ms",
     "tool_error",
     "error_codes",
     "tools",
@@ -34,7 +35,13 @@ const UPSTREAM_KEYS: [&str; 14] = [
 ];
 
 /// A `[upstreams.NAME.tools.TOOL]` section's own keys (besides the breaker keys).
-const TOOL_KEYS: [&str; 3] = ["own_breaker", "tool_error", "error_codes"];
+const TOOL_KEYS: [&str; 5] = [
+    "own_breaker",
+    "tool_error",
+    "error_codes",
+    "per_call_timeout_ms",
+    "max_call_ms",
+];
 
 /// One `[upstreams.NAME]` section.
 pub(super) fn upstream(
@@ -62,7 +69,8 @@ pub(super) fn upstream(
     let mut allow: Option<Vec<String>> = None;
     let mut deny = Vec::new();
     let mut deny_span = here.clone();
-    let mut per_call_timeout = DEFAULT_PER_CALL_TIMEOUT;
+    let mut per_call_timeout = (DEFAULT_PER_CALL_TIMEOUT, None);
+    let mut max_call = (MAX_CALL, None);
     let mut classifier = McpClassifier::new();
     let mut tools_table = None;
     let mut settings = Vec::new();
@@ -122,7 +130,8 @@ pub(super) fn upstream(
                     deny_span = span;
                 }
             }
-            "per_call_timeout_ms" => per_call_timeout = millis(value).map_err(at)?,
+            "per_call_timeout_ms" => per_call_timeout = (millis(value).map_err(at)?, Some(span)),
+            "max_call_ms" => max_call = (max_call_ms(value).map_err(at)?, Some(span)),
             "era" => {
                 let text = string(value).map_err(at)?;
                 era = Era::parse(text).ok_or_else(|| {
@@ -214,13 +223,24 @@ pub(super) fn upstream(
             format!("the tool `{both}` is in both `allow` and `deny`"),
         ));
     }
+    if let (Some(span), _) | (None, Some(span)) = (max_call.1.clone(), per_call_timeout.1.clone())
+        && max_call.0 < per_call_timeout.0
+    {
+        let key = if max_call.1.is_some() {
+            "max_call_ms"
+        } else {
+            "per_call_timeout_ms"
+        };
+        return Err(err(key, span, shorter(max_call.0, per_call_timeout.0)));
+    }
     let mut upstream = UpstreamConfig {
         name: upstream_name.to_owned(),
         prefix,
         transport,
         allow,
         deny,
-        per_call_timeout,
+        per_call_timeout: per_call_timeout.0,
+        max_call: max_call.0,
         classifier,
         tools: Vec::new(),
         era,
@@ -272,6 +292,8 @@ fn tool(
     )?;
     let mut own_breaker = None;
     let mut classifier: Option<McpClassifier> = None;
+    let mut per_call_timeout = None;
+    let mut max_call = None;
     let mut settings = Vec::new();
     for (k, v) in entries(body) {
         let key: &str = k.get_ref();
@@ -298,6 +320,8 @@ fn tool(
                 classifier = Some(base().tool_error(outcome));
             }
             "error_codes" => classifier = Some(codes(doc, &section, span, value, base())?),
+            "per_call_timeout_ms" => per_call_timeout = Some((millis(value).map_err(at)?, span)),
+            "max_call_ms" => max_call = Some((max_call_ms(value).map_err(at)?, span)),
             key if BREAKER_KEYS.contains(&key) => {
                 settings.push(Setting::new(key, value, doc.line(span)))
             }
@@ -326,8 +350,21 @@ fn tool(
         Some((on, _)) => on,
         None => !settings.is_empty(),
     };
-    if !own_breaker && classifier.is_none() {
-        let problem = "sets nothing: give it breaker keys (or `own_breaker = true`) for a breaker of its own, or `tool_error` / `error_codes`";
+    let timeout = per_call_timeout
+        .as_ref()
+        .map_or(upstream.per_call_timeout, |t| t.0);
+    let max = max_call.as_ref().map_or(upstream.max_call, |m| m.0);
+    if max < timeout {
+        let (key, span) = match (&max_call, &per_call_timeout) {
+            (Some((_, span)), _) => ("max_call_ms", span.clone()),
+            (None, Some((_, span))) => ("per_call_timeout_ms", span.clone()),
+            (None, None) => ("per_call_timeout_ms", here.clone()),
+        };
+        let problem = shorter(max, timeout);
+        return Err(doc.err(Some(&section), Some(key), span, problem));
+    }
+    if !own_breaker && classifier.is_none() && per_call_timeout.is_none() && max_call.is_none() {
+        let problem = "sets nothing: give it breaker keys (or `own_breaker = true`) for a breaker of its own, `tool_error` / `error_codes`, or `per_call_timeout_ms` / `max_call_ms`";
         return Err(doc.err(Some(&section), None, here, problem));
     }
     let breakers = ToolBreakers {
@@ -340,6 +377,8 @@ fn tool(
             name: tool_name.to_owned(),
             own_breaker,
             classifier,
+            per_call_timeout: per_call_timeout.map(|t| t.0),
+            max_call: max_call.map(|m| m.0),
         },
         breakers,
     ))
@@ -408,6 +447,28 @@ fn codes(
     Ok(classifier)
 }
 
+/// `max_call_ms`: a whole number of milliseconds from 1 to [`MAX_CALL`].
+fn max_call_ms(value: &DeValue<'_>) -> Result<Duration, String> {
+    let ms = millis(value)?;
+    if ms > MAX_CALL {
+        return Err(format!(
+            "must be at most {} (the gateway's limit on one call), not {}",
+            MAX_CALL.as_millis(),
+            ms.as_millis()
+        ));
+    }
+    Ok(ms)
+}
+
+/// Why a `max_call_ms` below the timeout it bounds is refused.
+pub(super) fn shorter(max: Duration, timeout: Duration) -> String {
+    format!(
+        "`max_call_ms` ({}) is shorter than `per_call_timeout_ms` ({}): a call's timeout is put back by its progress up to `max_call_ms`, never below its own length",
+        max.as_millis(),
+        timeout.as_millis()
+    )
+}
+
 /// A whole number of milliseconds from 1 to the crate's largest duration.
 fn millis(value: &DeValue<'_>) -> Result<Duration, String> {
     let max = toolbreaker::config::MAX_DURATION.as_millis();
@@ -423,6 +484,8 @@ fn millis(value: &DeValue<'_>) -> Result<Duration, String> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use crate::config::GatewayConfig;
 
     fn env(name: &str) -> Option<String> {
@@ -604,7 +667,8 @@ mod tests {
         assert_eq!(
             refused(&format!("[upstreams.a]\n{HTTP}[upstreams.a.tools.t]\n")),
             "line 3: [upstreams.a.tools.t]: sets nothing: give it breaker keys (or `own_breaker = \
-             true`) for a breaker of its own, or `tool_error` / `error_codes`"
+             true`) for a breaker of its own, `tool_error` / `error_codes`, or \
+             `per_call_timeout_ms` / `max_call_ms`"
         );
         assert_eq!(
             refused(&format!(
@@ -631,6 +695,67 @@ mod tests {
             own,
             ["a.t"],
             "a breaker of its own on the upstream's settings"
+        );
+    }
+
+    #[test]
+    fn a_tool_has_timeouts_of_its_own_and_a_bad_one_is_named() {
+        let config = GatewayConfig::from_toml_str(&format!(
+            "[upstreams.a]\n{HTTP}per_call_timeout_ms = 2000\nmax_call_ms = 90000\n\
+             [upstreams.a.tools.long]\nper_call_timeout_ms = 60000\n\
+             [upstreams.a.tools.longer]\nmax_call_ms = 120000\n"
+        ))
+        .unwrap();
+        let a = &config.upstreams[0];
+        assert_eq!(
+            a.timeouts_for("long"),
+            (Duration::from_secs(60), Duration::from_secs(90))
+        );
+        assert_eq!(
+            a.timeouts_for("longer"),
+            (Duration::from_secs(2), Duration::from_secs(120))
+        );
+        assert_eq!(
+            a.timeouts_for("echo"),
+            (Duration::from_secs(2), Duration::from_secs(90))
+        );
+        assert!(
+            !a.tools[0].own_breaker,
+            "a timeout alone gives no breaker of its own"
+        );
+        assert_eq!(config.registry.dependencies().count(), 0);
+        let defaults = GatewayConfig::from_toml_str(&format!("[upstreams.a]\n{HTTP}")).unwrap();
+        assert_eq!(
+            defaults.upstreams[0].timeouts_for("t"),
+            (Duration::from_secs(10), Duration::from_secs(300))
+        );
+        assert_eq!(
+            refused(&format!(
+                "[upstreams.a]\n{HTTP}[upstreams.a.tools.t]\nper_call_timeout_ms = -1\n"
+            )),
+            "line 4: [upstreams.a.tools.t] per_call_timeout_ms: must be a whole number of ms from \
+             1 to 1099511627776, not -1"
+        );
+        assert_eq!(
+            refused(&format!("[upstreams.a]\n{HTTP}max_call_ms = 300001\n")),
+            "line 3: [upstreams.a] max_call_ms: must be at most 300000 (the gateway's limit on \
+             one call), not 300001"
+        );
+        assert_eq!(
+            refused(&format!(
+                "[upstreams.a]\n{HTTP}[upstreams.a.tools.t]\nper_call_timeout_ms = 400000\n"
+            )),
+            "line 4: [upstreams.a.tools.t] per_call_timeout_ms: `max_call_ms` (300000) is \
+             shorter than `per_call_timeout_ms` (400000): a call's timeout is put back by its \
+             progress up to `max_call_ms`, never below its own length"
+        );
+        assert_eq!(
+            refused(&format!(
+                "[upstreams.a]\n{HTTP}per_call_timeout_ms = 5000\nmax_call_ms = 4000\n"
+            )),
+            "line 4: [upstreams.a] max_call_ms: `max_call_ms` (4000) is shorter than \
+             `per_call_timeout_ms` (5000): a call's timeout is put back by its progress up to \
+             `max_call_ms`, never below its own length"
         );
     }
 

@@ -13,6 +13,11 @@ use super::Secret;
 /// `GuardedClient` default.
 pub const DEFAULT_PER_CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The longest one call may run while the upstream's progress keeps putting its timeout back
+/// (`max_call_ms`), when the config sets none, and the most it may be set to: 300 s, the
+/// gateway's own limit on one tool call.
+pub const MAX_CALL: Duration = Duration::from_secs(300);
+
 /// A whole gateway configuration, read from the TOML file or an `mcpServers` JSON file
 /// ([`from_toml_str`](Self::from_toml_str), [`from_mcp_servers_json_str`](Self::from_mcp_servers_json_str),
 /// [`load`](Self::load)); valid in full once made.
@@ -67,8 +72,13 @@ pub struct UpstreamConfig {
     pub allow: Option<Vec<String>>,
     /// Tools hidden and refused (the upstream's own names).
     pub deny: Vec<String>,
-    /// How long one call may take (`per_call_timeout_ms`; default [`DEFAULT_PER_CALL_TIMEOUT`]).
+    /// How long one call may go without an answer or a progress notification from the
+    /// upstream (`per_call_timeout_ms`; default [`DEFAULT_PER_CALL_TIMEOUT`]): each progress
+    /// notification of the call starts the timeout afresh, up to `max_call`.
     pub per_call_timeout: Duration,
+    /// How long one call may run in all, however often its progress put the timeout back
+    /// (`max_call_ms`; default and most [`MAX_CALL`]); never less than `per_call_timeout`.
+    pub max_call: Duration,
     /// The upstream's classification: the crate's table with the file's `tool_error` and
     /// `error_codes` overrides.
     pub classifier: McpClassifier,
@@ -117,6 +127,10 @@ pub struct ToolConfig {
     /// Its own classification (the upstream's, with the tool's overrides over it), when its
     /// section sets `tool_error` or `error_codes`; `None`: the upstream's.
     pub classifier: Option<McpClassifier>,
+    /// Its own `per_call_timeout_ms`; `None`: the upstream's.
+    pub per_call_timeout: Option<Duration>,
+    /// Its own `max_call_ms`; `None`: the upstream's.
+    pub max_call: Option<Duration>,
 }
 
 /// How the gateway reaches an upstream.
@@ -176,6 +190,17 @@ impl UpstreamConfig {
             Some(t) if t.own_breaker => format!("{}.{tool}", self.name),
             _ => self.name.clone(),
         }
+    }
+
+    /// The timeout of one call of `tool` and the most its progress may stretch it to (its own
+    /// section's, else the upstream's): `(per_call_timeout, max_call)`.
+    pub fn timeouts_for(&self, tool: &str) -> (Duration, Duration) {
+        let own = self.tool(tool);
+        let timeout = own
+            .and_then(|t| t.per_call_timeout)
+            .unwrap_or(self.per_call_timeout);
+        let max = own.and_then(|t| t.max_call).unwrap_or(self.max_call);
+        (timeout, max.max(timeout))
     }
 
     /// The classification of `tool`'s calls: its own, else the upstream's.

@@ -72,6 +72,7 @@ mod tests {
             allow: None,
             deny: vec![],
             per_call_timeout: Duration::from_secs(1),
+            max_call: crate::config::MAX_CALL,
             classifier: Default::default(),
             tools: vec![],
             era: Default::default(),

@@ -4,19 +4,28 @@
 //! either era (a 2025-11-25 upstream's request relayed to the client, a 2026-07-28 client's
 //! `input_required` round, a 2026-07-28 upstream's input asked of a 2025-11-25 client).
 //!
-//! [`ClientTime`] says whether a request is waiting on its client now; [`upstream_deadline`]
-//! resolves once the per-call timeout has passed on the upstream's time alone.
+//! The upstream's progress notifications of a request put its timeout back (the MCP
+//! specification lets a sender "reset the timeout clock on receiving a progress
+//! notification"): a long-running tool that reports progress runs past the per-call timeout,
+//! up to the maximum the config sets (`max_call_ms`).
+//!
+//! [`ClientTime`] says whether a request is waiting on its client now, and counts the
+//! upstream's progress notifications of it; [`upstream_deadline`] resolves once the per-call
+//! timeout has passed on the upstream's time alone since its last progress, or the maximum in
+//! all.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-/// Whether one forwarded request is waiting on its client (one count per question asked).
+/// Whether one forwarded request is waiting on its client (one count per question asked), and
+/// how many progress notifications the upstream sent about it.
 #[derive(Debug, Default)]
 pub struct ClientTime {
     asking: AtomicUsize,
+    progress: AtomicU64,
     changed: Notify,
 }
 
@@ -33,6 +42,27 @@ impl ClientTime {
         self.asking.fetch_add(1, Ordering::SeqCst);
         self.changed.notify_waiters();
         Asking(self)
+    }
+
+    /// The upstream sent a progress notification about the request: its timeout starts afresh.
+    pub fn progressed(&self) {
+        self.progress.fetch_add(1, Ordering::SeqCst);
+        self.changed.notify_waiters();
+    }
+
+    fn progress(&self) -> u64 {
+        self.progress.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once the client is asked, or the upstream's progress is no longer `heard`.
+    async fn asked_or_progressed(&self, heard: u64) {
+        loop {
+            let changed = self.changed.notified();
+            if self.is_asking() || self.progress() != heard {
+                return;
+            }
+            changed.await;
+        }
     }
 
     /// Whether the client is being asked now.
@@ -59,29 +89,44 @@ impl Drop for Asking<'_> {
     }
 }
 
-/// Resolves once `timeout` has passed while the request was not waiting on its client.
-pub async fn upstream_deadline(timeout: Duration, client: &ClientTime) {
+/// Resolves once `timeout` has passed while the request was not waiting on its client and
+/// the upstream sent no progress about it, or `max` has passed in all while it was not waiting
+/// on its client; answers which of the two it was (`timeout` or `max`, for the error).
+pub async fn upstream_deadline(timeout: Duration, max: Duration, client: &ClientTime) -> Duration {
     let mut left = timeout;
+    let mut total = max.max(timeout);
+    let mut heard = client.progress();
     loop {
         client.until(false).await;
         let started = Instant::now();
         tokio::select! {
-            () = tokio::time::sleep(left) => {
-                if !client.is_asking() {
-                    return;
-                }
-            }
-            () = client.until(true) => {}
+            () = tokio::time::sleep(left.min(total)) => {}
+            () = client.asked_or_progressed(heard) => {}
         }
-        left = left.saturating_sub(started.elapsed());
-        if left.is_zero() && !client.is_asking() {
-            return;
+        let spent = started.elapsed();
+        left = left.saturating_sub(spent);
+        total = total.saturating_sub(spent);
+        let now = client.progress();
+        if now != heard {
+            heard = now;
+            left = timeout;
+        }
+        if client.is_asking() {
+            continue;
+        }
+        if total.is_zero() {
+            return max.max(timeout);
+        }
+        if left.is_zero() {
+            return timeout;
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     #[tokio::test(start_paused = true)]
@@ -89,16 +134,16 @@ mod tests {
         let client = ClientTime::default();
         let timeout = Duration::from_secs(10);
         let start = Instant::now();
-        let deadline = upstream_deadline(timeout, &client);
+        let deadline = upstream_deadline(timeout, Duration::from_secs(300), &client);
         tokio::pin!(deadline);
         // 4 s of the upstream's time, then 30 s asking the client, then the rest.
         tokio::select! {
-            () = &mut deadline => panic!("timed out early"),
+            _ = &mut deadline => panic!("timed out early"),
             () = tokio::time::sleep(Duration::from_secs(4)) => {}
         }
         let asking = client.asking();
         tokio::select! {
-            () = &mut deadline => panic!("timed out while the client was asked"),
+            _ = &mut deadline => panic!("timed out while the client was asked"),
             () = tokio::time::sleep(Duration::from_secs(30)) => {}
         }
         drop(asking);
@@ -110,7 +155,9 @@ mod tests {
     async fn with_no_question_it_is_the_timeout() {
         let client = ClientTime::default();
         let start = Instant::now();
-        upstream_deadline(Duration::from_millis(1500), &client).await;
+        let max = Duration::from_secs(300);
+        let limit = upstream_deadline(Duration::from_millis(1500), max, &client).await;
+        assert_eq!(limit, Duration::from_millis(1500));
         assert_eq!(start.elapsed(), Duration::from_millis(1500));
     }
 
@@ -119,14 +166,47 @@ mod tests {
         let client = ClientTime::default();
         let start = Instant::now();
         let asking = client.asking();
-        let deadline = upstream_deadline(Duration::from_secs(1), &client);
+        let deadline = upstream_deadline(Duration::from_secs(1), Duration::from_secs(300), &client);
         tokio::pin!(deadline);
         tokio::select! {
-            () = &mut deadline => panic!("timed out while the client was asked"),
+            _ = &mut deadline => panic!("timed out while the client was asked"),
             () = tokio::time::sleep(Duration::from_secs(5)) => {}
         }
         drop(asking);
         deadline.await;
         assert_eq!(start.elapsed(), Duration::from_secs(6));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn progress_puts_the_timeout_back_up_to_the_maximum() {
+        let client = Arc::new(ClientTime::default());
+        let start = Instant::now();
+        // Progress every 800 ms against a 1 s timeout: only the 5 s maximum ends it.
+        let reporter = {
+            let client = Arc::clone(&client);
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(800)).await;
+                    client.progressed();
+                }
+            })
+        };
+        let limit =
+            upstream_deadline(Duration::from_secs(1), Duration::from_secs(5), &client).await;
+        assert_eq!(limit, Duration::from_secs(5), "cut by the maximum");
+        assert_eq!(start.elapsed(), Duration::from_secs(5));
+        reporter.abort();
+        // Once the progress stops, the timeout runs out 1 s after the last one.
+        let start = Instant::now();
+        let deadline = upstream_deadline(Duration::from_secs(1), Duration::from_secs(5), &client);
+        tokio::pin!(deadline);
+        tokio::select! {
+            _ = &mut deadline => panic!("timed out early"),
+            () = tokio::time::sleep(Duration::from_millis(300)) => {}
+        }
+        client.progressed();
+        let limit = deadline.await;
+        assert_eq!(limit, Duration::from_secs(1), "cut by the timeout");
+        assert_eq!(start.elapsed(), Duration::from_millis(1300));
     }
 }

@@ -53,8 +53,11 @@ fn words(error: &ServiceError) -> Option<String> {
     }
 }
 
-/// The longest an answer waits for its call's progress to be handed to the client.
-const FLUSH: Duration = Duration::from_secs(1);
+/// The longest an answer waits for its call's progress and log messages to be handed to the
+/// client: long enough for a machine under load (they go before the answer, whatever the
+/// scheduling), short enough that a client not reading its stream delays its own answer by
+/// no more.
+const FLUSH: Duration = Duration::from_secs(10);
 
 /// Why a forwarded request got no upstream answer.
 #[derive(Debug)]
@@ -544,8 +547,8 @@ impl Upstream {
         };
         on_drop.peer = None;
         if let Some(registered) = &registered {
-            // The call's progress first, then its answer; bounded, should a client's stream
-            // stall (its progress is then dropped with its route).
+            // The call's progress and log messages first, then its answer; bounded, should a
+            // client's stream stall (what is left is then dropped with its route).
             let _ = tokio::time::timeout(FLUSH, registered.flushed()).await;
         }
         if let Err(error) = &answer
@@ -603,13 +606,13 @@ impl Upstream {
             self.count(&method, "blocked");
             Refusal::Blocked(blocked)
         })?;
-        let timeout = self.config.per_call_timeout;
+        let (timeout, max) = (self.config.per_call_timeout, self.config.max_call);
         let started = std::time::Instant::now();
         let client = origin.as_ref().map(|o| Arc::clone(&o.client_time));
         let client = client.unwrap_or_default();
         let answer = tokio::select! {
             answer = self.send(request, origin, cancel) => answer,
-            () = upstream_deadline(timeout, &client) => Err(ServiceError::Timeout { timeout }),
+            timeout = upstream_deadline(timeout, max, &client) => Err(ServiceError::Timeout { timeout }),
         };
         self.observe(
             &method,
@@ -689,6 +692,8 @@ impl Upstream {
             Some((breaker, classifier)) => (breaker, classifier),
             None => (&self.breaker, &self.config.classifier),
         };
+        // Its timeout, put back by each of its progress notifications up to its maximum.
+        let (timeout, max) = self.config.timeouts_for(&params.name);
         let mut params = Some(params);
         let started = std::time::Instant::now();
         let classify = |result: &Result<Reply, ServiceError>| match result {
@@ -707,10 +712,9 @@ impl Upstream {
                     let params = params.ok_or(ServiceError::UnexpectedResponse)?;
                     let client = origin.as_ref().map(|o| Arc::clone(&o.client_time));
                     let client = client.unwrap_or_default();
-                    let timeout = self.config.per_call_timeout;
                     tokio::select! {
                         answer = self.call_rounds(params, origin, cancel) => answer,
-                        () = upstream_deadline(timeout, &client) => {
+                        timeout = upstream_deadline(timeout, max, &client) => {
                             Err(ServiceError::Timeout { timeout })
                         }
                     }

@@ -1,5 +1,5 @@
-//! An upstream's progress, relayed in the order it was sent, and all of it before the answer
-//! of the call it reports on.
+//! An upstream's progress and log messages, relayed in the order they were sent, and all of
+//! them before the answer of the call they belong to.
 //!
 //! rmcp hands each notification it receives to the handler in a task of its own, so two
 //! progress notifications of one call can reach the client in either order (a client then
@@ -9,15 +9,29 @@
 //! belongs to, and the call's answer waits until its count is back to zero
 //! ([`Registered::flushed`](super::Registered::flushed)).
 //!
-//! A progress notification whose call is not registered yet (its request is still being
-//! sent) goes on to rmcp, whose handler waits for the registration: late, and in no promised
-//! order, but not lost.
+//! A notification about a request still being sent waits for its registration (the request
+//! is sent and registered under [`Routes::sending`]): an upstream quick to report on a call
+//! whose sender was not scheduled yet is relayed in order all the same. Each progress
+//! notification of a registered call also puts the call's timeout back
+//! ([`ClientTime::progressed`](super::ClientTime::progressed)).
+//!
+//! A log message goes where the upstream handler would send it: to the client of the
+//! request whose response stream it came on, else to the one client session with requests in
+//! flight on this upstream; it counts against that session's calls. One that belongs to no
+//! one call (several sessions in flight, none) goes on to rmcp's handler, which sends it to
+//! every session.
+//!
+//! Logging is deprecated by the protocol's next version (SEP-2577), not by the versions the
+//! gateway speaks: it relays it.
+#![allow(deprecated)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use rmcp::model::{JsonRpcMessage, ProgressNotificationParam, ServerNotification};
-use rmcp::service::{Peer, RoleClient, RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::model::{GetExtensions, GetMeta, JsonRpcMessage, ServerNotification};
+use rmcp::service::{
+    InboundStreamOrigin, Peer, RoleClient, RoleServer, RxJsonRpcMessage, TxJsonRpcMessage,
+};
 use rmcp::transport::Transport;
 use tokio::sync::{Notify, mpsc};
 
@@ -55,18 +69,22 @@ impl Unsent {
     }
 }
 
-/// One notification to hand on.
+/// One notification to hand on, and the calls it counts against.
 struct Relayed {
     peer: Peer<RoleServer>,
-    params: ProgressNotificationParam,
-    unsent: Arc<Unsent>,
+    notification: ServerNotification,
+    unsent: Vec<Arc<Unsent>>,
 }
 
-/// A connection to an upstream whose progress notifications are relayed as they arrive.
+/// A connection to an upstream whose progress notifications and log messages are relayed as
+/// they arrive.
 pub struct Ordered<T> {
     inner: T,
     routes: Arc<Routes>,
     relay: mpsc::UnboundedSender<Relayed>,
+    /// A notification taken from `inner` and not yet routed (its routing waits for a
+    /// registration under way): kept across a cancelled `receive`.
+    held: Option<RxJsonRpcMessage<RoleClient>>,
 }
 
 impl<T> Ordered<T> {
@@ -76,16 +94,88 @@ impl<T> Ordered<T> {
         let (relay, mut queued) = mpsc::unbounded_channel::<Relayed>();
         tokio::spawn(async move {
             while let Some(relayed) = queued.recv().await {
-                let _ = relayed.peer.notify_progress(relayed.params).await;
-                relayed.unsent.sent();
+                let _ = relayed.peer.send_notification(relayed.notification).await;
+                for unsent in &relayed.unsent {
+                    unsent.sent();
+                }
             }
         });
         Ordered {
             inner,
             routes,
             relay,
+            held: None,
         }
     }
+
+    /// Queues `message` for the relaying task when it is a progress notification or a log
+    /// message whose call is registered; hands it back otherwise (for rmcp).
+    fn route(&self, message: RxJsonRpcMessage<RoleClient>) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let JsonRpcMessage::Notification(notification) = &message else {
+            return Some(message);
+        };
+        let (peer, notification, unsent) = match &notification.notification {
+            ServerNotification::ProgressNotification(progress) => {
+                let Some((origin, unsent)) =
+                    self.routes.by_token_now(&progress.params.progress_token)
+                else {
+                    return Some(message);
+                };
+                origin.client_time.progressed();
+                let Some((peer, token)) = origin.progress_target() else {
+                    // The client asked for no progress: it only put the timeout back.
+                    return None;
+                };
+                let mut params = progress.params.clone();
+                params.progress_token = token;
+                let progress = rmcp::model::ProgressNotification::new(params);
+                (peer, progress.into(), vec![unsent])
+            }
+            ServerNotification::LoggingMessageNotification(log) => {
+                let stream = match notification
+                    .notification
+                    .extensions()
+                    .get::<InboundStreamOrigin>()
+                {
+                    Some(InboundStreamOrigin::OutboundRequest(id)) => Some(id),
+                    _ => None,
+                };
+                let Some((peer, unsent)) = self.routes.log_target_now(stream) else {
+                    return Some(message);
+                };
+                let log = rmcp::model::LoggingMessageNotification::new(log.params.clone());
+                (peer, log.into(), unsent)
+            }
+            _ => return Some(message),
+        };
+        for one in &unsent {
+            one.add();
+        }
+        let relayed = Relayed {
+            peer,
+            notification,
+            unsent,
+        };
+        if let Err(mpsc::error::SendError(relayed)) = self.relay.send(relayed) {
+            for one in &relayed.unsent {
+                one.sent();
+            }
+        }
+        None
+    }
+}
+
+/// Whether `message` is one [`Ordered`] may relay itself: a progress notification or a log
+/// message, not sent on a 2026-07-28 listen stream (rmcp hands those to the stream's reader).
+fn relayable(message: &RxJsonRpcMessage<RoleClient>) -> bool {
+    matches!(
+        message,
+        JsonRpcMessage::Notification(n) if matches!(
+            n.notification,
+            ServerNotification::ProgressNotification(_)
+                | ServerNotification::LoggingMessageNotification(_)
+        ) && n.notification.get_meta().subscription_id().is_none()
+    )
 }
 
 impl<T: Transport<RoleClient>> Transport<RoleClient> for Ordered<T> {
@@ -98,32 +188,28 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Ordered<T> {
         self.inner.send(item)
     }
 
-    // Nothing is awaited once a message is taken from `inner`: cancelled between two
-    // messages, as rmcp may, it loses none.
+    // Cancel-safe: rmcp may drop this future between two messages, or while a message waits
+    // for its request's registration; that message is kept in `held` for the next call.
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
-            let message = self.inner.receive().await?;
-            if let JsonRpcMessage::Notification(notification) = &message
-                && let ServerNotification::ProgressNotification(progress) =
-                    &notification.notification
-                && let Some((origin, unsent)) =
-                    self.routes.by_token_now(&progress.params.progress_token)
-                && let Some((peer, token)) = origin.progress_target()
-            {
-                let mut params = progress.params.clone();
-                params.progress_token = token;
-                unsent.add();
-                let relayed = Relayed {
-                    peer,
-                    params,
-                    unsent: Arc::clone(&unsent),
-                };
-                if self.relay.send(relayed).is_err() {
-                    unsent.sent();
-                }
-                continue;
+            let message = match self.held.take() {
+                Some(message) => message,
+                None => self.inner.receive().await?,
+            };
+            if !relayable(&message) {
+                return Some(message);
             }
-            return Some(message);
+            // The upstream reports on a request only once it was sent, and a request is sent
+            // and registered while `sending` is held: once it is free, the registration of the
+            // request this notification is about is done.
+            self.held = Some(message);
+            drop(self.routes.sending().await);
+            let Some(message) = self.held.take() else {
+                continue;
+            };
+            if let Some(message) = self.route(message) {
+                return Some(message);
+            }
         }
     }
 

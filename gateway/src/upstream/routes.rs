@@ -184,6 +184,35 @@ impl Routes {
             .map(|route| (route.origin.clone(), Arc::clone(&route.unsent)))
     }
 
+    /// Where a log message goes, as registered now: the client of the request whose response
+    /// stream (`stream`) it came on, else the one client session with requests in flight here
+    /// ([`only_session`](Self::only_session)); with the calls it counts against (that request,
+    /// or every request of that session). `None`: no one client.
+    pub fn log_target_now(
+        &self,
+        stream: Option<&RequestId>,
+    ) -> Option<(Peer<RoleServer>, Vec<Arc<Unsent>>)> {
+        let table = self.table();
+        // A 2026-07-28 client's call that waits across its retries is on its latest stream.
+        let peer_of = |origin: &Origin| match &origin.progress_to {
+            Some(to) => to.lock().unwrap_or_else(PoisonError::into_inner).0.clone(),
+            None => origin.peer.clone(),
+        };
+        if let Some(route) = stream.and_then(|id| table.by_request.get(id)) {
+            return Some((peer_of(&route.origin), vec![Arc::clone(&route.unsent)]));
+        }
+        let mut routes = table.by_request.values();
+        let first = routes.next()?;
+        let mut unsent = vec![Arc::clone(&first.unsent)];
+        for other in routes {
+            if other.origin.session != first.origin.session {
+                return None;
+            }
+            unsent.push(Arc::clone(&other.unsent));
+        }
+        Some((peer_of(&first.origin), unsent))
+    }
+
     /// The one client session with requests in flight on this upstream, if exactly one has:
     /// where a message that names no request goes (a stdio upstream's, or one sent on the
     /// standalone stream). Its oldest request is the origin.

@@ -342,6 +342,7 @@ pub fn http_upstream(
         allow: None,
         deny: vec![],
         per_call_timeout: std::time::Duration::from_secs(10),
+        max_call: toolbreaker_gateway::config::MAX_CALL,
         classifier: Default::default(),
         tools: vec![],
         era: Default::default(),
