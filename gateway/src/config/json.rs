@@ -299,6 +299,7 @@ fn server<'k>(
         classifier: McpClassifier::new(),
         tools: Vec::new(),
         era: Default::default(),
+        required: false,
     }))
 }
 
