@@ -145,13 +145,13 @@ impl FromStr for ListenAddr {
             return Err(BadListenAddr(SHAPE));
         };
         let port: u16 = port.parse().map_err(|_| BadListenAddr(SHAPE))?;
-        // A host name: letters, digits, `-` and `.` (an IPv6 address needs brackets, and one
-        // in brackets parsed above).
+        // A host name: letters, digits, `-`, `_` (container names) and `.` (an IPv6 address
+        // needs brackets, and one in brackets parsed above).
         let name = !host.is_empty()
             && host.len() <= 253
             && host
                 .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
         if !name {
             return Err(BadListenAddr(SHAPE));
         }
@@ -173,6 +173,7 @@ mod tests {
             ("[::1]:0", "::1", 0),
             ("localhost:80", "localhost", 80),
             ("gw.internal:65535", "gw.internal", 65535),
+            ("my_service:8080", "my_service", 8080),
         ] {
             let addr: ListenAddr = text.parse().unwrap();
             assert_eq!((addr.host(), addr.port()), (host, port), "{text}");

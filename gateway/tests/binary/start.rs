@@ -14,7 +14,7 @@ use crate::process::{
     Gateway, Lines, Outcome, STEP, TempFile, check, gateway_command, runs, send_signal, within,
 };
 use crate::upstream::{
-    Counted, PID_FILE, SILENT, SILENT_LINE, STDERR_LINE, silent_pid, stdio_section,
+    Counted, LINGER, PID_FILE, SILENT, SILENT_LINE, STDERR_LINE, silent_pid, stdio_section,
 };
 
 fn utf8(path: &Path) -> Result<&str, String> {
@@ -41,21 +41,32 @@ fn silent_config(extra: &str) -> Result<TempFile, String> {
 }
 
 /// SIGTERM or SIGINT while the gateway waits for an upstream's `initialize` ends it at once
-/// with code 0 and a log line, and ends the child it started (one that ignores its stdin,
-/// which only the gateway can end). It used to die of SIGTERM with no line and leave the child
-/// running, and to go on serving after SIGINT.
+/// with code 0 and a log line, and ends the children it started: the one it waits for and one
+/// already connected, both ignoring their stdin (only the gateway can end them). It used to
+/// die of SIGTERM with no line and leave them running, and to go on serving after SIGINT.
 pub async fn a_stop_signal_during_start_ends_the_gateway_and_its_child() -> Outcome {
     for signal in ["TERM", "INT"] {
-        let config = silent_config("")?;
+        let pid_file = TempFile::new("pid", "")?;
+        let pid_path = utf8(pid_file.path())?;
+        let connected = stdio_section("local", &[(PID_FILE, pid_path), (LINGER, "1")])?;
+        let config = silent_config(&connected)?;
         let args = ["--config", utf8(config.path())?, "--listen", "127.0.0.1:0"];
         let mut gateway = gateway_command(&args)
             .spawn()
             .map_err(|e| format!("cannot start the gateway: {e}"))?;
         let mut stdout = gateway.stdout.take().ok_or("no stdout")?;
         let mut stderr = Lines::read(gateway.stderr.take().ok_or("no stderr")?);
-        // The child has started, and the gateway waits for its `initialize`.
+        // Both children have started (`local` connects), and the gateway waits for `silent`'s
+        // `initialize`.
         let child = silent_pid(&stderr.until(SILENT_LINE).await?)?;
+        stderr.until("connected upstream=local").await?;
+        let local: u32 = std::fs::read_to_string(pid_file.path())
+            .map_err(|e| e.to_string())?
+            .trim()
+            .parse()
+            .map_err(|e| format!("local's pid file: {e}"))?;
         check(runs(child), format!("the silent child {child} runs"))?;
+        check(runs(local), format!("the connected child {local} runs"))?;
         send_signal(gateway.id().ok_or("the gateway has exited")?, signal)?;
         let status = within("the gateway's exit", gateway.wait())
             .await?
@@ -84,6 +95,7 @@ pub async fn a_stop_signal_during_start_ends_the_gateway_and_its_child() -> Outc
             format!("SIG{signal}: the gateway went on to serve: {printed}"),
         )?;
         ended(child, &format!("after SIG{signal}, the silent child")).await?;
+        ended(local, &format!("after SIG{signal}, the connected child")).await?;
     }
     Ok(())
 }
