@@ -1,7 +1,6 @@
 //! The command line: [`Args`], clap's derive, and the checks clap cannot make itself
 //! ([`Args::validate`]).
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -10,6 +9,7 @@ use clap::{ArgGroup, CommandFactory, Parser, ValueEnum};
 use tracing_subscriber::EnvFilter;
 
 use crate::config::{Format, Secret};
+use crate::serve::ListenAddr;
 
 /// The gateway's command line.
 ///
@@ -32,6 +32,9 @@ use crate::config::{Format, Secret};
 /// let err = public.validate().unwrap_err();
 /// assert_eq!(err.exit_code(), 2);
 /// assert!(err.to_string().contains("--auth-token-env"));
+///
+/// let named = Args::try_parse_from(["toolbreaker-gateway", "--config", "g.toml", "--listen", "localhost:8080"])?;
+/// assert!(named.validate().is_ok(), "a host name is resolved: loopback");
 /// # Ok::<(), clap::Error>(())
 /// ```
 #[derive(Parser, Clone, Debug, PartialEq, Eq)]
@@ -48,12 +51,14 @@ or from the mcpServers JSON of Claude Desktop, Claude Code or Cursor (--mcp-conf
 SIGHUP reloads the file: upstreams are added, removed or changed while clients stay connected, \
 and breakers keep their state.\n\n\
 Endpoints: /mcp (Streamable HTTP: MCP 2026-07-28 stateless and 2025-11-25 with sessions), \
-/metrics (Prometheus), /healthz, /status.",
+/metrics (Prometheus), /healthz (liveness), /readyz (readiness: the upstreams marked `required` \
+connected, or one at least when none is), /status.",
     after_help = "Examples:\n  \
 toolbreaker-gateway --config gateway.toml\n  \
 toolbreaker-gateway --mcp-config ~/.cursor/mcp.json --stdio\n  \
 GATEWAY_TOKEN=... toolbreaker-gateway --config gateway.toml --listen 0.0.0.0:8080 \
---auth-token-env GATEWAY_TOKEN --allowed-host gateway.internal:8080"
+--auth-token-env GATEWAY_TOKEN --tls-cert cert.pem --tls-key key.pem \
+--allowed-host gateway.internal:8080"
 )]
 #[command(group(ArgGroup::new("source").required(true).args(["config", "mcp_config"])))]
 pub struct Args {
@@ -66,10 +71,36 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
 
-    /// The address to serve HTTP on, IP:PORT. Any address but a loopback one requires
-    /// --auth-token-env.
+    /// The address to serve HTTP on: IP:PORT (IPv6 in brackets) or HOST:PORT, such as
+    /// localhost:8080 (a name is resolved at start). An address that is not loopback requires
+    /// --auth-token-env, and --tls-cert with --tls-key unless --insecure-http is given.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
-    pub listen: SocketAddr,
+    pub listen: ListenAddr,
+
+    /// Serve HTTPS: the PEM file of the server's certificate chain (its certificate first,
+    /// then intermediates). Requires --tls-key.
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "tls_key",
+        conflicts_with = "stdio"
+    )]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The PEM file of the private key of --tls-cert's certificate (PKCS#8, PKCS#1 or SEC1).
+    /// Requires --tls-cert.
+    #[arg(
+        long,
+        value_name = "PATH",
+        requires = "tls_cert",
+        conflicts_with = "stdio"
+    )]
+    pub tls_key: Option<PathBuf>,
+
+    /// Serve plain HTTP on an address that is not loopback (TLS ended in front of the gateway,
+    /// or a network you trust): the bearer token then travels in clear text.
+    #[arg(long, conflicts_with_all = ["tls_cert", "stdio"])]
+    pub insecure_http: bool,
 
     /// Serve one MCP client on stdin and stdout instead of HTTP (so that Claude Desktop can
     /// start the gateway as its one MCP server). Logs go to stderr.
@@ -133,8 +164,9 @@ pub enum LogFormat {
 }
 
 impl Args {
-    /// The checks clap cannot make: a `--listen` address that is not loopback needs
-    /// `--auth-token-env`; the variable `--auth-token-env` names must be set and non-empty;
+    /// The checks clap cannot make: `--listen` must resolve; an address that is not loopback
+    /// needs `--auth-token-env`, and `--tls-cert` with `--tls-key` unless `--insecure-http`
+    /// is given; the variable `--auth-token-env` names must be set and non-empty;
     /// `--log` must parse as an env-filter; `--redis` must be a Redis URL. Environment
     /// variables are read from the process.
     ///
@@ -153,15 +185,39 @@ impl Args {
     /// As [`validate`](Self::validate).
     pub fn validate_with(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<(), clap::Error> {
         let token = self.auth_token_with(env)?;
-        if !self.stdio && !self.listen.ip().is_loopback() && token.is_none() {
-            return Err(usage(
-                ErrorKind::MissingRequiredArgument,
-                format!(
-                    "--listen {} is not a loopback address: it requires --auth-token-env VAR, \
-                     a bearer token every request must carry",
-                    self.listen
-                ),
-            ));
+        if !self.stdio {
+            let resolved = self.listen.resolve().map_err(|e| {
+                usage(
+                    ErrorKind::ValueValidation,
+                    format!(
+                        "--listen {}: cannot resolve `{}`: {e}",
+                        self.listen,
+                        self.listen.host()
+                    ),
+                )
+            })?;
+            let loopback = resolved.iter().all(|addr| addr.ip().is_loopback());
+            if !loopback && token.is_none() {
+                return Err(usage(
+                    ErrorKind::MissingRequiredArgument,
+                    format!(
+                        "--listen {} is not a loopback address: it requires --auth-token-env \
+                         VAR, a bearer token every request must carry",
+                        self.listen
+                    ),
+                ));
+            }
+            if !loopback && self.tls_cert.is_none() && !self.insecure_http {
+                return Err(usage(
+                    ErrorKind::MissingRequiredArgument,
+                    format!(
+                        "--listen {} is not a loopback address: it requires TLS, --tls-cert \
+                         PATH and --tls-key PATH (so that the bearer token is not sent in \
+                         clear text), or --insecure-http to serve plain HTTP all the same",
+                        self.listen
+                    ),
+                ));
+            }
         }
         if let Err(e) = EnvFilter::try_new(&self.log) {
             return Err(usage(
@@ -353,6 +409,7 @@ mod tests {
             "[::]:80",
             "--auth-token-env",
             "GW_TOKEN",
+            "--insecure-http",
         ])
         .unwrap();
         assert!(set.validate_with(&env).is_ok());
@@ -371,10 +428,72 @@ mod tests {
         }
         let loopback_unset = args(&["--config", "g", "--auth-token-env", "GW_NONE"]).unwrap();
         assert!(loopback_unset.validate_with(&env).is_err());
+        let named = args(&["--config", "g", "--listen", "localhost:80"]).unwrap();
+        assert_eq!(named.listen.host(), "localhost");
+        assert_eq!(named.validate_with(&env).map_err(|e| e.to_string()), Ok(()));
+        let err = args(&["--config", "g", "--listen", "localhost"]).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("expected HOST:PORT"), "{err}");
+        let unresolved = args(&["--config", "g", "--listen", "no-such-host.invalid:80"]).unwrap();
+        let err = unresolved.validate_with(&env).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
         assert!(
-            args(&["--config", "g", "--listen", "localhost:80"]).is_err(),
-            "IP:PORT only"
+            err.to_string().contains(
+                "--listen no-such-host.invalid:80: cannot resolve `no-such-host.invalid`"
+            ),
+            "{err}"
         );
+    }
+
+    #[test]
+    fn a_public_listen_address_requires_tls_unless_insecure_http() {
+        let public = [
+            "--config",
+            "g",
+            "--listen",
+            "0.0.0.0:8443",
+            "--auth-token-env",
+            "GW_TOKEN",
+        ];
+        let err = args(&public).unwrap().validate_with(&env).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        let shown = err.to_string();
+        for words in [
+            "--listen 0.0.0.0:8443",
+            "--tls-cert",
+            "--tls-key",
+            "--insecure-http",
+        ] {
+            assert!(shown.contains(words), "{words}: {shown}");
+        }
+        let with = |extra: &[&str]| {
+            let mut all = public.to_vec();
+            all.extend_from_slice(extra);
+            args(&all)
+        };
+        let tls = with(&["--tls-cert", "c.pem", "--tls-key", "k.pem"]).unwrap();
+        assert_eq!(tls.validate_with(&env).map_err(|e| e.to_string()), Ok(()));
+        let insecure = with(&["--insecure-http"]).unwrap();
+        assert!(insecure.validate_with(&env).is_ok());
+        // One without the other, or TLS and --insecure-http together, is a usage error.
+        for extra in [
+            &["--tls-cert", "c.pem"][..],
+            &["--tls-key", "k.pem"],
+            &[
+                "--tls-cert",
+                "c.pem",
+                "--tls-key",
+                "k.pem",
+                "--insecure-http",
+            ],
+            &["--stdio", "--tls-cert", "c.pem", "--tls-key", "k.pem"],
+        ] {
+            let err = with(extra).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{extra:?}");
+        }
+        // Loopback needs neither.
+        let local = args(&["--config", "g", "--tls-cert", "c.pem", "--tls-key", "k.pem"]).unwrap();
+        assert!(local.validate_with(&env).is_ok());
     }
 
     #[test]
@@ -457,6 +576,10 @@ mod tests {
             "--drain-timeout-ms",
             "--allowed-host",
             "--allowed-origin",
+            "--tls-cert",
+            "--tls-key",
+            "--insecure-http",
+            "/readyz",
             "--help",
             "--version",
             "[default: 127.0.0.1:8080]",

@@ -1,5 +1,6 @@
 //! The program: [`main`] parses the command line and runs the gateway until SIGINT or SIGTERM
-//! (or, with `--stdio`, until its client closes stdin), reloading the file on SIGHUP.
+//! (or, with `--stdio`, until its client closes stdin), reloading the file on SIGHUP; signals
+//! are handled from the start, before any upstream is started.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -13,9 +14,12 @@ use toolbreaker::fleet::Fleet;
 use tracing_subscriber::EnvFilter;
 
 use crate::cli::{Args, LogFormat};
-use crate::config::GatewayConfig;
+use crate::config::{GatewayConfig, Secret};
 use crate::relay::Gateway;
-use crate::serve::{BearerToken, HttpApp, HttpOptions, serve, serve_stdio, shutdown_signal};
+use crate::serve::{
+    BearerToken, HttpApp, HttpOptions, TlsServer, UpstreamReadiness, serve, serve_stdio, serve_tls,
+    shutdown_signal,
+};
 
 /// How long one tool call may take, all its attempts together.
 pub const CALL_TIME_LIMIT: Duration = Duration::from_secs(300);
@@ -24,8 +28,9 @@ pub const CALL_TIME_LIMIT: Duration = Duration::from_secs(300);
 /// trying in the background; admission never waits for it).
 const FLEET_CONNECT_WAIT: Duration = Duration::from_secs(5);
 
-/// The binary `toolbreaker-gateway`: exit code 0 after a clean shutdown, 1 when it cannot
-/// start (a bad config file, a name collision, a port in use), 2 for a usage error.
+/// The binary `toolbreaker-gateway`: exit code 0 after a clean shutdown (SIGINT or SIGTERM,
+/// during the start too), 1 when it cannot start (a bad config file, a bad TLS file, a name
+/// collision, a port in use), 2 for a usage error.
 pub fn main() -> ExitCode {
     let args = Args::parse();
     if let Err(error) = args.validate() {
@@ -106,15 +111,82 @@ fn rmcp_warnings_limited(event: &tracing::Metadata<'_>) -> bool {
 
 /// Runs the gateway of `args` until it is told to stop.
 ///
+/// Its signal handlers come first, before anything else is started: a SIGINT or SIGTERM that
+/// comes while the gateway starts (while it waits, up to each upstream's per-call timeout, for
+/// the upstreams' `initialize`) stops the start, ends the stdio children already started and
+/// returns `Ok`; a SIGHUP that comes then is kept, and the file is reloaded once the config in
+/// force is known. The port is bound before any upstream is started: a busy one is an error
+/// with no child started.
+///
 /// # Errors
 ///
 /// What keeps it from starting or serving, in words: a config file that cannot be read or is
-/// invalid, a tool name two upstreams show, an address that cannot be bound.
+/// invalid, a TLS file that cannot be used, an address that cannot be bound, a tool name two
+/// upstreams show.
 pub async fn run(args: Args) -> Result<(), String> {
+    let mut stop = Box::pin(shutdown_signal().map_err(|e| e.to_string())?);
+    let hangups = hangups();
+    let started = tokio::select! {
+        biased;
+        () = &mut stop => None,
+        started = start(&args) => Some(started?),
+    };
+    // Stopped during the start: its future, dropped, ended the children it had started.
+    let Some(Started { gateway, http }) = started else {
+        tracing::info!("stopped during start: the upstreams started are ended, nothing served");
+        return Ok(());
+    };
+    tokio::spawn(reload_on_hangup(gateway.clone(), args.clone(), hangups));
+    let served = match http {
+        None => serve_stdio(gateway.session(), stop).await,
+        Some(Http { listener, app, tls }) => {
+            let bound = listener.local_addr().map_err(|e| e.to_string())?;
+            let scheme = if tls.is_some() { "https" } else { "http" };
+            // The one line on stdout: where clients connect (scripts read the port from it).
+            println!("listening on {scheme}://{bound}/mcp");
+            tracing::info!(%bound, tls = tls.is_some(), "listening");
+            match tls {
+                Some(tls) => serve_tls(listener, &tls, app, stop).await,
+                None => serve(listener, app, stop).await,
+            }
+        }
+    };
+    gateway.shutdown();
+    served.map_err(|e| e.to_string())
+}
+
+/// A gateway started: its upstreams connected (or left to their background tasks) and, unless
+/// it serves stdio, its listener bound and its routes made.
+struct Started {
+    gateway: Gateway,
+    http: Option<Http>,
+}
+
+struct Http {
+    listener: TcpListener,
+    app: HttpApp,
+    tls: Option<TlsServer>,
+}
+
+/// Reads the config, binds the port, makes the routes, then starts the upstreams: whatever can
+/// be refused is refused before a child is started.
+async fn start(args: &Args) -> Result<Started, String> {
     let (path, format) = args.config_source();
     let config = GatewayConfig::load(&path, format).map_err(|e| e.to_string())?;
     let token = args.auth_token().map_err(|e| e.to_string())?;
     crate::redact::redactor().add(&config, token.as_ref());
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            Some(TlsServer::from_pem_files(cert, key).map_err(|e| e.to_string())?)
+        }
+        _ => None,
+    };
+    // The port before any upstream: a busy one is said at once, with no child started.
+    let listener = if args.stdio {
+        None
+    } else {
+        Some(args.listen.bind().await?)
+    };
     let mut registry = Registry::builder()
         .config(config.registry.clone())
         .metrics(true);
@@ -125,83 +197,148 @@ pub async fn run(args: Args) -> Result<(), String> {
         registry = registry.fleet(fleet);
     }
     let registry = registry.build();
-    if let Some(fleet) = registry.fleet()
+    let gateway = Gateway::new("toolbreaker-gateway", registry, CALL_TIME_LIMIT);
+    gateway.set_input_wait(args.input_wait());
+    let http = match listener {
+        Some(listener) => {
+            let app = http_app(args, &gateway, &listener, token.as_ref())?;
+            Some(Http { listener, app, tls })
+        }
+        None => None,
+    };
+    if let Some(fleet) = gateway.registry().fleet()
         && let Err(error) = fleet.connected(FLEET_CONNECT_WAIT).await
     {
         tracing::warn!(%error, "fleet mode: Redis is not reachable yet; breakers run locally until it is");
     }
-    let gateway = Gateway::new("toolbreaker-gateway", registry, CALL_TIME_LIMIT);
-    gateway.set_input_wait(args.input_wait());
+    tracing::info!(
+        upstreams = config.upstreams.len(),
+        "starting: connecting to the upstreams"
+    );
     gateway.start(config).await.map_err(|e| e.to_string())?;
-    tokio::spawn(reload_on_hangup(gateway.clone(), args.clone()));
-
-    let served = if args.stdio {
-        let stop = shutdown_signal().map_err(|e| e.to_string())?;
-        serve_stdio(gateway.session(), stop).await
-    } else {
-        let mut options = HttpOptions::new(args.listen);
-        options.auth_token = token.as_ref().and_then(|t| BearerToken::new(t.expose()));
-        options.allowed_hosts.clone_from(&args.allowed_hosts);
-        options.allowed_origins.clone_from(&args.allowed_origins);
-        options.max_request_bytes = usize::try_from(args.max_request_bytes).unwrap_or(usize::MAX);
-        options.drain = args.drain_timeout();
-        let listener = TcpListener::bind(args.listen)
-            .await
-            .map_err(|e| format!("--listen {}: {e}", args.listen))?;
-        let bound = listener.local_addr().map_err(|e| e.to_string())?;
-        options.listen = bound;
-        let (sessions, status, scrape) = (gateway.clone(), gateway.clone(), gateway.clone());
-        let app = HttpApp::new(
-            &options,
-            move || Ok(sessions.session()),
-            Arc::new(move || status.status()),
-            Some(Arc::new(move || scrape.registry().export_metrics())),
-        )
-        .map_err(|e| e.to_string())?;
-        // The one line on stdout: where clients connect (scripts read the port from it).
-        println!("listening on http://{bound}/mcp");
-        tracing::info!(%bound, "listening");
-        let stop = shutdown_signal().map_err(|e| e.to_string())?;
-        serve(listener, app, stop).await
-    };
-    gateway.shutdown();
-    served.map_err(|e| e.to_string())
+    Ok(Started { gateway, http })
 }
 
-/// Reloads the config file on each SIGHUP; a bad file is logged and the config in force kept.
-async fn reload_on_hangup(gateway: Gateway, args: Args) {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut hangups) = signal(SignalKind::hangup()) else {
-            tracing::warn!("SIGHUP cannot be caught: no reload");
-            return;
-        };
-        while hangups.recv().await.is_some() {
-            let (path, format) = args.config_source();
-            let config = match GatewayConfig::load(&path, format) {
-                Ok(config) => {
-                    crate::redact::redactor().add(&config, None);
-                    config
-                }
-                Err(error) => {
-                    tracing::error!(%error, "reload refused: the config in force is kept");
-                    continue;
-                }
-            };
-            match gateway.reload(config).await {
-                Ok(reloaded) => tracing::info!(
-                    added = ?reloaded.added,
-                    removed = ?reloaded.removed,
-                    changed = ?reloaded.changed,
-                    "reloaded"
-                ),
-                Err(error) => {
-                    tracing::error!(%error, "reload refused: the config in force is kept")
-                }
-            }
+/// The HTTP routes of `gateway` on `listener`, with the command line's options.
+fn http_app(
+    args: &Args,
+    gateway: &Gateway,
+    listener: &TcpListener,
+    token: Option<&Secret>,
+) -> Result<HttpApp, String> {
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    let mut options = HttpOptions::new(bound);
+    options.auth_token = token.and_then(|t| BearerToken::new(t.expose()));
+    options.allowed_hosts.clone_from(&args.allowed_hosts);
+    // A host name given to --listen is a `Host` clients use (an IP is admitted already).
+    if args.listen.ip().is_none() {
+        options.allowed_hosts.push(args.listen.host().to_owned());
+    }
+    options.allowed_origins.clone_from(&args.allowed_origins);
+    options.max_request_bytes = usize::try_from(args.max_request_bytes).unwrap_or(usize::MAX);
+    options.drain = args.drain_timeout();
+    let (sessions, status, scrape) = (gateway.clone(), gateway.clone(), gateway.clone());
+    let ready = gateway.clone();
+    let app = HttpApp::new(
+        &options,
+        move || Ok(sessions.session()),
+        Arc::new(move || status.status()),
+        Some(Arc::new(move || scrape.registry().export_metrics())),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(app.with_readiness(Arc::new(move || readiness(&ready))))
+}
+
+/// `/readyz`'s view of the upstreams in force.
+fn readiness(gateway: &Gateway) -> Vec<UpstreamReadiness> {
+    gateway
+        .upstreams()
+        .iter()
+        .map(|upstream| UpstreamReadiness {
+            name: upstream.name().to_owned(),
+            required: upstream.config().required,
+            connected: upstream.status()["connected"].as_bool() == Some(true),
+        })
+        .collect()
+}
+
+/// The SIGHUPs to come, caught from now on (so that one during the start is kept, not the
+/// default action that ends the process); `None` where it cannot be caught.
+#[cfg(unix)]
+fn hangups() -> Option<tokio::signal::unix::Signal> {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::hangup()) {
+        Ok(hangups) => Some(hangups),
+        Err(error) => {
+            tracing::warn!(%error, "SIGHUP cannot be caught: no reload");
+            None
         }
     }
-    #[cfg(not(unix))]
-    let _ = (gateway, args);
+}
+
+#[cfg(not(unix))]
+fn hangups() -> Option<()> {
+    None
+}
+
+/// Reloads the config file on each SIGHUP, one that came during the start first; a bad file
+/// is logged and the config in force kept.
+#[cfg(unix)]
+async fn reload_on_hangup(
+    gateway: Gateway,
+    args: Args,
+    hangups: Option<tokio::signal::unix::Signal>,
+) {
+    let Some(mut hangups) = hangups else {
+        return;
+    };
+    let came = {
+        let mut now = std::task::Context::from_waker(std::task::Waker::noop());
+        matches!(
+            hangups.poll_recv(&mut now),
+            std::task::Poll::Ready(Some(()))
+        )
+    };
+    if came {
+        tracing::info!(
+            "SIGHUP came during the start: reloading now that the config in force is known"
+        );
+        reload(&gateway, &args).await;
+    }
+    while hangups.recv().await.is_some() {
+        reload(&gateway, &args).await;
+    }
+}
+
+#[cfg(not(unix))]
+async fn reload_on_hangup(gateway: Gateway, args: Args, hangups: Option<()>) {
+    let _ = (gateway, args, hangups);
+}
+
+/// Reads the config file again and puts it in force; a bad file is logged and the config in
+/// force kept.
+#[cfg(unix)]
+async fn reload(gateway: &Gateway, args: &Args) {
+    let (path, format) = args.config_source();
+    let config = match GatewayConfig::load(&path, format) {
+        Ok(config) => {
+            crate::redact::redactor().add(&config, None);
+            config
+        }
+        Err(error) => {
+            tracing::error!(%error, "reload refused: the config in force is kept");
+            return;
+        }
+    };
+    match gateway.reload(config).await {
+        Ok(reloaded) => tracing::info!(
+            added = ?reloaded.added,
+            removed = ?reloaded.removed,
+            changed = ?reloaded.changed,
+            "reloaded"
+        ),
+        Err(error) => {
+            tracing::error!(%error, "reload refused: the config in force is kept")
+        }
+    }
 }

@@ -687,6 +687,7 @@ fn legacy_stdio_upstream() -> UpstreamConfig {
         classifier: Default::default(),
         tools: vec![],
         era: Default::default(),
+        required: false,
     }
 }
 

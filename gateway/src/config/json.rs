@@ -322,6 +322,7 @@ fn server<'k>(
         classifier: McpClassifier::new(),
         tools: Vec::new(),
         era: Default::default(),
+        required: false,
     };
     if upstream.max_call < upstream.per_call_timeout {
         let key = if max_call.is_some() {

@@ -16,7 +16,7 @@ use super::types::{DEFAULT_PER_CALL_TIMEOUT, MAX_CALL};
 use super::{Era, Secret, ToolConfig, Transport, UpstreamConfig};
 
 /// An `[upstreams.NAME]` section's own keys (besides the breaker keys).
-const UPSTREAM_KEYS: [&str; 15] = [
+const UPSTREAM_KEYS: [&str; 16] = [
     "url",
     "headers",
     "command",
@@ -32,6 +32,7 @@ const UPSTREAM_KEYS: [&str; 15] = [
     "error_codes",
     "tools",
     "era",
+    "required",
 ];
 
 /// A `[upstreams.NAME.tools.TOOL]` section's own keys (besides the breaker keys).
@@ -66,6 +67,7 @@ pub(super) fn upstream(
     let mut cwd = None;
     let mut prefix = format!("{upstream_name}.");
     let mut era = Era::default();
+    let mut required = false;
     let mut allow: Option<Vec<String>> = None;
     let mut deny = Vec::new();
     let mut deny_span = here.clone();
@@ -132,6 +134,14 @@ pub(super) fn upstream(
             }
             "per_call_timeout_ms" => per_call_timeout = (millis(value).map_err(at)?, Some(span)),
             "max_call_ms" => max_call = (max_call_ms(value).map_err(at)?, Some(span)),
+            "required" => {
+                required = value.as_bool().ok_or_else(|| {
+                    at(format!(
+                        "must be true or false, not {}",
+                        rules::a(value.type_str())
+                    ))
+                })?;
+            }
             "era" => {
                 let text = string(value).map_err(at)?;
                 era = Era::parse(text).ok_or_else(|| {
@@ -244,6 +254,7 @@ pub(super) fn upstream(
         classifier,
         tools: Vec::new(),
         era,
+        required,
     };
     let mut tool_breakers = Vec::new();
     for (tool_key, tool_value) in tools_table.map(|(t, _)| entries(t)).unwrap_or_default() {
@@ -521,6 +532,21 @@ mod tests {
         );
         let err = refused(&format!("[upstreams.a]\n{HTTP}era = 2026\n"));
         assert!(err.contains("[upstreams.a] era"), "{err}");
+    }
+
+    #[test]
+    fn required_is_true_or_false_and_false_unless_set() {
+        let config = GatewayConfig::from_toml_str(&format!(
+            "[upstreams.a]\n{HTTP}required = true\n[upstreams.b]\n{HTTP}"
+        ))
+        .unwrap();
+        let required: Vec<bool> = config.upstreams.iter().map(|u| u.required).collect();
+        assert_eq!(required, [true, false]);
+        let err = refused(&format!("[upstreams.a]\n{HTTP}required = \"yes\"\n"));
+        assert!(
+            err.starts_with("line 3: [upstreams.a] required: must be true or false, not a string"),
+            "{err}"
+        );
     }
 
     #[test]

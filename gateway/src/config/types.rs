@@ -86,6 +86,9 @@ pub struct UpstreamConfig {
     pub tools: Vec<ToolConfig>,
     /// Which of MCP's eras the gateway speaks to it in (`era`; default [`Era::Newest`]).
     pub era: Era,
+    /// Whether the gateway is ready (`/readyz`) only while this upstream is connected
+    /// (`required`; default `false`).
+    pub required: bool,
 }
 
 /// Which of MCP's eras the gateway speaks to an upstream in (key `era`).

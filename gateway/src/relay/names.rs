@@ -76,6 +76,7 @@ mod tests {
             classifier: Default::default(),
             tools: vec![],
             era: Default::default(),
+            required: false,
         }
     }
 

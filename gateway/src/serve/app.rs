@@ -1,4 +1,4 @@
-//! The gateway's HTTP routes: `/mcp`, `/healthz`, `/status` and `/metrics`.
+//! The gateway's HTTP routes: `/mcp`, `/healthz`, `/readyz`, `/status` and `/metrics`.
 
 use std::io;
 use std::sync::Arc;
@@ -21,6 +21,7 @@ use super::hosts::{AdmittedHosts, require_admitted_host};
 use super::in_flight::{InFlight, track};
 use super::jsonrpc::{BodyLimit, answer_malformed};
 use super::options::HttpOptions;
+use super::ready::{ReadyFn, readyz};
 
 /// What `/status` answers: called on each request, its JSON is the body (the relay's view of
 /// its upstreams).
@@ -41,7 +42,11 @@ pub type ScrapeFn = Arc<dyn Fn() + Send + Sync>;
 ///   [`HttpOptions::max_request_bytes`]. A body that is not JSON-RPC is answered
 ///   `400 Bad Request` with JSON-RPC's error for it (`-32700` not JSON, `-32600` not a JSON-RPC
 ///   message, `-32602` params that do not fit the method), not rmcp's `415` (`serve::jsonrpc`).
-/// - `/healthz`: `200 ok`, always, without a token: the process is up and serving.
+/// - `/healthz`: `200 ok`, always, without a token: liveness, the process is up and serving
+///   (whatever its upstreams' state).
+/// - `/readyz` (once [`with_readiness`](Self::with_readiness) gives it what to ask), without a
+///   token: readiness, `200 {"ready":true}` when the upstreams the gateway needs are
+///   connected, else `503 {"ready":false,"not_connected":[NAME, …]}` ([`Readiness`]).
 /// - `/status`: the JSON of the [`StatusFn`] (`application/json`).
 /// - `/metrics`: the process's Prometheus recorder ([`prometheus_handle`]) in Prometheus's text
 ///   format.
@@ -52,6 +57,7 @@ pub type ScrapeFn = Arc<dyn Fn() + Send + Sync>;
 /// is not admitted.
 ///
 /// [`prometheus_handle`]: super::prometheus_handle
+/// [`Readiness`]: super::Readiness
 pub struct HttpApp {
     router: Router,
     sessions: CancellationToken,
@@ -143,6 +149,16 @@ impl HttpApp {
             in_flight,
             drain: options.drain,
         })
+    }
+
+    /// The app with `/readyz`, answered from `ready` on each request (see
+    /// [`Readiness`](super::Readiness)). Like `/healthz`, it needs no token: load balancers'
+    /// and orchestrators' probes send none.
+    pub fn with_readiness(mut self, ready: ReadyFn) -> HttpApp {
+        self.router = self
+            .router
+            .route("/readyz", get(move || readyz(ready.clone())));
+        self
     }
 
     /// The routes, to serve with [`serve`](super::serve) or to merge into a larger router

@@ -10,6 +10,7 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 use super::app::HttpApp;
+use super::tls::TlsServer;
 
 /// How long [`serve`] waits for its connections to close once the MCP sessions are ended: a
 /// connection whose client reads nothing more may hold its socket open.
@@ -62,6 +63,35 @@ pub async fn serve(
     app: HttpApp,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
+    serve_on(no_delay(listener), app, shutdown).await
+}
+
+/// [`serve`] in TLS: each connection `listener` accepts is served once its TLS handshake with
+/// `tls` is done (within [`HANDSHAKE_TIMEOUT`](super::HANDSHAKE_TIMEOUT); handshakes run side
+/// by side, and one that fails is logged and dropped). The same graceful shutdown.
+///
+/// # Errors
+///
+/// As [`serve`].
+pub async fn serve_tls(
+    listener: TcpListener,
+    tls: &TlsServer,
+    app: HttpApp,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    serve_on(tls.listener(listener), app, shutdown).await
+}
+
+/// [`serve`] on any of axum's listeners.
+async fn serve_on<L>(
+    listener: L,
+    app: HttpApp,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()>
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
     let (router, sessions, in_flight, drain) = app.into_parts();
     let (told, on_told) = oneshot::channel::<()>();
     let signal = async move {
@@ -69,7 +99,7 @@ pub async fn serve(
         let _ = told.send(());
     };
     let mut server = pin!(
-        axum::serve(no_delay(listener), router)
+        axum::serve(listener, router)
             .with_graceful_shutdown(signal)
             .into_future()
     );

@@ -5,7 +5,10 @@
 //! - `--stdio`, stdout holding only MCP (`stdio`);
 //! - `--mcp-config`, Claude Desktop's `mcpServers` file (`mcp_config`);
 //! - graceful shutdown on SIGTERM, a stdio upstream's process ended with it (`shutdown`);
-//! - `--log-format json` (`logs`).
+//! - `--log-format json` (`logs`);
+//! - the start: signals during it, the port bound first, a host name to listen on, `/readyz`
+//!   (`start`);
+//! - HTTPS with `--tls-cert` and `--tls-key` (`tls`).
 //!
 //! Its own `main` (no libtest): the binary is also the stdio upstream the gateway starts as a
 //! child (with `TOOLBREAKER_TEST_STDIO_UPSTREAM` set). `redis-server` must be on `PATH`.
@@ -19,7 +22,9 @@ mod mcp;
 mod mcp_config;
 mod process;
 mod shutdown;
+mod start;
 mod stdio;
+mod tls;
 mod upstream;
 
 use std::future::Future;
@@ -30,7 +35,7 @@ use process::Outcome;
 
 type Test = fn() -> Pin<Box<dyn Future<Output = Outcome> + Send>>;
 
-const TESTS: [(&str, Test); 8] = [
+const TESTS: [(&str, Test); 15] = [
     (
         "fleet::a_trip_through_one_gateway_blocks_the_next_call_through_the_other",
         || Box::pin(fleet::a_trip_through_one_gateway_blocks_the_next_call_through_the_other()),
@@ -59,6 +64,30 @@ const TESTS: [(&str, Test); 8] = [
     ),
     ("logs::a_gateway_that_cannot_start_says_why_in_json", || {
         Box::pin(logs::a_gateway_that_cannot_start_says_why_in_json())
+    }),
+    (
+        "start::a_stop_signal_during_start_ends_the_gateway_and_its_child",
+        || Box::pin(start::a_stop_signal_during_start_ends_the_gateway_and_its_child()),
+    ),
+    (
+        "start::a_hangup_during_start_is_a_reload_once_started",
+        || Box::pin(start::a_hangup_during_start_is_a_reload_once_started()),
+    ),
+    (
+        "start::a_busy_port_is_reported_before_any_upstream_starts",
+        || Box::pin(start::a_busy_port_is_reported_before_any_upstream_starts()),
+    ),
+    ("start::a_host_name_is_a_listen_address", || {
+        Box::pin(start::a_host_name_is_a_listen_address())
+    }),
+    ("start::readyz_follows_the_required_upstreams", || {
+        Box::pin(start::readyz_follows_the_required_upstreams())
+    }),
+    ("tls::the_gateway_serves_https_with_its_certificate", || {
+        Box::pin(tls::the_gateway_serves_https_with_its_certificate())
+    }),
+    ("tls::a_bad_tls_file_is_named_with_its_flag", || {
+        Box::pin(tls::a_bad_tls_file_is_named_with_its_flag())
     }),
 ];
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, Command};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 /// The longest any one step may take (a machine busy with other builds is slow).
@@ -67,6 +68,71 @@ pub fn collect_lines(stream: impl AsyncRead + Unpin + Send + 'static) -> JoinHan
     })
 }
 
+/// A stream's lines as they come (a process's stderr), for a test to wait on one.
+pub struct Lines {
+    coming: mpsc::UnboundedReceiver<String>,
+    /// Every line read so far.
+    pub seen: Vec<String>,
+}
+
+impl Lines {
+    /// Reads `stream` line by line until it ends.
+    pub fn read(stream: impl AsyncRead + Unpin + Send + 'static) -> Lines {
+        let (send, coming) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stream).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Lines {
+            coming,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits for the next line that holds `words`; that line. An error, with every line seen,
+    /// when the stream ends first or none comes within [`STEP`].
+    pub async fn until(&mut self, words: &str) -> Result<String, String> {
+        let (coming, seen) = (&mut self.coming, &mut self.seen);
+        let found = tokio::time::timeout(STEP, async {
+            while let Some(line) = coming.recv().await {
+                seen.push(line.clone());
+                if line.contains(words) {
+                    return Some(line);
+                }
+            }
+            None
+        })
+        .await;
+        match found {
+            Ok(Some(line)) => Ok(line),
+            Ok(None) => Err(format!(
+                "the stream ended with no line holding `{words}`:\n{}",
+                self.seen.join("\n")
+            )),
+            Err(_) => Err(format!(
+                "no line holding `{words}` within {STEP:?}:\n{}",
+                self.seen.join("\n")
+            )),
+        }
+    }
+
+    /// Every line, once the stream has ended (within [`STEP`]).
+    pub async fn all(mut self) -> Result<Vec<String>, String> {
+        let (coming, seen) = (&mut self.coming, &mut self.seen);
+        within("the stream to end", async {
+            while let Some(line) = coming.recv().await {
+                seen.push(line);
+            }
+        })
+        .await?;
+        Ok(self.seen)
+    }
+}
+
 /// The gateway binary, started with `args`, stdin, stdout and stderr piped; stderr is read
 /// all along (so a chatty log never blocks it). Killed when dropped.
 pub fn gateway_command(args: &[&str]) -> Command {
@@ -97,6 +163,28 @@ impl Gateway {
             .spawn()
             .map_err(|e| format!("cannot start the gateway: {e}"))?;
         let stderr = child.stderr.take().map(collect_lines);
+        Gateway::listening(child, stderr).await
+    }
+
+    /// Starts the binary with `args` (a `--listen` among them); returns once it has printed
+    /// where it listens, with its stderr as it comes (and none for [`exit`](Self::exit)).
+    pub async fn start_watched(args: &[&str]) -> Result<(Gateway, Lines), String> {
+        let mut child = gateway_command(args)
+            .spawn()
+            .map_err(|e| format!("cannot start the gateway: {e}"))?;
+        let stderr = Lines::read(child.stderr.take().ok_or("no stderr")?);
+        let gateway = Gateway::listening(child, None).await;
+        match gateway {
+            Ok(gateway) => Ok((gateway, stderr)),
+            Err(error) => Err(format!("{error}\n{}", stderr.all().await?.join("\n"))),
+        }
+    }
+
+    /// `child`, once it has printed where it listens.
+    async fn listening(
+        mut child: Child,
+        stderr: Option<JoinHandle<Vec<String>>>,
+    ) -> Result<Gateway, String> {
         let stdout = child.stdout.take().ok_or("no stdout")?;
         let mut gateway = Gateway {
             child,

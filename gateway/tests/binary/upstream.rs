@@ -23,9 +23,33 @@ pub const LINGER: &str = "TOOLBREAKER_TEST_LINGER";
 const LINGER_FOR: Duration = Duration::from_secs(300);
 /// What such a child writes on its stderr before it serves (the gateway logs it).
 pub const STDERR_LINE: &str = "stdio upstream: serving on stdin and stdout";
+/// Set in such a child: it never answers (not even `initialize`) and ignores its stdin, as a
+/// server that hangs; it says [`SILENT_LINE`] and its pid on stderr, then waits until it is
+/// killed (or [`LINGER_FOR`] has passed).
+pub const SILENT: &str = "TOOLBREAKER_TEST_SILENT";
+/// What a [`SILENT`] child writes on stderr, followed by `<PID>`.
+pub const SILENT_LINE: &str = "silent upstream: never answering; pid";
+
+/// The pid a [`SILENT`] child wrote in `line` (a line of the gateway's log).
+pub fn silent_pid(line: &str) -> Result<u32, String> {
+    let (_, after) = line
+        .split_once(SILENT_LINE)
+        .ok_or_else(|| format!("not the silent child's line: {line}"))?;
+    after
+        .trim_start()
+        .strip_prefix('<')
+        .and_then(|rest| rest.split_once('>'))
+        .and_then(|(pid, _)| pid.parse().ok())
+        .ok_or_else(|| format!("no pid in the silent child's line: {line}"))
+}
 
 /// The stdio upstream's `main`: until stdin closes (and, with [`LINGER`], after).
 pub async fn serve_stdio() {
+    if std::env::var_os(SILENT).is_some() {
+        eprintln!("{SILENT_LINE} <{}>", std::process::id());
+        tokio::time::sleep(LINGER_FOR).await;
+        return;
+    }
     if let Some(path) = std::env::var_os(PID_FILE) {
         std::fs::write(path, std::process::id().to_string()).expect("the pid file is written");
     }

@@ -346,6 +346,7 @@ pub fn http_upstream(
         classifier: Default::default(),
         tools: vec![],
         era: Default::default(),
+        required: false,
     }
 }
 
