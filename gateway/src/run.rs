@@ -15,7 +15,9 @@ use tracing_subscriber::EnvFilter;
 use crate::cli::{Args, LogFormat};
 use crate::config::GatewayConfig;
 use crate::relay::Gateway;
-use crate::serve::{BearerToken, HttpApp, HttpOptions, serve, serve_stdio, shutdown_signal};
+use crate::serve::{
+    BearerToken, BreakerControl, HttpApp, HttpOptions, serve, serve_stdio, shutdown_signal,
+};
 
 /// How long one tool call may take, all its attempts together.
 pub const CALL_TIME_LIMIT: Duration = Duration::from_secs(300);
@@ -145,6 +147,11 @@ pub async fn run(args: Args) -> Result<(), String> {
         options.allowed_origins.clone_from(&args.allowed_origins);
         options.max_request_bytes = usize::try_from(args.max_request_bytes).unwrap_or(usize::MAX);
         options.drain = args.drain_timeout();
+        options.max_sessions = usize::try_from(args.max_sessions).unwrap_or(usize::MAX);
+        options.max_sessions_per_client =
+            usize::try_from(args.max_sessions_per_client).unwrap_or(usize::MAX);
+        options.session_idle = Duration::from_millis(args.session_idle_ms);
+        options.breakers = Some(BreakerControl::of_gateway(gateway.clone()));
         let listener = TcpListener::bind(args.listen)
             .await
             .map_err(|e| format!("--listen {}: {e}", args.listen))?;

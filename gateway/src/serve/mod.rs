@@ -10,11 +10,13 @@
 //!   pair of streams).
 //! - Metrics: [`prometheus_handle`] installs the process's Prometheus recorder once.
 
+mod admin;
 mod app;
 mod auth;
 mod hosts;
 mod in_flight;
 mod jsonrpc;
+mod limits;
 mod log_limit;
 pub(crate) use self::log_limit::{LOG_INTERVAL, LogLimit};
 mod metrics;
@@ -22,9 +24,10 @@ mod options;
 mod shutdown;
 mod stdio;
 
+pub use self::admin::BreakerControl;
 pub use self::app::{HttpApp, ScrapeFn, StatusFn};
 pub use self::auth::BearerToken;
 pub use self::metrics::{LATENCY_BUCKETS, prometheus_handle};
 pub use self::options::{HttpOptions, OptionsError};
 pub use self::shutdown::{serve, shutdown_signal};
-pub use self::stdio::{serve_io, serve_stdio};
+pub use self::stdio::{MAX_LINE_BYTES, serve_io, serve_stdio};

@@ -69,9 +69,13 @@ pub async fn serve(
         let _ = told.send(());
     };
     let mut server = pin!(
-        axum::serve(no_delay(listener), router)
-            .with_graceful_shutdown(signal)
-            .into_future()
+        // The peer's address is what the per-client session cap counts by.
+        axum::serve(
+            no_delay(listener),
+            router.into_make_service_with_connect_info::<std::net::SocketAddr>()
+        )
+        .with_graceful_shutdown(signal)
+        .into_future()
     );
     // Serving, until the signal (axum stops accepting on the same signal).
     tokio::select! {
@@ -170,14 +174,16 @@ pub fn shutdown_signal() -> io::Result<impl Future<Output = ()> + Send + 'static
 /// `listener`, its connections with `TCP_NODELAY`: an answer streamed in small writes (MCP's
 /// SSE events) goes out at once, instead of waiting on the client's delayed ACK (about 40 ms a
 /// request with Nagle's algorithm on).
+/// (Its type is named: axum tells a peer's address, `ConnectInfo`, through a `TapIo`.)
 fn no_delay(
     listener: TcpListener,
-) -> impl axum::serve::Listener<Addr = std::net::SocketAddr, Io = tokio::net::TcpStream> {
-    axum::serve::ListenerExt::tap_io(listener, |tcp| {
+) -> axum::serve::TapIo<TcpListener, fn(&mut tokio::net::TcpStream)> {
+    fn set(tcp: &mut tokio::net::TcpStream) {
         if let Err(error) = tcp.set_nodelay(true) {
             tracing::debug!(%error, "TCP_NODELAY not set");
         }
-    })
+    }
+    axum::serve::ListenerExt::tap_io(listener, set as fn(&mut tokio::net::TcpStream))
 }
 
 #[cfg(test)]
