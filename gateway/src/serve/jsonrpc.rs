@@ -99,7 +99,7 @@ pub(crate) async fn answer_malformed(
 }
 
 /// Whether the request's Content-Type is JSON, as rmcp decides it.
-fn is_json(headers: &HeaderMap) -> bool {
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())

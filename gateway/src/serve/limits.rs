@@ -36,6 +36,7 @@ use rmcp::transport::streamable_http_server::session::{
     RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
 };
 
+use super::jsonrpc::is_json;
 use super::log_limit::{LOG_INTERVAL, LogLimit};
 
 /// The `Retry-After` of a refusal, in seconds: a place frees when a session ends, which the
@@ -270,11 +271,17 @@ pub(crate) async fn cap_sessions(
     request: Request,
     next: Next,
 ) -> Response {
-    if request.method() != Method::POST || request.headers().contains_key("mcp-session-id") {
+    // A body that is not JSON opens nothing (rmcp answers 415), and is not read here.
+    let headers = request.headers();
+    if request.method() != Method::POST
+        || headers.contains_key("mcp-session-id")
+        || !is_json(headers)
+    {
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    // The layer outside this one has read it whole (up to the size limit).
+    // The layer outside this one has read a JSON body already, up to the size limit (a body
+    // over it, only its first chunks): this reads what is in memory.
     let Ok(body) = axum::body::to_bytes(body, usize::MAX).await else {
         let text = "Bad Request: the request body could not be read";
         return (StatusCode::BAD_REQUEST, text).into_response();
