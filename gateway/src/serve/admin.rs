@@ -243,11 +243,14 @@ async fn change(
         control.forced().remove(&name);
     }
     let state = state_name(breaker.state());
+    let peer = asker
+        .and_then(|asker| asker.peer)
+        .map_or_else(|| "unknown".to_owned(), |peer| peer.to_string());
     tracing::warn!(
         breaker = %name,
         action = action.name(),
         by,
-        peer = ?asker.and_then(|asker| asker.peer),
+        %peer,
         from = ?transition.as_ref().map(|t| t.from()),
         to = ?transition.as_ref().map(|t| t.to()),
         state,

@@ -5,7 +5,9 @@
 //!   `Origin` checks of MCP's DNS-rebinding rule and the request size limit of [`HttpOptions`].
 //!   [`serve`] runs it on a listener until a shutdown signal ([`shutdown_signal`]), then drains
 //!   the requests in flight up to [`HttpOptions::drain`] and ends the MCP sessions. A body that
-//!   is not JSON-RPC gets JSON-RPC's error for it (`jsonrpc`).
+//!   is not JSON-RPC gets JSON-RPC's error for it (`jsonrpc`). The sessions open at once are
+//!   capped, overall and per client address (`limits`); with [`HttpOptions::breakers`],
+//!   `/admin/breakers/…` changes a breaker by hand ([`BreakerControl`]).
 //! - Over stdio: [`serve_stdio`] serves one client on stdin and stdout ([`serve_io`] on any
 //!   pair of streams).
 //! - Metrics: [`prometheus_handle`] installs the process's Prometheus recorder once.
