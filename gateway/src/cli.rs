@@ -52,7 +52,8 @@ SIGHUP reloads the file: upstreams are added, removed or changed while clients s
 and breakers keep their state.\n\n\
 Endpoints: /mcp (Streamable HTTP: MCP 2026-07-28 stateless and 2025-11-25 with sessions), \
 /metrics (Prometheus), /healthz (liveness), /readyz (readiness: the upstreams marked `required` \
-connected, or one at least when none is), /status.",
+connected, or one at least when none is), /status, /admin/breakers/BREAKER/ACTION (POST: isolate, \
+close or reset a breaker by hand).",
     after_help = "Examples:\n  \
 toolbreaker-gateway --config gateway.toml\n  \
 toolbreaker-gateway --mcp-config ~/.cursor/mcp.json --stdio\n  \
@@ -142,6 +143,24 @@ pub struct Args {
     #[arg(long, value_name = "MS", default_value_t = 60_000,
           value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub input_wait_ms: u64,
+
+    /// The most MCP sessions open at once (2025-11-25 sessions and 2026-07-28
+    /// subscriptions/listen streams); one more is refused with 503 and Retry-After.
+    #[arg(long, value_name = "N", default_value_t = 1_000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_sessions: u64,
+
+    /// The most MCP sessions one client address holds at once; one more is refused with 429
+    /// and Retry-After. Behind a proxy, set it to --max-sessions.
+    #[arg(long, value_name = "N", default_value_t = 100,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_sessions_per_client: u64,
+
+    /// A 2025-11-25 session with no message either way for this long ends, freeing its
+    /// place, in ms.
+    #[arg(long, value_name = "MS", default_value_t = 300_000,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub session_idle_ms: u64,
 
     /// A Host header value accepted besides the loopback ones (the MCP specification's
     /// DNS-rebinding check), such as `gateway.internal:8080`. Repeatable.
@@ -580,6 +599,10 @@ mod tests {
             "--tls-key",
             "--insecure-http",
             "/readyz",
+            "--max-sessions",
+            "--max-sessions-per-client",
+            "--session-idle-ms",
+            "[default: 300000]",
             "--help",
             "--version",
             "[default: 127.0.0.1:8080]",

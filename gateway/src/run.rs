@@ -17,8 +17,8 @@ use crate::cli::{Args, LogFormat};
 use crate::config::{GatewayConfig, Secret};
 use crate::relay::Gateway;
 use crate::serve::{
-    BearerToken, HttpApp, HttpOptions, TlsServer, UpstreamReadiness, serve, serve_stdio, serve_tls,
-    shutdown_signal,
+    BearerToken, BreakerControl, HttpApp, HttpOptions, TlsServer, UpstreamReadiness, serve,
+    serve_stdio, serve_tls, shutdown_signal,
 };
 
 /// How long one tool call may take, all its attempts together.
@@ -237,6 +237,11 @@ fn http_app(
     options.allowed_origins.clone_from(&args.allowed_origins);
     options.max_request_bytes = usize::try_from(args.max_request_bytes).unwrap_or(usize::MAX);
     options.drain = args.drain_timeout();
+    options.max_sessions = usize::try_from(args.max_sessions).unwrap_or(usize::MAX);
+    options.max_sessions_per_client =
+        usize::try_from(args.max_sessions_per_client).unwrap_or(usize::MAX);
+    options.session_idle = Duration::from_millis(args.session_idle_ms);
+    options.breakers = Some(BreakerControl::of_gateway(gateway.clone()));
     let (sessions, status, scrape) = (gateway.clone(), gateway.clone(), gateway.clone());
     let ready = gateway.clone();
     let app = HttpApp::new(

@@ -11,7 +11,6 @@ use axum::response::{IntoResponse, Json, Response};
 use axum::routing::get;
 use metrics_exporter_prometheus::PrometheusHandle;
 use rmcp::ServerHandler;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 use toolbreaker::mcp::MCP_PATH;
@@ -20,6 +19,7 @@ use super::auth::require_bearer;
 use super::hosts::{AdmittedHosts, require_admitted_host};
 use super::in_flight::{InFlight, track};
 use super::jsonrpc::{BodyLimit, answer_malformed};
+use super::limits::{Counted, Limits, cap_sessions};
 use super::options::HttpOptions;
 use super::ready::{ReadyFn, readyz};
 
@@ -42,6 +42,13 @@ pub type ScrapeFn = Arc<dyn Fn() + Send + Sync>;
 ///   [`HttpOptions::max_request_bytes`]. A body that is not JSON-RPC is answered
 ///   `400 Bad Request` with JSON-RPC's error for it (`-32700` not JSON, `-32600` not a JSON-RPC
 ///   message, `-32602` params that do not fit the method), not rmcp's `415` (`serve::jsonrpc`).
+///   At most [`HttpOptions::max_sessions`] sessions are open at once, and
+///   [`HttpOptions::max_sessions_per_client`] from one client address: an `initialize` (or a
+///   2026-07-28 `subscriptions/listen`) over either is answered `503` (overall) or `429` (per
+///   client) with `Retry-After` and a JSON-RPC error naming the limit; a session ends at its
+///   `DELETE` or after [`HttpOptions::session_idle`] without a message, freeing its place.
+/// - `/admin/breakers/{breaker}/{action}` (`POST`), with [`HttpOptions::breakers`] set: a
+///   breaker isolated, closed or reset by hand ([`BreakerControl`](super::BreakerControl)).
 /// - `/healthz`: `200 ok`, always, without a token: liveness, the process is up and serving
 ///   (whatever its upstreams' state).
 /// - `/readyz` (once [`with_readiness`](Self::with_readiness) gives it what to ask), without a
@@ -117,8 +124,13 @@ impl HttpApp {
             .enforce_origin_validation()
             .with_max_request_body_bytes(options.max_request_bytes)
             .with_cancellation_token(sessions.clone());
-        let mcp =
-            StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config);
+        let limits = Limits::new(options.max_sessions, options.max_sessions_per_client);
+        let manager = Counted::new(Arc::clone(&limits), options.session_idle);
+        let mcp = StreamableHttpService::new(factory, Arc::new(manager), config);
+        let status = match &options.breakers {
+            Some(control) => control.status(status),
+            None => status,
+        };
         let observed = Router::new()
             .route("/status", get(move || status_json(status.clone())))
             .route(
@@ -131,11 +143,21 @@ impl HttpApp {
             ));
         let mcp = Router::new()
             .route_service(MCP_PATH, mcp)
+            .layer(from_fn_with_state(limits, cap_sessions))
             .layer(from_fn_with_state(
                 BodyLimit(options.max_request_bytes),
                 answer_malformed,
             ));
         let mut guarded = mcp.merge(observed);
+        if let Some(control) = &options.breakers {
+            let admin = control
+                .routes(options.auth_token.is_some())
+                .layer(from_fn_with_state(
+                    AdmittedHosts::new(&hosts),
+                    require_admitted_host,
+                ));
+            guarded = guarded.merge(admin);
+        }
         if let Some(token) = &options.auth_token {
             guarded = guarded.layer(from_fn_with_state(token.clone(), require_bearer));
         }

@@ -99,7 +99,7 @@ pub(crate) async fn answer_malformed(
 }
 
 /// Whether the request's Content-Type is JSON, as rmcp decides it.
-fn is_json(headers: &HeaderMap) -> bool {
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
@@ -142,7 +142,7 @@ async fn read_body(body: Body, limit: usize) -> Result<Read, axum::Error> {
 
 /// A JSON-RPC error to answer with.
 #[derive(Debug)]
-struct Refusal {
+pub(crate) struct Refusal {
     code: ErrorCode,
     message: String,
     id: Option<RequestId>,
@@ -151,23 +151,14 @@ struct Refusal {
 }
 
 impl Refusal {
-    fn log(&self) {
-        static REFUSED: LogLimit = LogLimit::new(LOG_INTERVAL);
-        if let Some(suppressed) = REFUSED.admit(self.cause) {
-            tracing::warn!(
-                code = self.code.0,
-                cause = self.cause,
-                error = %shown(&self.message),
-                suppressed,
-                "answered a malformed JSON-RPC message (`suppressed`: how many since the last \
-                 one logged)"
-            );
-        }
+    /// Whether it refuses a notification (a message with a `method` and no `id`, readable at
+    /// its top level): JSON-RPC answers no notification, even a bad one.
+    pub(crate) fn is_notification(&self) -> bool {
+        self.code == ErrorCode::INVALID_PARAMS && self.id.is_none()
     }
-}
 
-impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
+    /// The JSON-RPC error message, as one line of JSON (no newline).
+    pub(crate) fn json(&self) -> String {
         #[derive(serde::Serialize)]
         struct Answer<'a> {
             jsonrpc: &'static str,
@@ -187,7 +178,29 @@ impl IntoResponse for Refusal {
                 message: &self.message,
             },
         };
-        let body = serde_json::to_string(&answer).expect("strings and numbers serialize");
+        serde_json::to_string(&answer).expect("strings and numbers serialize")
+    }
+
+    /// Logs it at warn (its cause and its message, capped: no client text in full), at most
+    /// once per cause and interval.
+    pub(crate) fn log(&self) {
+        static REFUSED: LogLimit = LogLimit::new(LOG_INTERVAL);
+        if let Some(suppressed) = REFUSED.admit(self.cause) {
+            tracing::warn!(
+                code = self.code.0,
+                cause = self.cause,
+                error = %shown(&self.message),
+                suppressed,
+                "answered a malformed JSON-RPC message (`suppressed`: how many since the last \
+                 one logged)"
+            );
+        }
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let body = self.json();
         let json = HeaderValue::from_static("application/json");
         let mut response = (StatusCode::BAD_REQUEST, body).into_response();
         response.headers_mut().insert(header::CONTENT_TYPE, json);
@@ -279,7 +292,7 @@ impl<'de> Deserialize<'de> for Present {
 /// The refusal of a request (with an `id`) of a method rmcp knows whose params its type for the
 /// method cannot read; `None` for every other body, good or bad (rmcp reads it, or refuses it
 /// as unreadable and [`sort_unreadable`] says why).
-fn bad_params(body: &[u8], modern: bool) -> Option<Refusal> {
+pub(crate) fn bad_params(body: &[u8], modern: bool) -> Option<Refusal> {
     let head: Head<'_> = serde_json::from_slice(body).ok()?;
     let id = head.request_id().ok()??;
     let method = head.method.as_ref()?.0.as_ref();
@@ -320,8 +333,18 @@ fn modern(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v >= "2026-07-28")
 }
 
+/// The refusal of a message over `limit` bytes (a line of stdio), whose `id` is not read.
+pub(crate) fn too_long(limit: usize) -> Refusal {
+    Refusal {
+        code: ErrorCode::INVALID_REQUEST,
+        message: format!("Invalid Request: the message is over the limit of {limit} bytes"),
+        id: None,
+        cause: "too long",
+    }
+}
+
 /// Why rmcp could not read `body`.
-fn sort_unreadable(body: &[u8]) -> Refusal {
+pub(crate) fn sort_unreadable(body: &[u8]) -> Refusal {
     if let Err(error) = serde_json::from_slice::<IgnoredAny>(body) {
         return Refusal {
             code: ErrorCode::PARSE_ERROR,

@@ -7,16 +7,20 @@
 //!   [`serve`] runs it on a listener ([`serve_tls`] in TLS: [`TlsServer`]; where:
 //!   [`ListenAddr`]) until a shutdown signal ([`shutdown_signal`]), then drains
 //!   the requests in flight up to [`HttpOptions::drain`] and ends the MCP sessions. A body that
-//!   is not JSON-RPC gets JSON-RPC's error for it (`jsonrpc`).
+//!   is not JSON-RPC gets JSON-RPC's error for it (`jsonrpc`). The sessions open at once are
+//!   capped, overall and per client address (`limits`); with [`HttpOptions::breakers`],
+//!   `/admin/breakers/…` changes a breaker by hand ([`BreakerControl`]).
 //! - Over stdio: [`serve_stdio`] serves one client on stdin and stdout ([`serve_io`] on any
 //!   pair of streams).
 //! - Metrics: [`prometheus_handle`] installs the process's Prometheus recorder once.
 
+mod admin;
 mod app;
 mod auth;
 mod hosts;
 mod in_flight;
 mod jsonrpc;
+mod limits;
 mod listen;
 mod log_limit;
 pub(crate) use self::log_limit::{LOG_INTERVAL, LogLimit};
@@ -27,6 +31,7 @@ mod shutdown;
 mod stdio;
 mod tls;
 
+pub use self::admin::BreakerControl;
 pub use self::app::{HttpApp, ScrapeFn, StatusFn};
 pub use self::auth::BearerToken;
 pub use self::listen::{BadListenAddr, ListenAddr};
@@ -34,5 +39,5 @@ pub use self::metrics::{LATENCY_BUCKETS, prometheus_handle};
 pub use self::options::{HttpOptions, OptionsError};
 pub use self::ready::{Readiness, ReadyFn, UpstreamReadiness};
 pub use self::shutdown::{serve, serve_tls, shutdown_signal};
-pub use self::stdio::{serve_io, serve_stdio};
+pub use self::stdio::{MAX_LINE_BYTES, serve_io, serve_stdio};
 pub use self::tls::{HANDSHAKE_TIMEOUT, TlsError, TlsServer};

@@ -8,6 +8,7 @@ use std::time::Duration;
 use axum::http::Uri;
 use axum::http::uri::Authority;
 
+use super::admin::BreakerControl;
 use super::auth::BearerToken;
 
 /// How the gateway is served over HTTP (the `--listen`, `--auth-token-env`, `--allowed-host`,
@@ -48,6 +49,19 @@ pub struct HttpOptions {
     /// How long [`serve`](super::serve) waits, after its shutdown signal, for the requests in
     /// flight to finish before it ends the MCP sessions (and so cancels what is left).
     pub drain: Duration,
+    /// The most MCP sessions open at once (a 2025-11-25 session, a 2026-07-28
+    /// `subscriptions/listen` stream); one more is answered `503` with `Retry-After`.
+    pub max_sessions: usize,
+    /// The most of them one client (one IP address) holds at once; one more is answered `429`
+    /// with `Retry-After`. Behind a proxy every client has the proxy's address: set it to
+    /// [`max_sessions`](Self::max_sessions) there.
+    pub max_sessions_per_client: usize,
+    /// A 2025-11-25 session without a message either way for this long ends (as a `DELETE`
+    /// ends it), freeing its place.
+    pub session_idle: Duration,
+    /// When set, `POST /admin/breakers/{breaker}/{action}` changes these breakers by hand, and
+    /// `/status` shows those isolated so (see [`BreakerControl`]).
+    pub breakers: Option<BreakerControl>,
 }
 
 impl HttpOptions {
@@ -55,6 +69,12 @@ impl HttpOptions {
     pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
     /// The default of [`drain`](Self::drain): 10 s.
     pub const DEFAULT_DRAIN: Duration = Duration::from_secs(10);
+    /// The default of [`max_sessions`](Self::max_sessions): 1,000 (about 62 KB each).
+    pub const DEFAULT_MAX_SESSIONS: usize = 1_000;
+    /// The default of [`max_sessions_per_client`](Self::max_sessions_per_client): 100.
+    pub const DEFAULT_MAX_SESSIONS_PER_CLIENT: usize = 100;
+    /// The default of [`session_idle`](Self::session_idle): 5 minutes.
+    pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(300);
 
     /// Options for a listener at `listen`: no token, no extra hosts or origins, the default
     /// size and drain limits.
@@ -66,6 +86,10 @@ impl HttpOptions {
             allowed_origins: Vec::new(),
             max_request_bytes: Self::DEFAULT_MAX_REQUEST_BYTES,
             drain: Self::DEFAULT_DRAIN,
+            max_sessions: Self::DEFAULT_MAX_SESSIONS,
+            max_sessions_per_client: Self::DEFAULT_MAX_SESSIONS_PER_CLIENT,
+            session_idle: Self::DEFAULT_SESSION_IDLE,
+            breakers: None,
         }
     }
 
@@ -123,6 +147,15 @@ impl HttpOptions {
         }
         if self.max_request_bytes == 0 {
             return bad("--max-request-bytes", "0", "at least 1 byte");
+        }
+        if self.max_sessions == 0 {
+            return bad("--max-sessions", "0", "at least 1 session");
+        }
+        if self.max_sessions_per_client == 0 {
+            return bad("--max-sessions-per-client", "0", "at least 1 session");
+        }
+        if self.session_idle.is_zero() {
+            return bad("--session-idle-ms", "0", "at least 1 ms");
         }
         Ok(())
     }

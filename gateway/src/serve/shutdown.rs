@@ -3,9 +3,12 @@
 
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::pin;
 use std::time::Duration;
 
+use axum::extract::connect_info::Connected;
+use axum::serve::IncomingStream;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
@@ -79,7 +82,14 @@ pub async fn serve_tls(
     app: HttpApp,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    serve_on(tls.listener(listener), app, shutdown).await
+    // Through a `TapIo` (touching nothing) as the plain listener is, which is how axum tells
+    // the handlers the peer's address.
+    fn untouched<T>(_: &mut T) {}
+    let listener = axum::serve::ListenerExt::tap_io(
+        tls.listener(listener),
+        untouched as fn(&mut tokio_rustls::server::TlsStream<tokio::net::TcpStream>),
+    );
+    serve_on(listener, app, shutdown).await
 }
 
 /// [`serve`] on any of axum's listeners.
@@ -91,6 +101,7 @@ async fn serve_on<L>(
 where
     L: axum::serve::Listener,
     L::Addr: std::fmt::Debug,
+    for<'a> SocketAddr: Connected<IncomingStream<'a, L>>,
 {
     let (router, sessions, in_flight, drain) = app.into_parts();
     let (told, on_told) = oneshot::channel::<()>();
@@ -99,9 +110,13 @@ where
         let _ = told.send(());
     };
     let mut server = pin!(
-        axum::serve(listener, router)
-            .with_graceful_shutdown(signal)
-            .into_future()
+        // The peer's address is what the per-client session cap counts by.
+        axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<SocketAddr>()
+        )
+        .with_graceful_shutdown(signal)
+        .into_future()
     );
     // Serving, until the signal (axum stops accepting on the same signal).
     tokio::select! {
@@ -200,14 +215,16 @@ pub fn shutdown_signal() -> io::Result<impl Future<Output = ()> + Send + 'static
 /// `listener`, its connections with `TCP_NODELAY`: an answer streamed in small writes (MCP's
 /// SSE events) goes out at once, instead of waiting on the client's delayed ACK (about 40 ms a
 /// request with Nagle's algorithm on).
+/// (Its type is named: axum tells a peer's address, `ConnectInfo`, through a `TapIo`.)
 fn no_delay(
     listener: TcpListener,
-) -> impl axum::serve::Listener<Addr = std::net::SocketAddr, Io = tokio::net::TcpStream> {
-    axum::serve::ListenerExt::tap_io(listener, |tcp| {
+) -> axum::serve::TapIo<TcpListener, fn(&mut tokio::net::TcpStream)> {
+    fn set(tcp: &mut tokio::net::TcpStream) {
         if let Err(error) = tcp.set_nodelay(true) {
             tracing::debug!(%error, "TCP_NODELAY not set");
         }
-    })
+    }
+    axum::serve::ListenerExt::tap_io(listener, set as fn(&mut tokio::net::TcpStream))
 }
 
 #[cfg(test)]
