@@ -66,6 +66,14 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
 
+    /// Check the configuration and exit: parse and validate the file, print the resolved
+    /// configuration as JSON on stdout (every secret `<redacted>`), then connect to each
+    /// upstream and warn on stderr of `allow`, `deny` and tool sections naming no tool it lists.
+    /// Exit code 0 when the file is valid (an upstream that cannot be reached is a warning),
+    /// 1 with the error otherwise.
+    #[arg(long)]
+    pub check: bool,
+
     /// The address to serve HTTP on, IP:PORT. Any address but a loopback one requires
     /// --auth-token-env.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
@@ -457,6 +465,7 @@ mod tests {
             "--drain-timeout-ms",
             "--allowed-host",
             "--allowed-origin",
+            "--check",
             "--help",
             "--version",
             "[default: 127.0.0.1:8080]",

@@ -686,6 +686,7 @@ fn legacy_stdio_upstream() -> UpstreamConfig {
         classifier: Default::default(),
         tools: vec![],
         era: Default::default(),
+        redaction: Default::default(),
     }
 }
 

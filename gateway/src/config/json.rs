@@ -10,11 +10,11 @@ use serde_json::{Map, Value};
 use toolbreaker::RegistryConfig;
 use toolbreaker::mcp::McpClassifier;
 
-use super::env::{Env, expand};
+use super::env::{Env, expand_traced};
 use super::error::{GatewayConfigError, path_part};
 use super::rules::{self, backticked, unknown_word};
 use super::types::DEFAULT_PER_CALL_TIMEOUT;
-use super::{GatewayConfig, Secret, Transport, UpstreamConfig};
+use super::{GatewayConfig, Redaction, Secret, Transport, UpstreamConfig};
 
 /// The keys of one server that the gateway reads, or knows and refuses.
 const KEYS: [&str; 10] = [
@@ -193,10 +193,16 @@ fn server<'k>(
             }
         }
     }
+    let redaction = std::cell::RefCell::new(Redaction::default());
+    let expand = |text: &str| -> Result<String, String> {
+        let expanded = expand_traced(text, env)?;
+        redaction.borrow_mut().record(&expanded);
+        Ok(expanded.text)
+    };
     let text = |key: &'k str| -> Result<Option<String>, Fault<'k>> {
         match field(key) {
             None => Ok(None),
-            Some((k, Value::String(s))) => expand(s, env).map(Some).map_err(|p| (Some(k), p)),
+            Some((k, Value::String(s))) => expand(s).map(Some).map_err(|p| (Some(k), p)),
             Some((k, other)) => Err((Some(k), format!("must be a string, not {}", kind(other)))),
         }
     };
@@ -229,7 +235,7 @@ fn server<'k>(
             }
             Transport::Http {
                 url,
-                headers: pairs(field("headers"), env, true)?,
+                headers: pairs(field("headers"), &expand, true)?,
             }
         }
         (None, Some(command), None | Some("stdio")) if !command.is_empty() => {
@@ -244,7 +250,7 @@ fn server<'k>(
                 Some((k, Value::Array(items))) => items
                     .iter()
                     .map(|a| match a {
-                        Value::String(s) => expand(s, env).map_err(|p| (Some(k), p)),
+                        Value::String(s) => expand(s).map_err(|p| (Some(k), p)),
                         other => Err((
                             Some(k),
                             format!("must be a list of strings, not one holding {}", kind(other)),
@@ -258,12 +264,17 @@ fn server<'k>(
                     ));
                 }
             };
-            let env_pairs = pairs(field("env"), env, false)?;
+            let env_pairs = pairs(field("env"), &expand, false)?;
+            let cwd = text("cwd")?;
+            if let Some(cwd) = &cwd {
+                let redaction = redaction.borrow();
+                rules::cwd(cwd, redaction.shown(cwd)).map_err(|p| (Some("cwd"), p))?;
+            }
             Transport::Stdio {
                 command,
                 args,
                 env: env_pairs,
-                cwd: text("cwd")?.map(PathBuf::from),
+                cwd: cwd.map(PathBuf::from),
             }
         }
         (None, Some(_), None | Some("stdio")) => {
@@ -299,13 +310,14 @@ fn server<'k>(
         classifier: McpClassifier::new(),
         tools: Vec::new(),
         era: Default::default(),
+        redaction: redaction.into_inner(),
     }))
 }
 
 /// `headers` or `env`: an object of names to strings, each expanded into a [`Secret`].
 fn pairs<'k>(
     field: Option<(&'k str, &'k Value)>,
-    env: Env<'_>,
+    expand: &dyn Fn(&str) -> Result<String, String>,
     headers: bool,
 ) -> Result<Vec<(String, Secret)>, Fault<'k>> {
     let Some((key, value)) = field else {
@@ -325,7 +337,7 @@ fn pairs<'k>(
                 format!("{name:?} must be a string, not {}", kind(v)),
             ));
         };
-        let value = expand(s, env).map_err(|p| (Some(key), format!("{name}: {p}")))?;
+        let value = expand(s).map_err(|p| (Some(key), format!("{name}: {p}")))?;
         if headers {
             rules::header(name, &value).map_err(|p| (Some(key), p))?;
         } else if name.is_empty() || name.contains(['=', '\0']) {

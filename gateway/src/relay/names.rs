@@ -75,6 +75,7 @@ mod tests {
             classifier: Default::default(),
             tools: vec![],
             era: Default::default(),
+            redaction: Default::default(),
         }
     }
 

@@ -11,6 +11,7 @@
 //! child (with `TOOLBREAKER_TEST_STDIO_UPSTREAM` set). `redis-server` must be on `PATH`.
 #![allow(deprecated)]
 
+mod check;
 #[path = "../common/mod.rs"]
 mod common;
 mod fleet;
@@ -18,6 +19,7 @@ mod logs;
 mod mcp;
 mod mcp_config;
 mod process;
+mod secrets;
 mod shutdown;
 mod stdio;
 mod upstream;
@@ -30,7 +32,7 @@ use process::Outcome;
 
 type Test = fn() -> Pin<Box<dyn Future<Output = Outcome> + Send>>;
 
-const TESTS: [(&str, Test); 8] = [
+const TESTS: [(&str, Test); 12] = [
     (
         "fleet::a_trip_through_one_gateway_blocks_the_next_call_through_the_other",
         || Box::pin(fleet::a_trip_through_one_gateway_blocks_the_next_call_through_the_other()),
@@ -60,6 +62,25 @@ const TESTS: [(&str, Test); 8] = [
     ("logs::a_gateway_that_cannot_start_says_why_in_json", || {
         Box::pin(logs::a_gateway_that_cannot_start_says_why_in_json())
     }),
+    (
+        "secrets::a_key_from_the_environment_never_reaches_stderr_or_status",
+        || Box::pin(secrets::a_key_from_the_environment_never_reaches_stderr_or_status()),
+    ),
+    (
+        "check::check_prints_the_resolved_config_redacted_and_warns_of_unknown_tool_names",
+        || {
+            Box::pin(
+                check::check_prints_the_resolved_config_redacted_and_warns_of_unknown_tool_names(),
+            )
+        },
+    ),
+    ("check::check_refuses_a_bad_file_with_exit_code_1", || {
+        Box::pin(check::check_refuses_a_bad_file_with_exit_code_1())
+    }),
+    (
+        "check::a_reload_that_changes_only_breaker_keys_names_them",
+        || Box::pin(check::a_reload_that_changes_only_breaker_keys_names_them()),
+    ),
 ];
 
 fn main() -> ExitCode {

@@ -345,6 +345,7 @@ pub fn http_upstream(
         classifier: Default::default(),
         tools: vec![],
         era: Default::default(),
+        redaction: Default::default(),
     }
 }
 
