@@ -344,6 +344,19 @@ cwd = "${ROOT}"
         let config = GatewayConfig::from_toml_str_with(text, env).unwrap();
         let redactor = Redactor::default();
         redactor.add(&config, None);
+        // A key a URL parser percent-encodes is replaced as the parser prints it too.
+        let encoded = GatewayConfig::from_toml_str_with(
+            "[upstreams.a]\nurl = \"http://h/k/${KEY}/mcp\"\n",
+            |_| Some("a key{with}braces".to_owned()),
+        )
+        .unwrap();
+        let by_parser = Redactor::default();
+        by_parser.add(&encoded, None);
+        assert_eq!(
+            by_parser
+                .apply("error sending request for url (http://h/k/a%20key%7Bwith%7Dbraces/mcp)"),
+            "error sending request for url (http://h/k/<redacted>/mcp)"
+        );
         let line = "connect http://127.0.0.1:9/k/k3y-in-the-path/mcp: refused; cannot start \
                     `/opt/k3y-in-the-path/server`; argv [\"--key=k3y-in-the-path\", \"--level=warn\"] \
                     key=k3y-in-the-path warn";

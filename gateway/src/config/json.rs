@@ -225,6 +225,9 @@ fn server<'k>(
         }
         (Some(url), None, None | Some("http")) => {
             rules::url(&url).map_err(|p| (Some("url"), p))?;
+            if let Some(printed) = rules::printed_url(&url) {
+                redaction.borrow_mut().alias(&printed, &url);
+            }
             for key in ["args", "env", "cwd"] {
                 if let Some((k, _)) = field(key) {
                     return Err((

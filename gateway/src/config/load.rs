@@ -299,6 +299,18 @@ mod tests {
                 .shown("--key=one"),
             "--key=<redacted>"
         );
+        // A reload reads both files again: a server added to the JSON file is there.
+        file(
+            "servers.json",
+            r#"{"mcpServers": {"search": {"url": "http://127.0.0.1:1/mcp"}, "more": {"command": "m"}}}"#,
+        );
+        let reloaded = GatewayConfig::load_with(&good, Format::Toml, &env).unwrap();
+        let names: Vec<&str> = reloaded.upstreams.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["search", "more", "own"]);
+        assert_eq!(
+            reloaded.registry.config_for("search").cooldown(),
+            Duration::from_secs(1)
+        );
 
         let refused = |name: &str, body: &str| {
             let path = toml(name, body);
@@ -329,9 +341,9 @@ mod tests {
             ),
             "{err}"
         );
-        let (_, err) = refused("zero.toml", "[upstreams.files]\ncooldown_ms = 0\n");
+        let (_, err) = refused("zero.toml", "[upstreams.more]\ncooldown_ms = 0\n");
         assert!(
-            err.ends_with(":3: [upstreams.files] cooldown_ms: it must be at least 1 ms"),
+            err.ends_with(":3: [upstreams.more] cooldown_ms: it must be at least 1 ms"),
             "{err}"
         );
         let missing = file(

@@ -75,6 +75,11 @@ pub(crate) fn cwd(path: &str, shown: &str) -> Result<(), String> {
     }
 }
 
+/// The URL `text` as libraries print it (normalised, percent-encoded), when it parses.
+pub(super) fn printed_url(text: &str) -> Option<String> {
+    url::Url::parse(text).ok().map(String::from)
+}
+
 /// A header's name and value (the value is never in the problem).
 pub(super) fn header(name: &str, value: &str) -> Result<(), String> {
     HeaderName::from_bytes(name.as_bytes())

@@ -107,6 +107,18 @@ impl Redaction {
         }
     }
 
+    /// Records `printed`, another way of writing the field whose expanded value is `field` (a
+    /// URL as a library prints it, normalised and percent-encoded), with the field's shown form.
+    pub(crate) fn alias(&mut self, printed: &str, field: &str) {
+        let shown = self.shown(field).to_owned();
+        if printed != field
+            && shown != field
+            && !self.fields.iter().any(|(text, _)| text == printed)
+        {
+            self.fields.push((printed.to_owned(), shown));
+        }
+    }
+
     /// Whether nothing came from the environment.
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()

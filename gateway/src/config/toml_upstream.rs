@@ -158,6 +158,9 @@ pub(super) fn upstream(
     let transport = match (url, command) {
         (Some((url, span)), None) => {
             rules::url(&url).map_err(|p| err("url", span.clone(), p))?;
+            if let Some(printed) = rules::printed_url(&url) {
+                redaction.alias(&printed, &url);
+            }
             for (key, given) in [
                 ("args", args.map(|a| a.1)),
                 ("env", env.map(|e| e.1)),
