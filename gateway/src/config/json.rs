@@ -501,6 +501,30 @@ mod tests {
         );
     }
 
+    /// Every value a variable gave is recorded for redaction, in each field.
+    #[test]
+    fn values_from_the_environment_are_recorded_for_redaction() {
+        let env = |name: &str| (name == "API_KEY").then(|| "k3y-from-the-env".to_owned());
+        let config = GatewayConfig::from_mcp_servers_json_str_with(
+            r#"{"mcpServers": {
+  "web": {"url": "http://127.0.0.1:9/k/${API_KEY}/mcp"},
+  "cli": {"command": "/opt/${API_KEY}/server", "args": ["--key=${API_KEY}"]}
+}}"#,
+            env,
+        )
+        .unwrap();
+        let web = &config.upstream("web").unwrap().redaction;
+        assert_eq!(
+            web.shown("http://127.0.0.1:9/k/k3y-from-the-env/mcp"),
+            "http://127.0.0.1:9/k/<redacted>/mcp"
+        );
+        let cli = &config.upstream("cli").unwrap().redaction;
+        assert_eq!(
+            cli.apply("cannot start `/opt/k3y-from-the-env/server` --key=k3y-from-the-env"),
+            "cannot start `/opt/<redacted>/server` --key=<redacted>"
+        );
+    }
+
     #[test]
     fn refuses_bad_entries() {
         let cases = [
