@@ -72,6 +72,14 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
 
+    /// Check the configuration and exit: parse and validate the file, print the resolved
+    /// configuration as JSON on stdout (every secret `<redacted>`), then connect to each
+    /// upstream and warn on stderr of `allow`, `deny` and tool sections naming no tool it lists.
+    /// Exit code 0 when the file is valid (an upstream that cannot be reached is a warning),
+    /// 1 with the error otherwise.
+    #[arg(long)]
+    pub check: bool,
+
     /// The address to serve HTTP on: IP:PORT (IPv6 in brackets) or HOST:PORT, such as
     /// localhost:8080 (a name is resolved at start). An address that is not loopback requires
     /// --auth-token-env, and --tls-cert with --tls-key unless --insecure-http is given.
@@ -603,6 +611,7 @@ mod tests {
             "--max-sessions-per-client",
             "--session-idle-ms",
             "[default: 300000]",
+            "--check",
             "--help",
             "--version",
             "[default: 127.0.0.1:8080]",

@@ -1,7 +1,10 @@
 //! Credentials kept out of the log: every line the gateway logs (its own, and rmcp's, reqwest's
 //! and the stdio children's stderr) is written through [`Redactor`], which replaces each
 //! credential of the config in force with `<redacted>`: header values, stdio `env` values, a
-//! URL's user, password and query string, and the bearer token.
+//! URL's user, password and query string, the bearer token, and every value a `${VAR}` gave
+//! (a `url`, `command`, argument or `cwd` that holds one is replaced by its shown form, the
+//! value `<redacted>` whatever its length; elsewhere values of
+//! [`SHORTEST_ENV_VALUE`](crate::config::SHORTEST_ENV_VALUE) characters or more).
 //!
 //! And what clients send kept short in it: a log line shows client-supplied text (a tool name,
 //! a URI, a method, a header value) through [`shown`], at most [`SHOWN_CHARS`] characters of it,
@@ -27,7 +30,8 @@ pub fn redactor() -> &'static Redactor {
 /// The credentials to keep out of the log; see the [module](self).
 #[derive(Debug, Default)]
 pub struct Redactor {
-    secrets: RwLock<Vec<String>>,
+    /// What to replace and with what, longest first.
+    secrets: RwLock<Vec<(String, String)>>,
 }
 
 /// Shorter values are not redacted (a header `X-Debug: 1`): they would blank out ordinary
@@ -44,11 +48,21 @@ impl Redactor {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
+        let mut replace = |from: &str, to: &str| {
+            if !secrets.iter().any(|(s, _)| s == from) {
+                secrets.push((from.to_owned(), to.to_owned()));
+            }
+        };
+        for upstream in &config.upstreams {
+            for (from, to) in upstream.redaction.replacements() {
+                replace(from, to);
+            }
+        }
         let mut add = |value: &str| {
             // The whole value, and each word of it (`Bearer TOKEN`: the token alone too).
             for part in std::iter::once(value).chain(value.split_whitespace()) {
-                if part.len() >= SHORTEST && !secrets.iter().any(|s| s == part) {
-                    secrets.push(part.to_owned());
+                if part.len() >= SHORTEST && !secrets.iter().any(|(s, _)| s == part) {
+                    secrets.push((part.to_owned(), "<redacted>".to_owned()));
                 }
             }
         };
@@ -69,15 +83,20 @@ impl Redactor {
             add(token.expose());
         }
         // Longest first: a secret that holds another is replaced whole.
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
         *self.secrets.write().unwrap_or_else(PoisonError::into_inner) = secrets;
     }
 
-    /// `text` with every credential replaced by `<redacted>`.
+    /// `text` with every credential replaced by `<redacted>` (a field that holds a variable's
+    /// value by its shown form).
     pub fn apply(&self, text: &str) -> String {
         let secrets = self.secrets.read().unwrap_or_else(PoisonError::into_inner);
-        secrets.iter().fold(text.to_owned(), |text, secret| {
-            text.replace(secret.as_str(), "<redacted>")
+        secrets.iter().fold(text.to_owned(), |text, (from, to)| {
+            if text.contains(from.as_str()) {
+                text.replace(from.as_str(), to)
+            } else {
+                text
+            }
         })
     }
 }
@@ -299,6 +318,53 @@ env = { API_KEY = "envsecret42" }
         assert!(
             shown.contains("127.0.0.1:9/mcp") && shown.ends_with("X-Debug: 1 <redacted>"),
             "{shown}"
+        );
+    }
+
+    /// Every value a `${VAR}` gave, in any field: a field that holds one is shown with
+    /// `<redacted>` in its place, a long value is replaced anywhere, a short one only in its
+    /// field.
+    #[test]
+    fn every_value_from_the_environment_is_redacted() {
+        let text = r#"
+[upstreams.a]
+url = "http://127.0.0.1:${PORT}/k/${KEY}/mcp"
+[upstreams.b]
+command = "/opt/${KEY}/server"
+args = ["--key=${KEY}", "--level=${LEVEL}"]
+cwd = "${ROOT}"
+"#;
+        let env = |name: &str| match name {
+            "KEY" => Some("k3y-in-the-path".to_owned()),
+            "PORT" => Some("9".to_owned()),
+            "LEVEL" => Some("warn".to_owned()),
+            "ROOT" => Some("/".to_owned()),
+            _ => None,
+        };
+        let config = GatewayConfig::from_toml_str_with(text, env).unwrap();
+        let redactor = Redactor::default();
+        redactor.add(&config, None);
+        // A key a URL parser percent-encodes is replaced as the parser prints it too.
+        let encoded = GatewayConfig::from_toml_str_with(
+            "[upstreams.a]\nurl = \"http://h/k/${KEY}/mcp\"\n",
+            |_| Some("a key{with}braces".to_owned()),
+        )
+        .unwrap();
+        let by_parser = Redactor::default();
+        by_parser.add(&encoded, None);
+        assert_eq!(
+            by_parser
+                .apply("error sending request for url (http://h/k/a%20key%7Bwith%7Dbraces/mcp)"),
+            "error sending request for url (http://h/k/<redacted>/mcp)"
+        );
+        let line = "connect http://127.0.0.1:9/k/k3y-in-the-path/mcp: refused; cannot start \
+                    `/opt/k3y-in-the-path/server`; argv [\"--key=k3y-in-the-path\", \"--level=warn\"] \
+                    key=k3y-in-the-path warn";
+        assert_eq!(
+            redactor.apply(line),
+            "connect http://127.0.0.1:<redacted>/k/<redacted>/mcp: refused; cannot start \
+             `/opt/<redacted>/server`; argv [\"--key=<redacted>\", \"--level=<redacted>\"] \
+             key=<redacted> warn"
         );
     }
 }

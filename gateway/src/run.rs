@@ -50,6 +50,12 @@ pub fn main() -> ExitCode {
         }
     };
     let format = args.log_format;
+    if args.check {
+        return match runtime.block_on(check(&args)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => fail(format, format_args!("{error}")),
+        };
+    }
     match runtime.block_on(run(args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => fail(format, format_args!("{error}")),
@@ -267,6 +273,45 @@ fn readiness(gateway: &Gateway) -> Vec<UpstreamReadiness> {
         .collect()
 }
 
+/// `--check`: loads and validates the file, prints it resolved (secrets `<redacted>`) on
+/// stdout, then connects to each upstream to warn of names in `allow`, `deny` and tool sections
+/// that match none of its tools; ends every upstream it started.
+///
+/// # Errors
+///
+/// The file's error, or a tool name two upstreams show.
+pub async fn check(args: &Args) -> Result<(), String> {
+    let (path, format) = args.config_source();
+    let config = GatewayConfig::load(&path, format).map_err(|e| e.to_string())?;
+    let token = args.auth_token().map_err(|e| e.to_string())?;
+    let redactor = crate::redact::redactor();
+    redactor.add(&config, token.as_ref());
+    let resolved = serde_json::to_string_pretty(&config.resolved()).map_err(|e| e.to_string())?;
+    println!("{}", redactor.apply(&resolved));
+    let registry = Registry::builder().config(config.registry.clone()).build();
+    let gateway = Gateway::new("toolbreaker-gateway", registry, CALL_TIME_LIMIT);
+    let started = gateway.start(config).await;
+    for upstream in gateway.upstreams() {
+        let name = upstream.name();
+        match upstream.known_tools() {
+            Some(tools) => {
+                let listed: Vec<&str> = tools.iter().map(|t| &*t.name).collect();
+                for problem in crate::config::names_matching_no_tool(upstream.config(), &listed) {
+                    tracing::warn!(upstream = %name, "{problem}");
+                }
+            }
+            None => tracing::warn!(
+                upstream = %name,
+                "not reached: its `allow`, `deny` and tool sections are not checked against its tools"
+            ),
+        }
+    }
+    gateway.shutdown();
+    started.map_err(|e| e.to_string())?;
+    tracing::info!(file = %path.display(), "the configuration is valid");
+    Ok(())
+}
+
 /// The SIGHUPs to come, caught from now on (so that one during the start is kept, not the
 /// default action that ends the process); `None` where it cannot be caught.
 #[cfg(unix)]
@@ -340,6 +385,7 @@ async fn reload(gateway: &Gateway, args: &Args) {
             added = ?reloaded.added,
             removed = ?reloaded.removed,
             changed = ?reloaded.changed,
+            breakers = ?reloaded.breakers,
             "reloaded"
         ),
         Err(error) => {

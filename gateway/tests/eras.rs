@@ -688,6 +688,7 @@ fn legacy_stdio_upstream() -> UpstreamConfig {
         tools: vec![],
         era: Default::default(),
         required: false,
+        redaction: Default::default(),
     }
 }
 

@@ -13,16 +13,41 @@ pub(crate) fn process_env(name: &str) -> Option<String> {
 /// and `$$` by one `$`; any other `$` stays as it is. The error is the problem, for the caller
 /// to name the field: an unset variable, a name that is not one, or a `${` never closed.
 pub(crate) fn expand(text: &str, env: Env<'_>) -> Result<String, String> {
+    expand_traced(text, env).map(|e| e.text)
+}
+
+/// A value after `${VAR}` expansion, with what came from the environment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Expanded {
+    /// The value, as [`expand`] gives it.
+    pub(crate) text: String,
+    /// The value as it may be shown: each variable's value replaced by `<redacted>` (a
+    /// fallback, written in the file, stays).
+    pub(crate) shown: String,
+    /// Each value a variable gave (empty ones left out).
+    pub(crate) values: Vec<String>,
+}
+
+/// As [`expand`], with the shown form and the variables' values.
+pub(crate) fn expand_traced(text: &str, env: Env<'_>) -> Result<Expanded, String> {
     if !text.contains('$') {
-        return Ok(text.to_owned());
+        return Ok(Expanded {
+            text: text.to_owned(),
+            shown: text.to_owned(),
+            values: Vec::new(),
+        });
     }
     let mut out = String::with_capacity(text.len());
+    let mut shown = String::with_capacity(text.len());
+    let mut values = Vec::new();
     let mut rest = text;
     while let Some(at) = rest.find('$') {
         out.push_str(&rest[..at]);
+        shown.push_str(&rest[..at]);
         let after = &rest[at + 1..];
         if let Some(tail) = after.strip_prefix('$') {
             out.push('$');
+            shown.push('$');
             rest = tail;
         } else if let Some(inner) = after.strip_prefix('{') {
             let Some(end) = inner.find('}') else {
@@ -41,9 +66,21 @@ pub(crate) fn expand(text: &str, env: Env<'_>) -> Result<String, String> {
                 ));
             }
             match (env(name), fallback) {
-                (Some(value), Some(fallback)) if value.is_empty() => out.push_str(fallback),
-                (Some(value), _) => out.push_str(&value),
-                (None, Some(fallback)) => out.push_str(fallback),
+                (Some(value), Some(fallback)) if value.is_empty() => {
+                    out.push_str(fallback);
+                    shown.push_str(fallback);
+                }
+                (Some(value), _) => {
+                    out.push_str(&value);
+                    if !value.is_empty() {
+                        shown.push_str(REDACTED);
+                        values.push(value);
+                    }
+                }
+                (None, Some(fallback)) => {
+                    out.push_str(fallback);
+                    shown.push_str(fallback);
+                }
                 (None, None) => {
                     return Err(format!("environment variable {name} is not set"));
                 }
@@ -51,12 +88,21 @@ pub(crate) fn expand(text: &str, env: Env<'_>) -> Result<String, String> {
             rest = &inner[end + 1..];
         } else {
             out.push('$');
+            shown.push('$');
             rest = after;
         }
     }
     out.push_str(rest);
-    Ok(out)
+    shown.push_str(rest);
+    Ok(Expanded {
+        text: out,
+        shown,
+        values,
+    })
 }
+
+/// What a redacted value is shown as.
+pub(crate) const REDACTED: &str = "<redacted>";
 
 fn is_variable_name(name: &str) -> bool {
     let mut chars = name.chars();
@@ -92,6 +138,16 @@ mod tests {
         for (text, want) in cases {
             assert_eq!(expand(text, &env).as_deref(), Ok(want), "{text}");
         }
+    }
+
+    #[test]
+    fn the_shown_form_hides_each_variables_value_and_keeps_fallbacks() {
+        let e = expand_traced("http://${MISSING:-h}/k/${TOKEN}/${EMPTY}x$$", &env).unwrap();
+        assert_eq!(e.text, "http://h/k/t0k/x$");
+        assert_eq!(e.shown, "http://h/k/<redacted>/x$");
+        assert_eq!(e.values, ["t0k"]);
+        let plain = expand_traced("plain", &env).unwrap();
+        assert_eq!((plain.shown.as_str(), plain.values.len()), ("plain", 0));
     }
 
     #[test]

@@ -83,9 +83,10 @@ impl GatewayConfigError {
         error.in_file(path)
     }
 
-    /// The same error, read from the file at `path`.
+    /// The same error, read from the file at `path` (unless it names a file already: one the
+    /// file at `path` imports).
     pub(super) fn in_file(mut self, path: &Path) -> Self {
-        self.0.path = Some(path.to_owned());
+        self.0.path.get_or_insert_with(|| path.to_owned());
         self
     }
 

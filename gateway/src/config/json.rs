@@ -10,11 +10,11 @@ use serde_json::{Map, Value};
 use toolbreaker::RegistryConfig;
 use toolbreaker::mcp::McpClassifier;
 
-use super::env::{Env, expand};
+use super::env::{Env, expand_traced};
 use super::error::{GatewayConfigError, path_part};
 use super::rules::{self, backticked, unknown_word};
 use super::types::{DEFAULT_PER_CALL_TIMEOUT, MAX_CALL};
-use super::{GatewayConfig, Secret, ToolConfig, Transport, UpstreamConfig};
+use super::{GatewayConfig, Redaction, Secret, ToolConfig, Transport, UpstreamConfig};
 
 /// The keys of one server that the gateway reads, or knows and refuses.
 const KEYS: [&str; 13] = [
@@ -208,10 +208,16 @@ fn server<'k>(
             }
         }
     }
+    let redaction = std::cell::RefCell::new(Redaction::default());
+    let expand = |text: &str| -> Result<String, String> {
+        let expanded = expand_traced(text, env)?;
+        redaction.borrow_mut().record(&expanded);
+        Ok(expanded.text)
+    };
     let text = |key: &'k str| -> Result<Option<String>, Fault<'k>> {
         match field(key) {
             None => Ok(None),
-            Some((k, Value::String(s))) => expand(s, env).map(Some).map_err(|p| (Some(k), p)),
+            Some((k, Value::String(s))) => expand(s).map(Some).map_err(|p| (Some(k), p)),
             Some((k, other)) => Err((Some(k), format!("must be a string, not {}", kind(other)))),
         }
     };
@@ -234,6 +240,9 @@ fn server<'k>(
         }
         (Some(url), None, None | Some("http")) => {
             rules::url(&url).map_err(|p| (Some("url"), p))?;
+            if let Some(printed) = rules::printed_url(&url) {
+                redaction.borrow_mut().alias(&printed, &url);
+            }
             for key in ["args", "env", "cwd"] {
                 if let Some((k, _)) = field(key) {
                     return Err((
@@ -244,7 +253,7 @@ fn server<'k>(
             }
             Transport::Http {
                 url,
-                headers: pairs(field("headers"), env, true)?,
+                headers: pairs(field("headers"), &expand, true)?,
             }
         }
         (None, Some(command), None | Some("stdio")) if !command.is_empty() => {
@@ -259,7 +268,7 @@ fn server<'k>(
                 Some((k, Value::Array(items))) => items
                     .iter()
                     .map(|a| match a {
-                        Value::String(s) => expand(s, env).map_err(|p| (Some(k), p)),
+                        Value::String(s) => expand(s).map_err(|p| (Some(k), p)),
                         other => Err((
                             Some(k),
                             format!("must be a list of strings, not one holding {}", kind(other)),
@@ -273,12 +282,17 @@ fn server<'k>(
                     ));
                 }
             };
-            let env_pairs = pairs(field("env"), env, false)?;
+            let env_pairs = pairs(field("env"), &expand, false)?;
+            let cwd = text("cwd")?;
+            if let Some(cwd) = &cwd {
+                let redaction = redaction.borrow();
+                rules::cwd(cwd, redaction.shown(cwd)).map_err(|p| (Some("cwd"), p))?;
+            }
             Transport::Stdio {
                 command,
                 args,
                 env: env_pairs,
-                cwd: text("cwd")?.map(PathBuf::from),
+                cwd: cwd.map(PathBuf::from),
             }
         }
         (None, Some(_), None | Some("stdio")) => {
@@ -323,6 +337,7 @@ fn server<'k>(
         tools: Vec::new(),
         era: Default::default(),
         required: false,
+        redaction: redaction.into_inner(),
     };
     if upstream.max_call < upstream.per_call_timeout {
         let key = if max_call.is_some() {
@@ -421,7 +436,7 @@ fn millis(key: &str, value: &Value) -> Result<std::time::Duration, String> {
 /// `headers` or `env`: an object of names to strings, each expanded into a [`Secret`].
 fn pairs<'k>(
     field: Option<(&'k str, &'k Value)>,
-    env: Env<'_>,
+    expand: &dyn Fn(&str) -> Result<String, String>,
     headers: bool,
 ) -> Result<Vec<(String, Secret)>, Fault<'k>> {
     let Some((key, value)) = field else {
@@ -441,7 +456,7 @@ fn pairs<'k>(
                 format!("{name:?} must be a string, not {}", kind(v)),
             ));
         };
-        let value = expand(s, env).map_err(|p| (Some(key), format!("{name}: {p}")))?;
+        let value = expand(s).map_err(|p| (Some(key), format!("{name}: {p}")))?;
         if headers {
             rules::header(name, &value).map_err(|p| (Some(key), p))?;
         } else if name.is_empty() || name.contains(['=', '\0']) {
@@ -600,6 +615,30 @@ mod tests {
             parse(r#"{"mcpServers": {"a": {"command": "x", "type": "stdoi"}}}"#).unwrap_err(),
             "line 1: mcpServers.a.type: `stdoi` (did you mean `stdio`?) must be one of `stdio`, \
              `http`, `streamable-http`, `streamableHttp`, `sse`"
+        );
+    }
+
+    /// Every value a variable gave is recorded for redaction, in each field.
+    #[test]
+    fn values_from_the_environment_are_recorded_for_redaction() {
+        let env = |name: &str| (name == "API_KEY").then(|| "k3y-from-the-env".to_owned());
+        let config = GatewayConfig::from_mcp_servers_json_str_with(
+            r#"{"mcpServers": {
+  "web": {"url": "http://127.0.0.1:9/k/${API_KEY}/mcp"},
+  "cli": {"command": "/opt/${API_KEY}/server", "args": ["--key=${API_KEY}"]}
+}}"#,
+            env,
+        )
+        .unwrap();
+        let web = &config.upstream("web").unwrap().redaction;
+        assert_eq!(
+            web.shown("http://127.0.0.1:9/k/k3y-from-the-env/mcp"),
+            "http://127.0.0.1:9/k/<redacted>/mcp"
+        );
+        let cli = &config.upstream("cli").unwrap().redaction;
+        assert_eq!(
+            cli.apply("cannot start `/opt/k3y-from-the-env/server` --key=k3y-from-the-env"),
+            "cannot start `/opt/<redacted>/server` --key=<redacted>"
         );
     }
 

@@ -73,7 +73,7 @@ impl GatewayConfig {
     /// # Ok::<(), toolbreaker_gateway::config::GatewayConfigError>(())
     /// ```
     pub fn from_toml_str(text: &str) -> Result<GatewayConfig, GatewayConfigError> {
-        toml_file::parse(text, &process_env)
+        toml_file::parse(text, &process_env, None)
     }
 
     /// As [`from_toml_str`](Self::from_toml_str), with `${VAR}` looked up by `env` (a test's
@@ -86,7 +86,7 @@ impl GatewayConfig {
         text: &str,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<GatewayConfig, GatewayConfigError> {
-        toml_file::parse(text, &env)
+        toml_file::parse(text, &env, None)
     }
 
     /// Read an `mcpServers` JSON file as Claude Desktop, Claude Code and Cursor write it:
@@ -165,7 +165,7 @@ impl GatewayConfig {
             std::fs::read_to_string(path).map_err(|e| GatewayConfigError::unreadable(path, e))?;
         let env: Env<'_> = env;
         let parsed = match format {
-            Format::Toml => toml_file::parse(&text, env),
+            Format::Toml => toml_file::parse(&text, env, path.parent()),
             Format::McpServersJson => json::parse(&text, env),
         };
         parsed.map_err(|e| e.in_file(path))
@@ -245,6 +245,138 @@ mod tests {
         let err = GatewayConfig::load_with(&json, Format::Toml, &env).unwrap_err();
         assert_eq!(err.line(), Some(1), "JSON is not TOML: {err}");
         std::fs::remove_dir_all(toml.parent().unwrap()).unwrap();
+    }
+
+    /// `mcp_servers` imports an `mcpServers` file beside the TOML file; `[upstreams.NAME]`
+    /// sets breaker and timeout keys on its servers; anything else there, or a section naming
+    /// no server, is refused naming it.
+    #[test]
+    fn an_mcp_servers_file_is_imported_with_breaker_keys_over_its_servers() {
+        use std::time::Duration;
+        // A folder of its own: the other test removes the shared one when it ends.
+        let dir =
+            std::env::temp_dir().join(format!("toolbreaker-gateway-import-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = |name: &str, text: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let _json = file(
+            "servers.json",
+            r#"{"mcpServers": {
+  "search": {"url": "http://127.0.0.1:1/mcp"},
+  "files": {"command": "files-server", "args": ["--key=${TOKEN}"]}
+}}"#,
+        );
+        let toml =
+            |name: &str, body: &str| file(name, &format!("mcp_servers = \"servers.json\"\n{body}"));
+        let good = toml(
+            "import.toml",
+            "[default]\ncooldown_ms = 5000\n[upstreams.search]\ncooldown_ms = 1000\n\
+             per_call_timeout_ms = 60000\n[upstreams.own]\ncommand = \"own\"\n",
+        );
+        let config = GatewayConfig::load_with(&good, Format::Toml, &env).unwrap();
+        let names: Vec<&str> = config.upstreams.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["search", "files", "own"]);
+        let search = config.upstream("search").unwrap();
+        assert_eq!(search.per_call_timeout, Duration::from_secs(60));
+        assert_eq!(search.prefix, "search.");
+        assert_eq!(
+            config.registry.config_for("search").cooldown(),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            config.registry.config_for("files").cooldown(),
+            Duration::from_secs(5),
+            "[default] over the imported servers too"
+        );
+        assert_eq!(
+            config
+                .upstream("files")
+                .unwrap()
+                .redaction
+                .shown("--key=one"),
+            "--key=<redacted>"
+        );
+        // A reload reads both files again: a server added to the JSON file is there.
+        file(
+            "servers.json",
+            r#"{"mcpServers": {"search": {"url": "http://127.0.0.1:1/mcp"}, "more": {"command": "m"}}}"#,
+        );
+        let reloaded = GatewayConfig::load_with(&good, Format::Toml, &env).unwrap();
+        let names: Vec<&str> = reloaded.upstreams.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["search", "more", "own"]);
+        assert_eq!(
+            reloaded.registry.config_for("search").cooldown(),
+            Duration::from_secs(1)
+        );
+
+        let refused = |name: &str, body: &str| {
+            let path = toml(name, body);
+            let err = GatewayConfig::load_with(&path, Format::Toml, &env).unwrap_err();
+            (path, err.to_string())
+        };
+        let (path, err) = refused("typo.toml", "[upstreams.serch]\ncooldown_ms = 1000\n");
+        assert_eq!(
+            err,
+            format!(
+                "{}:2: [upstreams.serch]: names no server of `servers.json`: `serch` (did you \
+                 mean `search`?) is not among its servers, and the section has no `url` or \
+                 `command` of its own",
+                path.display()
+            )
+        );
+        let (_, err) = refused("url.toml", "[upstreams.search]\nurl = \"http://h/mcp\"\n");
+        assert!(
+            err.ends_with(
+                ":3: [upstreams.search] url: `url` cannot be set here: `search` comes from \
+                 `servers.json`, and a section over it sets only `per_call_timeout_ms`, \
+                 `max_call_ms` and breaker keys (`failure_threshold`, `cooldown_ms`, `probe_timeout_ms`, \
+                 `failure_rate`, `slow_call_threshold_ms`, `slow_call_rate`, `window_calls`, \
+                 `window_ms`, `minimum_calls`, `cooldown_multiplier`, `max_cooldown_ms`, \
+                 `cooldown_jitter`, `probes`, `max_hinted_open_ms`, `hint_jitter`, \
+                 `open_on_long_hint`, `max_in_flight`, `adaptive_concurrency`, \
+                 `adaptive_throttling`)"
+            ),
+            "{err}"
+        );
+        let (_, err) = refused(
+            "max.toml",
+            "[upstreams.more]\nper_call_timeout_ms = 20000\nmax_call_ms = 10000\n",
+        );
+        assert!(
+            err.contains("[upstreams.more]") && err.contains("max_call_ms"),
+            "a max_call_ms below the timeout it bounds is refused over an imported server: {err}"
+        );
+        let (_, err) = refused("zero.toml", "[upstreams.more]\ncooldown_ms = 0\n");
+        assert!(
+            err.ends_with(":3: [upstreams.more] cooldown_ms: it must be at least 1 ms"),
+            "{err}"
+        );
+        let missing = file(
+            "missing.toml",
+            "mcp_servers = \"nope.json\"\n[upstreams.a]\ncommand = \"x\"\n",
+        );
+        let err = GatewayConfig::load_with(&missing, Format::Toml, &env).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(":1: mcp_servers: cannot read the mcpServers file `nope.json`: "),
+            "{err}"
+        );
+        let bad = file("bad.json", r#"{"mcpServers": {"x": {"comand": "y"}}}"#);
+        let path = file("bad.toml", "mcp_servers = \"bad.json\"\n");
+        let err = GatewayConfig::load_with(&path, Format::Toml, &env).unwrap_err();
+        assert_eq!(
+            err.path(),
+            Some(bad.as_path()),
+            "the JSON file is named: {err}"
+        );
+        assert!(
+            err.to_string().contains("mcpServers.x.comand: unknown key"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A reload compares upstreams by name: a changed secret or transport is a changed upstream;

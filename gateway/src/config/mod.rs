@@ -9,8 +9,10 @@
 mod breakers;
 mod env;
 mod error;
+mod import;
 mod json;
 mod load;
+mod resolved;
 mod rules;
 mod secret;
 mod toml_file;
@@ -19,7 +21,9 @@ mod types;
 
 pub use self::error::GatewayConfigError;
 pub use self::load::Format;
-pub use self::secret::Secret;
+pub(crate) use self::rules::cwd as check_cwd;
+pub use self::rules::names_matching_no_tool;
+pub use self::secret::{Redaction, SHORTEST_ENV_VALUE, Secret};
 pub use self::types::{
     DEFAULT_PER_CALL_TIMEOUT, Era, GatewayConfig, MAX_CALL, ToolConfig, Transport, UpstreamConfig,
 };

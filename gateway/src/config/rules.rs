@@ -58,6 +58,28 @@ pub(super) fn url(text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A stdio upstream's working directory (`cwd`): it must be a directory that exists, checked
+/// at load (and again before each start). `shown` is the path as it may be printed.
+pub(crate) fn cwd(path: &str, shown: &str) -> Result<(), String> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(format!(
+            "the working directory `{shown}` is not a directory"
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(format!("the working directory `{shown}` does not exist"))
+        }
+        Err(e) => Err(format!(
+            "the working directory `{shown}` cannot be read: {e}"
+        )),
+    }
+}
+
+/// The URL `text` as libraries print it (normalised, percent-encoded), when it parses.
+pub(super) fn printed_url(text: &str) -> Option<String> {
+    url::Url::parse(text).ok().map(String::from)
+}
+
 /// A header's name and value (the value is never in the problem).
 pub(super) fn header(name: &str, value: &str) -> Result<(), String> {
     HeaderName::from_bytes(name.as_bytes())
@@ -155,4 +177,85 @@ pub(super) fn backticked<'a>(words: impl IntoIterator<Item = &'a str>) -> String
         .map(|w| format!("`{w}`"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// What in `upstream`'s `allow`, `deny` and `[upstreams.NAME.tools.TOOL]` sections names no
+/// tool of `listed` (the upstream's own tool names, as it lists them): one sentence each,
+/// naming the key and the nearest listed name. A typo there hides every tool (`allow`), hides
+/// nothing (`deny`), or sets what no call uses (a tool section); the gateway learns the names
+/// only once connected, so this is a warning, never a refusal.
+///
+/// # Examples
+///
+/// ```
+/// use toolbreaker_gateway::config::{GatewayConfig, names_matching_no_tool};
+///
+/// let config = GatewayConfig::from_toml_str(
+///     "[upstreams.a]\nurl = \"http://127.0.0.1:9/mcp\"\nallow = [\"ech\"]\n",
+/// )?;
+/// assert_eq!(
+///     names_matching_no_tool(&config.upstreams[0], &["echo", "add"]),
+///     ["`allow` names `ech`, which upstream `a` does not list (did you mean `echo`?)"]
+/// );
+/// # Ok::<(), toolbreaker_gateway::config::GatewayConfigError>(())
+/// ```
+pub fn names_matching_no_tool(upstream: &UpstreamConfig, listed: &[&str]) -> Vec<String> {
+    let allow = upstream
+        .allow
+        .iter()
+        .flatten()
+        .map(|n| ("`allow`", n.as_str()));
+    let deny = upstream.deny.iter().map(|n| ("`deny`", n.as_str()));
+    let sections = upstream
+        .tools
+        .iter()
+        .map(|t| ("a tool section", t.name.as_str()));
+    allow
+        .chain(deny)
+        .chain(sections)
+        .filter(|(_, name)| !listed.contains(name))
+        .map(|(key, name)| {
+            let key = if key == "a tool section" {
+                format!(
+                    "[upstreams.{}.tools.{}]",
+                    super::error::path_part(&upstream.name),
+                    super::error::path_part(name)
+                )
+            } else {
+                key.to_owned()
+            };
+            let near = toolbreaker::registry::closest_name(name, listed.iter().copied())
+                .map(|near| format!(" (did you mean `{near}`?)"))
+                .unwrap_or_default();
+            format!(
+                "{key} names `{name}`, which upstream `{}` does not list{near}",
+                upstream.name
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{GatewayConfig, names_matching_no_tool};
+
+    #[test]
+    fn allow_deny_and_tool_sections_naming_no_listed_tool_are_told() {
+        let config = GatewayConfig::from_toml_str(
+            "[upstreams.a]\nurl = \"http://127.0.0.1:9/mcp\"\nallow = [\"echo\", \"ech\", \"add\"]\n\
+             deny = [\"zzz\"]\n[upstreams.a.tools.add]\ncooldown_ms = 5\n[upstreams.a.tools.ech]\n\
+             own_breaker = true\n",
+        )
+        .unwrap();
+        let a = &config.upstreams[0];
+        assert_eq!(
+            names_matching_no_tool(a, &["echo", "add"]),
+            [
+                "`allow` names `ech`, which upstream `a` does not list (did you mean `echo`?)",
+                "`deny` names `zzz`, which upstream `a` does not list",
+                "[upstreams.a.tools.ech] names `ech`, which upstream `a` does not list (did you mean `echo`?)",
+            ]
+        );
+        assert!(names_matching_no_tool(a, &["echo", "ech", "add", "zzz"]).is_empty());
+    }
 }

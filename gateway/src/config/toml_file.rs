@@ -2,16 +2,18 @@
 //! parser's own document so that every key has its line.
 
 use std::ops::Range;
+use std::path::Path;
 
 use toml::Spanned;
 use toml::de::{DeString, DeTable, DeValue};
 
-use super::GatewayConfig;
 use super::breakers::{self, BREAKER_KEYS, Setting};
-use super::env::{Env, expand};
+use super::env::{Env, expand, expand_traced};
 use super::error::{GatewayConfigError, path_part};
+use super::import;
 use super::rules::{self, backticked, unknown_word};
 use super::toml_upstream::upstream;
+use super::{GatewayConfig, Redaction};
 
 type Entry<'a, 'i> = (&'a Spanned<DeString<'i>>, &'a Spanned<DeValue<'i>>);
 
@@ -19,9 +21,20 @@ type Entry<'a, 'i> = (&'a Spanned<DeString<'i>>, &'a Spanned<DeValue<'i>>);
 pub(super) struct Doc<'t> {
     text: &'t str,
     env: Env<'t>,
+    /// The folder of the file, for the paths it names (`mcp_servers`); `None`: the working
+    /// directory.
+    base: Option<&'t Path>,
 }
 
-impl Doc<'_> {
+impl<'t> Doc<'t> {
+    pub(super) fn env(&self) -> Env<'t> {
+        self.env
+    }
+
+    pub(super) fn base(&self) -> Option<&'t Path> {
+        self.base
+    }
+
     pub(super) fn line(&self, span: Range<usize>) -> usize {
         let end = span.start.min(self.text.len());
         self.text.as_bytes()[..end]
@@ -40,6 +53,22 @@ impl Doc<'_> {
     ) -> GatewayConfigError {
         let line = Some(self.line(span));
         GatewayConfigError::toml(section.map(str::to_owned), key, line, problem)
+    }
+
+    /// `text` with `${VAR}` expanded and recorded in `redaction`, or an error naming `section`
+    /// and `key`.
+    pub(super) fn expand_into(
+        &self,
+        redaction: &mut Redaction,
+        text: &str,
+        section: &str,
+        key: &str,
+        span: Range<usize>,
+    ) -> Result<String, GatewayConfigError> {
+        let expanded = expand_traced(text, self.env)
+            .map_err(|p| self.err(Some(section), Some(key), span, p))?;
+        redaction.record(&expanded);
+        Ok(expanded.text)
     }
 
     /// `text` with `${VAR}` expanded, or an error naming `section` and `key`.
@@ -61,9 +90,13 @@ pub(super) fn entries<'a, 'i>(table: &'a DeTable<'i>) -> Vec<Entry<'a, 'i>> {
     entries
 }
 
-/// Read a whole file.
-pub(super) fn parse(text: &str, env: Env<'_>) -> Result<GatewayConfig, GatewayConfigError> {
-    let doc = Doc { text, env };
+/// Read a whole file; `base` is its folder (paths it names are relative to it).
+pub(super) fn parse(
+    text: &str,
+    env: Env<'_>,
+    base: Option<&Path>,
+) -> Result<GatewayConfig, GatewayConfigError> {
+    let doc = Doc { text, env, base };
     let root = DeTable::parse(text).map_err(|e| {
         let line = e.span().map(|s| doc.line(s));
         GatewayConfigError::toml(None, None, line, e.message().to_owned())
@@ -72,8 +105,10 @@ pub(super) fn parse(text: &str, env: Env<'_>) -> Result<GatewayConfig, GatewayCo
     let mut upstreams = Vec::new();
     let mut breakers = Vec::new();
     let mut seen_upstreams = false;
+    let mut imported = import::read(&doc, root.get_ref())?;
     for (key, value) in entries(root.get_ref()) {
         match key.get_ref().as_ref() {
+            import::KEY => {}
             "default" => {
                 let table = table(&doc, None, "default", key.span(), value)?;
                 for (k, v) in entries(table) {
@@ -92,6 +127,22 @@ pub(super) fn parse(text: &str, env: Env<'_>) -> Result<GatewayConfig, GatewayCo
                 seen_upstreams = true;
                 let table = table(&doc, None, "upstreams", key.span(), value)?;
                 for (name, value) in entries(table) {
+                    if let Some(imported) = &mut imported {
+                        let named: &str = name.get_ref();
+                        if imported.upstreams.iter().any(|(u, _)| u.name == named) {
+                            import::overlay(&doc, name, value, imported)?;
+                            continue;
+                        }
+                        let own = value
+                            .get_ref()
+                            .as_table()
+                            .is_some_and(|t| t.contains_key("url") || t.contains_key("command"));
+                        if !own {
+                            let section = format!("upstreams.{}", path_part(named));
+                            let problem = import::names_no_server(named, imported);
+                            return Err(doc.err(Some(&section), None, name.span(), problem));
+                        }
+                    }
                     let (upstream, own) = upstream(&doc, name, value)?;
                     upstreams.push(upstream);
                     breakers.push(own);
@@ -100,12 +151,18 @@ pub(super) fn parse(text: &str, env: Env<'_>) -> Result<GatewayConfig, GatewayCo
             other => {
                 let problem = format!(
                     "unknown table {}; expected `[default]` (breaker settings of every \
-                     upstream) and `[upstreams.NAME]`",
-                    unknown_word(other, ["default", "upstreams"])
+                     upstream), `[upstreams.NAME]` and `mcp_servers` (an mcpServers JSON file)",
+                    unknown_word(other, ["default", "upstreams", import::KEY])
                 );
                 return Err(doc.err(None, Some(other), key.span(), problem));
             }
         }
+    }
+    if let Some(imported) = imported {
+        let (configs, own): (Vec<_>, Vec<_>) = imported.upstreams.into_iter().unzip();
+        upstreams.splice(0..0, configs);
+        breakers.splice(0..0, own);
+        seen_upstreams = true;
     }
     if !seen_upstreams || upstreams.is_empty() {
         return Err(GatewayConfigError::toml(
@@ -319,7 +376,8 @@ mod tests {
         assert_eq!(
             refused("[upstream.a]\ncommand = \"x\"\n"),
             "line 1: upstream: unknown table `upstream` (did you mean `upstreams`?); expected \
-             `[default]` (breaker settings of every upstream) and `[upstreams.NAME]`"
+             `[default]` (breaker settings of every upstream), `[upstreams.NAME]` and \
+             `mcp_servers` (an mcpServers JSON file)"
         );
         let err = refused("[upstreams.a]\ncommand = \"x\"\ncooldown = 5\n");
         assert!(

@@ -13,7 +13,7 @@ use super::error::{GatewayConfigError, path_part};
 use super::rules::{self, backticked, unknown_word};
 use super::toml_file::{Doc, entries, string, strings, table};
 use super::types::{DEFAULT_PER_CALL_TIMEOUT, MAX_CALL};
-use super::{Era, Secret, ToolConfig, Transport, UpstreamConfig};
+use super::{Era, Redaction, Secret, ToolConfig, Transport, UpstreamConfig};
 
 /// An `[upstreams.NAME]` section's own keys (besides the breaker keys).
 const UPSTREAM_KEYS: [&str; 16] = [
@@ -76,6 +76,7 @@ pub(super) fn upstream(
     let mut classifier = McpClassifier::new();
     let mut tools_table = None;
     let mut settings = Vec::new();
+    let mut redaction = Redaction::default();
     for (k, v) in entries(body) {
         let key: &str = k.get_ref();
         let span = k.span();
@@ -83,20 +84,20 @@ pub(super) fn upstream(
         let at = |p: String| err(key, span.clone(), p);
         match key {
             "url" => {
-                url = Some((
-                    doc.expand(string(value).map_err(at)?, &section, key, span.clone())?,
-                    span,
-                ))
+                let text = string(value).map_err(at)?;
+                let text = doc.expand_into(&mut redaction, text, &section, key, span.clone())?;
+                url = Some((text, span))
             }
             "command" => {
-                let text = doc.expand(string(value).map_err(at)?, &section, key, span.clone())?;
+                let text = string(value).map_err(at)?;
+                let text = doc.expand_into(&mut redaction, text, &section, key, span.clone())?;
                 if text.is_empty() {
                     return Err(at("must name a program, not be empty".to_owned()));
                 }
                 command = Some((text, span));
             }
             "headers" | "env" => {
-                let pairs = secrets(doc, &section, key, span.clone(), value)?;
+                let pairs = secrets(doc, &mut redaction, &section, key, span.clone(), value)?;
                 if key == "headers" {
                     headers = Some((pairs, span));
                 } else {
@@ -104,14 +105,16 @@ pub(super) fn upstream(
                 }
             }
             "args" => {
-                let list = strings(value).map_err(at)?;
-                let list = list
-                    .iter()
-                    .map(|a| doc.expand(a, &section, key, span.clone()));
-                args = Some((list.collect::<Result<Vec<_>, _>>()?, span));
+                let mut list = Vec::new();
+                for arg in strings(value).map_err(at)? {
+                    list.push(doc.expand_into(&mut redaction, arg, &section, key, span.clone())?);
+                }
+                args = Some((list, span));
             }
             "cwd" => {
-                let text = doc.expand(string(value).map_err(at)?, &section, key, span.clone())?;
+                let text = string(value).map_err(at)?;
+                let text = doc.expand_into(&mut redaction, text, &section, key, span.clone())?;
+                rules::cwd(&text, redaction.shown(&text)).map_err(at)?;
                 cwd = Some((PathBuf::from(text), span));
             }
             "prefix" => {
@@ -174,6 +177,9 @@ pub(super) fn upstream(
     let transport = match (url, command) {
         (Some((url, span)), None) => {
             rules::url(&url).map_err(|p| err("url", span.clone(), p))?;
+            if let Some(printed) = rules::printed_url(&url) {
+                redaction.alias(&printed, &url);
+            }
             for (key, given) in [
                 ("args", args.map(|a| a.1)),
                 ("env", env.map(|e| e.1)),
@@ -255,6 +261,7 @@ pub(super) fn upstream(
         tools: Vec::new(),
         era,
         required,
+        redaction,
     };
     let mut tool_breakers = Vec::new();
     for (tool_key, tool_value) in tools_table.map(|(t, _)| entries(t)).unwrap_or_default() {
@@ -398,6 +405,7 @@ fn tool(
 /// A table of names to string values, each expanded into a [`Secret`] (`headers`, `env`).
 fn secrets(
     doc: &Doc<'_>,
+    redaction: &mut Redaction,
     section: &str,
     key: &str,
     span: Range<usize>,
@@ -415,7 +423,8 @@ fn secrets(
         let name: &str = name.get_ref();
         let field = format!("{key}.{name}");
         let at = |p: String| doc.err(Some(section), Some(&field), span.clone(), p);
-        let text = doc.expand(
+        let text = doc.expand_into(
+            redaction,
             string(v.get_ref()).map_err(at)?,
             section,
             &field,
@@ -459,7 +468,7 @@ fn codes(
 }
 
 /// `max_call_ms`: a whole number of milliseconds from 1 to [`MAX_CALL`].
-fn max_call_ms(value: &DeValue<'_>) -> Result<Duration, String> {
+pub(super) fn max_call_ms(value: &DeValue<'_>) -> Result<Duration, String> {
     let ms = millis(value)?;
     if ms > MAX_CALL {
         return Err(format!(
@@ -481,7 +490,7 @@ pub(super) fn shorter(max: Duration, timeout: Duration) -> String {
 }
 
 /// A whole number of milliseconds from 1 to the crate's largest duration.
-fn millis(value: &DeValue<'_>) -> Result<Duration, String> {
+pub(super) fn millis(value: &DeValue<'_>) -> Result<Duration, String> {
     let max = toolbreaker::config::MAX_DURATION.as_millis();
     let range = format!("must be a whole number of ms from 1 to {max}");
     let Some(integer) = value.as_integer() else {
@@ -618,7 +627,7 @@ mod tests {
         let config = GatewayConfig::from_toml_str_with(
             "[upstreams.a]\nurl = \"${BASE:-http://127.0.0.1:7}/mcp\"\n\
              headers = { Authorization = \"Bearer ${TOKEN}\" }\n\
-             [upstreams.b]\ncommand = \"${env:TOKEN}\"\nargs = [\"--key=${TOKEN}\"]\nenv = { K = \"${TOKEN}\" }\ncwd = \"/tmp/${TOKEN}\"\n",
+             [upstreams.b]\ncommand = \"${env:TOKEN}\"\nargs = [\"--key=${TOKEN}\"]\nenv = { K = \"${TOKEN}\" }\ncwd = \"${NOPE:-/}\"\n",
             env,
         )
         .unwrap();
@@ -645,6 +654,35 @@ mod tests {
         assert_eq!(
             refused("[upstreams.a]\nurl = \"http://h/mcp\"\nheaders = { \"Bad Name\" = \"1\" }\n"),
             "line 3: [upstreams.a] headers.Bad Name: \"Bad Name\" is not a valid HTTP header name"
+        );
+    }
+
+    /// A `cwd` that is missing or not a folder is refused at load, naming it (shown with
+    /// `<redacted>` for a variable's value).
+    #[test]
+    fn a_missing_cwd_is_named() {
+        assert_eq!(
+            refused("[upstreams.a]\ncommand = \"true\"\ncwd = \"/no/such/folder\"\n"),
+            "line 3: [upstreams.a] cwd: the working directory `/no/such/folder` does not exist"
+        );
+        assert_eq!(
+            refused("[upstreams.a]\ncommand = \"true\"\ncwd = \"/no/${TOKEN}/folder\"\n"),
+            "line 3: [upstreams.a] cwd: the working directory `/no/<redacted>/folder` does not exist"
+        );
+        let file = std::env::current_exe().unwrap();
+        let err = refused(&format!(
+            "[upstreams.a]\ncommand = \"true\"\ncwd = {:?}\n",
+            file.to_str().unwrap()
+        ));
+        assert!(err.ends_with("is not a directory"), "{err}");
+        let json = GatewayConfig::from_mcp_servers_json_str_with(
+            r#"{"mcpServers": {"a": {"command": "true", "cwd": "/no/such/folder"}}}"#,
+            env,
+        )
+        .unwrap_err();
+        assert_eq!(
+            json.to_string(),
+            "line 1: mcpServers.a.cwd: the working directory `/no/such/folder` does not exist"
         );
     }
 

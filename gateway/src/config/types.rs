@@ -7,7 +7,7 @@ use std::time::Duration;
 use toolbreaker::RegistryConfig;
 use toolbreaker::mcp::McpClassifier;
 
-use super::Secret;
+use super::{Redaction, Secret};
 
 /// The per-call timeout of an upstream that sets no `per_call_timeout_ms`: 10 s, the
 /// `GuardedClient` default.
@@ -89,6 +89,10 @@ pub struct UpstreamConfig {
     /// Whether the gateway is ready (`/readyz`) only while this upstream is connected
     /// (`required`; default `false`).
     pub required: bool,
+    /// What of its settings came from the environment (`${VAR}`), never to be shown: the log
+    /// redacts it, and [`shown`](Redaction::shown) gives a `url`, `command`, argument or `cwd`
+    /// as it may be printed. Empty for a configuration made in code.
+    pub redaction: Redaction,
 }
 
 /// Which of MCP's eras the gateway speaks to an upstream in (key `era`).
@@ -141,8 +145,9 @@ pub struct ToolConfig {
 pub enum Transport {
     /// A Streamable HTTP server.
     Http {
-        /// Its MCP endpoint, an `http://` or `https://` URL (after `${VAR}` expansion). It may
-        /// be logged: credentials belong in `headers`.
+        /// Its MCP endpoint, an `http://` or `https://` URL (after `${VAR}` expansion). Shown
+        /// through the upstream's [`redaction`](UpstreamConfig::redaction) when it holds a
+        /// variable's value.
         url: String,
         /// Headers sent with every request (name, value), in file order.
         headers: Vec<(String, Secret)>,

@@ -37,6 +37,9 @@ pub struct Reloaded {
     pub removed: Vec<String>,
     /// Upstreams whose settings changed (reconnected; their breakers keep their state).
     pub changed: Vec<String>,
+    /// Breakers whose settings changed, reconfigured in place (an upstream's name, a tool's
+    /// `upstream.tool`, or `default` for `[default]`), in name order; no reconnection.
+    pub breakers: Vec<String>,
 }
 
 /// A name collision between upstreams, or another reason a configuration cannot be served.
@@ -146,7 +149,12 @@ impl Gateway {
                 upstreams: (a, b),
             });
         }
-        self.core.registry().reload(config.registry);
+        let breakers = self.core.registry().reload(config.registry);
+        reloaded.breakers = breakers
+            .changes()
+            .iter()
+            .map(|change| change.dependency().unwrap_or("default").to_owned())
+            .collect();
         for upstream in old.iter() {
             let still = next.iter().find(|n| n.name() == upstream.name());
             if still.is_none_or(|n| !Arc::ptr_eq(n, upstream)) {

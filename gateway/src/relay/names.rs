@@ -77,6 +77,7 @@ mod tests {
             tools: vec![],
             era: Default::default(),
             required: false,
+            redaction: Default::default(),
         }
     }
 

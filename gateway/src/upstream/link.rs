@@ -226,6 +226,11 @@ async fn connect_with(
                 .stderr(Stdio::piped())
                 .kill_on_drop(true);
             if let Some(cwd) = cwd {
+                // Checked here too (the file was checked at load): a missing directory would
+                // otherwise read as the command's own `No such file or directory`.
+                let path = cwd.to_string_lossy();
+                crate::config::check_cwd(&path, &path)
+                    .map_err(|problem| refused(format!("cannot start `{command}`: {problem}")))?;
                 child.current_dir(cwd);
             }
             let mut child = child
@@ -321,6 +326,26 @@ pub fn url_credentials(url: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::redact;
+
+    /// A stdio upstream whose `cwd` is missing when it starts (a configuration made in code,
+    /// or a folder removed since the file was read) is refused naming the folder, not with the
+    /// command's `No such file or directory`.
+    #[tokio::test]
+    async fn a_missing_cwd_is_named_at_start() {
+        let transport = crate::config::Transport::Stdio {
+            command: "true".into(),
+            args: vec![],
+            env: vec![],
+            cwd: Some("/no/such/folder".into()),
+        };
+        let handler =
+            super::UpstreamHandler::new("a".into(), Default::default(), Default::default());
+        let refused = super::connect("a", &transport, handler, crate::config::Era::Sessions).await;
+        assert_eq!(
+            refused.err().as_deref(),
+            Some("cannot start `true`: the working directory `/no/such/folder` does not exist")
+        );
+    }
 
     #[test]
     fn credentials_in_a_url_are_redacted_from_errors() {

@@ -14,6 +14,7 @@
 //! child (with `TOOLBREAKER_TEST_STDIO_UPSTREAM` set). `redis-server` must be on `PATH`.
 #![allow(deprecated)]
 
+mod check;
 #[path = "../common/mod.rs"]
 mod common;
 mod fleet;
@@ -21,6 +22,7 @@ mod logs;
 mod mcp;
 mod mcp_config;
 mod process;
+mod secrets;
 mod shutdown;
 mod start;
 mod stdio;
@@ -35,7 +37,7 @@ use process::Outcome;
 
 type Test = fn() -> Pin<Box<dyn Future<Output = Outcome> + Send>>;
 
-const TESTS: [(&str, Test); 15] = [
+const TESTS: [(&str, Test); 19] = [
     (
         "fleet::a_trip_through_one_gateway_blocks_the_next_call_through_the_other",
         || Box::pin(fleet::a_trip_through_one_gateway_blocks_the_next_call_through_the_other()),
@@ -89,6 +91,25 @@ const TESTS: [(&str, Test); 15] = [
     ("tls::a_bad_tls_file_is_named_with_its_flag", || {
         Box::pin(tls::a_bad_tls_file_is_named_with_its_flag())
     }),
+    (
+        "secrets::a_key_from_the_environment_never_reaches_stderr_or_status",
+        || Box::pin(secrets::a_key_from_the_environment_never_reaches_stderr_or_status()),
+    ),
+    (
+        "check::check_prints_the_resolved_config_redacted_and_warns_of_unknown_tool_names",
+        || {
+            Box::pin(
+                check::check_prints_the_resolved_config_redacted_and_warns_of_unknown_tool_names(),
+            )
+        },
+    ),
+    ("check::check_refuses_a_bad_file_with_exit_code_1", || {
+        Box::pin(check::check_refuses_a_bad_file_with_exit_code_1())
+    }),
+    (
+        "check::a_reload_that_changes_only_breaker_keys_names_them",
+        || Box::pin(check::a_reload_that_changes_only_breaker_keys_names_them()),
+    ),
 ];
 
 fn main() -> ExitCode {

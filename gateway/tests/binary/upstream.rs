@@ -54,6 +54,11 @@ pub async fn serve_stdio() {
         std::fs::write(path, std::process::id().to_string()).expect("the pid file is written");
     }
     eprintln!("{STDERR_LINE}");
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if !argv.is_empty() {
+        // As a server that logs how it was started (the gateway relays it to its log).
+        eprintln!("stdio upstream: argv {argv:?}");
+    }
     common::serve_stdio().await;
     if std::env::var_os(LINGER).is_some() {
         tokio::time::sleep(LINGER_FOR).await;

@@ -347,6 +347,7 @@ pub fn http_upstream(
         tools: vec![],
         era: Default::default(),
         required: false,
+        redaction: Default::default(),
     }
 }
 
