@@ -8,7 +8,8 @@
 //!   is not JSON-RPC gets JSON-RPC's error for it (`jsonrpc`).
 //! - Over stdio: [`serve_stdio`] serves one client on stdin and stdout ([`serve_io`] on any
 //!   pair of streams).
-//! - Metrics: [`prometheus_handle`] installs the process's Prometheus recorder once.
+//! - Metrics: [`prometheus_handle`] installs the process's Prometheus recorder once;
+//!   [`forget_series`] leaves a removed dependency's series out of `/metrics`.
 
 mod app;
 mod auth;
@@ -24,7 +25,7 @@ mod stdio;
 
 pub use self::app::{HttpApp, ScrapeFn, StatusFn};
 pub use self::auth::BearerToken;
-pub use self::metrics::{LATENCY_BUCKETS, prometheus_handle};
+pub use self::metrics::{LATENCY_BUCKETS, forget_series, keep_series, prometheus_handle};
 pub use self::options::{HttpOptions, OptionsError};
 pub use self::shutdown::{serve, shutdown_signal};
 pub use self::stdio::{serve_io, serve_stdio};
