@@ -524,3 +524,32 @@ async fn the_log_has_the_gateways_own_lines_not_rmcps() {
         "one line for the upstream that is down: {lines:?}"
     );
 }
+
+/// A tool call's `execute_tool` span names the tool the model called (`gen_ai.tool.name`,
+/// `otel.name`), its `dependency` the upstream's breaker.
+#[tokio::test]
+async fn a_calls_span_names_the_tool_and_its_dependency_the_upstream() {
+    let logs = Logs::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("toolbreaker=info"))
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_writer(logs.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let up = serve(|| Up { crashable: false }).await;
+    let (_gateway, at) = gateway(vec![http_upstream("spanned", "sp.", &up)]).await;
+    let (_client, service) = client(&at).await;
+    assert_eq!(text(&call(&service, "sp.echo").await), "hi");
+    // The call's span as it closes, and its attempt's (inside it) before.
+    let closed = logs.with("execute_tool{");
+    assert!(!closed.is_empty(), "{:?}", logs.lines());
+    for line in &closed {
+        assert!(
+            line.contains("gen_ai.tool.name=\"sp.echo\"")
+                && line.contains("otel.name=execute_tool sp.echo")
+                && line.contains("dependency=\"spanned\""),
+            "{line}"
+        );
+    }
+}

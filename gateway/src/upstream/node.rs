@@ -862,6 +862,9 @@ impl Upstream {
             Some((breaker, classifier)) => (breaker, classifier),
             None => (&self.breaker, &self.config.classifier),
         };
+        // The span's `gen_ai.tool.name`: the tool's name as the model called it (with the
+        // upstream's prefix), not the breaker's.
+        let tool = format!("{}{}", self.config.prefix, params.name);
         let mut params = Some(params);
         let started = std::time::Instant::now();
         let classify = |result: &Result<Reply, ServiceError>| match result {
@@ -881,7 +884,7 @@ impl Upstream {
         };
         let result = self
             .guard
-            .call(run, breaker, classify, || {
+            .call_tool(run, &tool, breaker, classify, || {
                 let params = params.take();
                 let origin = origin.clone();
                 async move {
