@@ -37,6 +37,7 @@ fn registry() -> Registry {
 }
 
 async fn gateway(upstreams: Vec<UpstreamConfig>) -> (Gateway, String) {
+    Logs::get();
     let gateway = Gateway::new("gw", registry(), Duration::from_secs(30));
     gateway
         .start(GatewayConfig {
@@ -180,15 +181,23 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
 }
 
 impl Logs {
-    /// The log of this thread (the tests that read it run on one thread) through `filter`.
-    fn capture(filter: tracing_subscriber::EnvFilter) -> (Logs, tracing::subscriber::DefaultGuard) {
-        let logs = Logs::default();
-        let subscriber = tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_writer(logs.clone())
-            .with_ansi(false)
-            .finish();
-        (logs, tracing::subscriber::set_default(subscriber))
+    /// This test process's log, through the gateway's filter of `--log info`, with each span's
+    /// fields as it closes: one subscriber for the whole process (a subscriber per test thread
+    /// would miss events of callsites another thread's filter saw first). Each test reads the
+    /// lines of its own upstreams, whose names no other test uses.
+    fn get() -> &'static Logs {
+        static LOGS: std::sync::OnceLock<Logs> = std::sync::OnceLock::new();
+        LOGS.get_or_init(|| {
+            let logs = Logs::default();
+            let subscriber = tracing_subscriber::fmt()
+                .with_env_filter(toolbreaker_gateway::run::log_filter("info"))
+                .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+                .with_writer(logs.clone())
+                .with_ansi(false)
+                .finish();
+            tracing::subscriber::set_global_default(subscriber).expect("no other subscriber");
+            logs
+        })
     }
 
     fn lines(&self) -> Vec<String> {
@@ -198,11 +207,11 @@ impl Logs {
             .collect()
     }
 
-    /// The lines that hold `words`.
-    fn with(&self, words: &str) -> Vec<String> {
+    /// The lines that hold each of `words`.
+    fn with(&self, words: &[&str]) -> Vec<String> {
         self.lines()
             .into_iter()
-            .filter(|line| line.contains(words))
+            .filter(|line| words.iter().all(|w| line.contains(w)))
             .collect()
     }
 }
@@ -210,9 +219,9 @@ impl Logs {
 /// An upstream that answers 401 from `initialize` on: never counted (its breaker stays closed
 /// at a threshold of one failure), `/status` says `unauthorized`, one error-level line, and
 /// the model is told access was refused and that waiting will not help.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_401_at_connect_is_never_counted_and_the_model_is_told_access_was_refused() {
-    let (logs, _guard) = Logs::capture(tracing_subscriber::EnvFilter::new("info"));
+    let logs = Logs::get();
     let (url, refused) = refusing(401, true, "").await;
     let (gateway, at) = gateway(vec![http_upstream("locked401", "locked.", &url)]).await;
     let status = status_of(&gateway, "locked401");
@@ -232,7 +241,7 @@ async fn a_401_at_connect_is_never_counted_and_the_model_is_told_access_was_refu
         (&"closed".into(), &"unauthorized".into()),
         "{status}"
     );
-    let said = logs.with("refused the gateway access");
+    let said = logs.with(&["refused the gateway access", "upstream=locked401"]);
     assert_eq!(said.len(), 1, "once per change, not per call: {said:?}");
     assert!(said[0].contains("ERROR"), "{said:?}");
 }
@@ -331,9 +340,9 @@ async fn a_stdio_upstream_that_cannot_start_says_so_in_status_and_to_the_model()
 
 /// `allow`, `deny` and a tool section that name no tool the upstream lists are each warned
 /// about once the upstream has listed, and not again at the next listing.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn names_of_tools_the_upstream_does_not_list_are_warned_about_once() {
-    let (logs, _guard) = Logs::capture(tracing_subscriber::EnvFilter::new("info"));
+    let logs = Logs::get();
     let up = serve(|| Up { crashable: false }).await;
     let mut config = http_upstream("typos", "typos.", &up);
     config.allow = Some(vec!["echo".into(), "ech".into()]);
@@ -349,15 +358,20 @@ async fn names_of_tools_the_upstream_does_not_list_are_warned_about_once() {
     assert_eq!(tools.len(), 1, "{tools:?}");
     service.list_all_tools().await.unwrap();
     for name in ["ech", "nosuch", "nosuch2"] {
-        let said = logs.with(&format!("tool={name} "));
+        let said = logs.with(&["upstream=typos", &format!("tool={name} ")]);
         assert_eq!(said.len(), 1, "{name}: {said:?}\n{:?}", logs.lines());
         assert!(said[0].contains("WARN"), "{said:?}");
     }
-    assert!(logs.with("tool=echo ").is_empty(), "{:?}", logs.lines());
+    assert!(
+        logs.with(&["upstream=typos", "tool=echo "]).is_empty(),
+        "{:?}",
+        logs.lines()
+    );
 }
 
 /// The gateway and its `/metrics` over real HTTP: its URL and `/metrics`'s.
 async fn served_with_metrics(upstreams: Vec<UpstreamConfig>) -> (Gateway, String, String) {
+    Logs::get();
     let gateway = Gateway::new("gw", registry(), Duration::from_secs(30));
     gateway
         .start(GatewayConfig {
@@ -477,9 +491,9 @@ async fn every_metric_is_described_and_names_its_upstream_as_dependency() {
 /// its (the upstream's whole `instructions`, every notification), no second line for a failed
 /// connection; the gateway's own lines say it once each, in words: a child's exit as `exited
 /// with status 1`.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_log_has_the_gateways_own_lines_not_rmcps() {
-    let (logs, _guard) = Logs::capture(toolbreaker_gateway::run::log_filter("info"));
+    let logs = Logs::get();
     let up = serve(|| Up { crashable: false }).await;
     let closed = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -501,7 +515,10 @@ async fn the_log_has_the_gateways_own_lines_not_rmcps() {
     let (_client, service) = client(&at).await;
     assert_eq!(text(&call(&service, "fine.echo").await), "hi");
     let waited = tokio::time::timeout(Duration::from_secs(60), async {
-        while logs.with("exited with status").is_empty() {
+        while logs
+            .with(&["upstream=exits", "exited with status"])
+            .is_empty()
+        {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     })
@@ -509,40 +526,35 @@ async fn the_log_has_the_gateways_own_lines_not_rmcps() {
     assert!(waited.is_ok(), "{:?}", logs.lines());
     gateway.shutdown();
     let lines = logs.lines();
+    // Of the whole process (every test's gateways): rmcp's warnings stay, its info goes.
     let rmcp: Vec<&String> = lines
         .iter()
-        .filter(|l| l.contains(" rmcp::") || l.contains(" rmcp:"))
+        .filter(|l| (l.contains(" INFO ") || l.contains(" DEBUG ")) && l.contains(" rmcp::"))
         .collect();
-    assert!(rmcp.is_empty(), "rmcp's own lines: {rmcp:?}");
+    assert!(rmcp.is_empty(), "rmcp's own info lines: {rmcp:?}");
     assert!(
-        logs.with("worker quit").is_empty() && logs.with("unix_wait_status").is_empty(),
+        logs.with(&["worker quit"]).is_empty() && logs.with(&["unix_wait_status"]).is_empty(),
         "{lines:?}"
     );
-    let down = logs.with("cannot connect");
-    assert!(
-        down.iter().filter(|l| l.contains("upstream=down")).count() == 1,
+    let down = logs.with(&["cannot connect", "upstream=down"]);
+    assert_eq!(
+        down.len(),
+        1,
         "one line for the upstream that is down: {lines:?}"
     );
 }
 
 /// A tool call's `execute_tool` span names the tool the model called (`gen_ai.tool.name`,
 /// `otel.name`), its `dependency` the upstream's breaker.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_calls_span_names_the_tool_and_its_dependency_the_upstream() {
-    let logs = Logs::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new("toolbreaker=info"))
-        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
-        .with_writer(logs.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let logs = Logs::get();
     let up = serve(|| Up { crashable: false }).await;
     let (_gateway, at) = gateway(vec![http_upstream("spanned", "sp.", &up)]).await;
     let (_client, service) = client(&at).await;
     assert_eq!(text(&call(&service, "sp.echo").await), "hi");
     // The call's span as it closes, and its attempt's (inside it) before.
-    let closed = logs.with("execute_tool{");
+    let closed = logs.with(&["execute_tool{", "dependency=\"spanned\""]);
     assert!(!closed.is_empty(), "{:?}", logs.lines());
     for line in &closed {
         assert!(
