@@ -78,7 +78,7 @@ fn fail(format: LogFormat, error: std::fmt::Arguments<'_>) -> ExitCode {
 fn init_logging(args: &Args) {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    let filter = EnvFilter::try_new(&args.log).unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = log_filter(&args.log);
     let fmt = tracing_subscriber::fmt::layer().with_writer(crate::redact::redactor());
     let registry = tracing_subscriber::registry().with(filter).with(
         // Asked at each event of those sites (`sometimes`), not once per site.
@@ -95,6 +95,29 @@ fn init_logging(args: &Args) {
         LogFormat::Json => registry.with(fmt.json()).try_init(),
         LogFormat::Text => registry.with(fmt.with_ansi(false)).try_init(),
     };
+}
+
+/// The filter of `--log` (`info` when it does not parse). Unless it names `rmcp` itself, the
+/// MCP library's own events are kept to warnings and errors (never more than the filter lets
+/// through): its `info` lines repeat an upstream's whole `instructions` at connect and every
+/// notification it sends, and its transport worker logs each failed connection once more
+/// (with Rust type names), where the gateway logs one line of its own.
+pub fn log_filter(directives: &str) -> EnvFilter {
+    use tracing_subscriber::filter::LevelFilter;
+    let filter = EnvFilter::try_new(directives).unwrap_or_else(|_| EnvFilter::new("info"));
+    if directives.contains("rmcp") {
+        return filter;
+    }
+    let rmcp = filter
+        .max_level_hint()
+        .map_or(LevelFilter::WARN, |most| most.min(LevelFilter::WARN));
+    [
+        format!("rmcp={rmcp}"),
+        "rmcp::transport::worker=off".to_owned(),
+    ]
+    .iter()
+    .filter_map(|directive| directive.parse().ok())
+    .fold(filter, EnvFilter::add_directive)
 }
 
 /// Whether `site` is an rmcp event at WARN or above.

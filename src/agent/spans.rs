@@ -41,22 +41,30 @@ pub(super) type Instrumented<F> = F;
 
 impl CallSpan {
     /// The call's span: named for OpenTelemetry's GenAI tool-execution span, carrying the
-    /// dependency and the run's id; the rest is recorded when the call ends.
+    /// dependency (as the tool's name too) and the run's id; the rest is recorded when the call
+    /// ends.
     #[inline(always)]
     pub(super) fn new(dependency: &str, run: &AgentRun) -> Self {
+        Self::named(dependency, dependency, run)
+    }
+
+    /// [`new`](Self::new) for tool `tool`, guarded by `dependency`'s breaker (one that guards
+    /// several tools): `gen_ai.tool.name` and `otel.name` name the tool.
+    #[inline(always)]
+    pub(super) fn named(tool: &str, dependency: &str, run: &AgentRun) -> Self {
         #[cfg(not(feature = "tracing"))]
-        let _ = (dependency, run);
+        let _ = (tool, dependency, run);
         CallSpan {
             #[cfg(feature = "tracing")]
             span: tracing::info_span!(
                 target: "toolbreaker",
                 "execute_tool",
-                "otel.name" = format_args!("execute_tool {dependency}"),
+                "otel.name" = format_args!("execute_tool {tool}"),
                 "otel.kind" = "internal",
                 "otel.status_code" = tracing::field::Empty,
                 "error.type" = tracing::field::Empty,
                 "gen_ai.operation.name" = "execute_tool",
-                "gen_ai.tool.name" = dependency,
+                "gen_ai.tool.name" = tool,
                 dependency,
                 run_id = run.id(),
                 attempt = tracing::field::Empty,

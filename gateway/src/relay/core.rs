@@ -443,13 +443,28 @@ fn refusal_of(upstream: &Upstream, refused: Refusal) -> ErrorData {
         Refusal::Failed(rmcp::service::ServiceError::McpError(data)) => data,
         Refusal::Failed(error @ rmcp::service::ServiceError::Cancelled { .. }) => error_data(error),
         Refusal::Failed(error) => {
-            let outcome = upstream.config().classifier.error(&error);
-            refusal(ToolResult::<()>::failed(
+            // A refusal of access (HTTP 401 or 403) is never counted: the client reads its
+            // status, and that waiting will not help.
+            let (outcome, status) = match crate::upstream::refused_access(&error) {
+                Some(status) => (toolbreaker::Outcome::Ignored, Some(status)),
+                // A process that cannot be started is the configuration's fault: not counted.
+                None if crate::upstream::unreached(&error)
+                    .is_some_and(|u| u.cause == crate::upstream::Cause::Start) =>
+                {
+                    (toolbreaker::Outcome::Ignored, None)
+                }
+                None => (upstream.config().classifier.error(&error), None),
+            };
+            refusal(crate::upstream::reworded(ToolResult::<()>::failed(
                 upstream.name(),
                 outcome,
-                None,
-                None,
-            ))
+                status,
+                // Said in words only when it is no outage (or no connection at all): other
+                // failures read as their kind.
+                (status.is_some() || crate::upstream::unreached(&error).is_some())
+                    .then(|| crate::upstream::failure_words(&error))
+                    .flatten(),
+            )))
         }
     }
 }

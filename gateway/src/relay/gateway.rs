@@ -1,6 +1,6 @@
 //! [`Gateway`]: the relay's front: start, reload, status, and a [`Session`] per client.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -103,6 +103,7 @@ impl Gateway {
         }
         upstreams.iter().for_each(Upstream::start);
         upstreams.iter().for_each(|u| health_check(&self.core, u));
+        crate::serve::keep_series(upstreams.iter().flat_map(|u| dependencies(u.config())));
         self.core.set_upstreams(Arc::new(upstreams));
         Ok(())
     }
@@ -166,6 +167,16 @@ impl Gateway {
         }
         fresh.iter().for_each(Upstream::start);
         fresh.iter().for_each(|u| health_check(&self.core, u));
+        // The series of a dependency no longer served leave `/metrics` (an alert on a breaker
+        // that is not closed stops firing for an upstream that is gone); one served again
+        // shows again.
+        let served: BTreeSet<String> = next.iter().flat_map(|u| dependencies(u.config())).collect();
+        let gone = old
+            .iter()
+            .flat_map(|u| dependencies(u.config()))
+            .filter(|name| !served.contains(name));
+        crate::serve::forget_series(gone);
+        crate::serve::keep_series(served);
         self.core.set_upstreams(Arc::new(next));
         for listener in self.core.sessions().peers() {
             listener.tools_changed().await;
@@ -196,9 +207,14 @@ impl Gateway {
     }
 
     /// `/status`: `{"upstreams": [{name, transport, era, state, retry_after_ms,
-    /// last_failure, tools, connected}], "sessions": n}`; `era` is the protocol revision of
-    /// the upstream's last connection (`"2026-07-28"`, `"2025-11-25"`, …; `null` before it
-    /// was reached). No credential is in it.
+    /// last_failure, tools, connected, error}], "sessions": n}`; `era` is the protocol revision
+    /// of the upstream's last connection (`"2026-07-28"`, `"2025-11-25"`, …; `null` before it
+    /// was reached). `last_failure` is the kind of the last counted failure (`connect`,
+    /// `timeout`, …) or `unauthorized` (the upstream refused the gateway access: HTTP 401 or
+    /// 403, never counted). `connected` is whether the gateway holds a connection the upstream
+    /// answered last time (a request with no answer at all, the health check's included, makes
+    /// it `false`); `error`, while it is not connected, is why, in words (`null` otherwise).
+    /// No credential is in it.
     pub fn status(&self) -> serde_json::Value {
         let upstreams: Vec<_> = self.core.upstreams().iter().map(|u| u.status()).collect();
         serde_json::json!({ "upstreams": upstreams, "sessions": self.sessions() })
@@ -208,6 +224,20 @@ impl Gateway {
     pub fn shutdown(&self) {
         self.core.upstreams().iter().for_each(|u| u.stop());
     }
+}
+
+/// The breakers' names of `config`'s upstream, as the metrics' `dependency` label holds them:
+/// the upstream's, and `upstream.tool` for each tool with a breaker of its own.
+fn dependencies(config: &crate::config::UpstreamConfig) -> Vec<String> {
+    std::iter::once(config.name.clone())
+        .chain(
+            config
+                .tools
+                .iter()
+                .filter(|t| t.own_breaker)
+                .map(|t| config.breaker_name(&t.name)),
+        )
+        .collect()
 }
 
 /// Makes MCP `ping` the health check of `upstream`'s breaker: when its cooldown ends, the

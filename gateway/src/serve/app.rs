@@ -217,7 +217,7 @@ async fn render_metrics(metrics: PrometheusHandle, before: Option<ScrapeFn>) -> 
         before();
     }
     metrics.run_upkeep();
-    let mut response = metrics.render().into_response();
+    let mut response = super::metrics::render(&metrics).into_response();
     let text_format = HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8");
     response
         .headers_mut()

@@ -12,7 +12,8 @@
 //!   `/admin/breakers/…` changes a breaker by hand ([`BreakerControl`]).
 //! - Over stdio: [`serve_stdio`] serves one client on stdin and stdout ([`serve_io`] on any
 //!   pair of streams).
-//! - Metrics: [`prometheus_handle`] installs the process's Prometheus recorder once.
+//! - Metrics: [`prometheus_handle`] installs the process's Prometheus recorder once;
+//!   [`forget_series`] leaves a removed dependency's series out of `/metrics`.
 
 mod admin;
 mod app;
@@ -35,7 +36,7 @@ pub use self::admin::BreakerControl;
 pub use self::app::{HttpApp, ScrapeFn, StatusFn};
 pub use self::auth::BearerToken;
 pub use self::listen::{BadListenAddr, ListenAddr};
-pub use self::metrics::{LATENCY_BUCKETS, prometheus_handle};
+pub use self::metrics::{LATENCY_BUCKETS, forget_series, keep_series, prometheus_handle};
 pub use self::options::{HttpOptions, OptionsError};
 pub use self::ready::{Readiness, ReadyFn, UpstreamReadiness};
 pub use self::shutdown::{serve, serve_tls, shutdown_signal};

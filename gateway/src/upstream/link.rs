@@ -6,11 +6,11 @@ use std::process::Stdio;
 
 use rmcp::model::ProtocolVersion;
 use rmcp::service::{
-    ClientInitializeError, ClientLifecycleMode, Peer, RoleClient, RunningService,
+    ClientInitializeError, ClientLifecycleMode, Peer, RoleClient, RunningService, ServiceError,
     serve_client_with_lifecycle,
 };
-use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{DynamicTransportError, StreamableHttpClientTransport};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
@@ -29,6 +29,9 @@ pub struct Link {
     /// Set when a request failed because this connection was lost: that request's failure is
     /// counted, so the loss itself is not counted again.
     lost: std::sync::atomic::AtomicBool,
+    /// Cleared when a request on this connection got no answer at all (the server is gone:
+    /// refused, reset), set again by the next answer: what `/status` calls `connected`.
+    reachable: std::sync::atomic::AtomicBool,
 }
 
 impl Link {
@@ -62,6 +65,19 @@ impl Link {
         // memory is published with it. Its race with the watcher's read is covered by the
         // requests-in-flight check beside that read.
         self.lost.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether the upstream answered this connection's last request (any answer, an error
+    /// too), or none has been sent since it opened.
+    pub fn is_reachable(&self) -> bool {
+        self.is_alive() && self.reachable.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The upstream answered a request on this connection (`true`), or did not answer at all
+    /// (`false`: refused, reset, closed). Relaxed: a flag read on its own, for `/status`.
+    pub fn note_reachable(&self, reachable: bool) {
+        self.reachable
+            .store(reachable, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Whether a request's failure has counted this connection's loss already.
@@ -98,8 +114,128 @@ struct Refused {
     /// with `initialize`: an rmcp server, say, that speaks only 2025-11-25 and before. It is
     /// opened again with `initialize`.
     legacy_only: bool,
-    /// What went wrong, for the log (credentials taken out).
-    error: String,
+    /// What went wrong, for the log (credentials taken out), and what it says.
+    error: Unreached,
+}
+
+/// Why the gateway has no connection to an upstream: what went wrong in words (credentials
+/// taken out) and its [`Cause`]. Displayed as its words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unreached {
+    /// What went wrong, for the log and `/status` (the URL's credentials taken out).
+    pub text: String,
+    /// What kind of failure it is.
+    pub cause: Cause,
+}
+
+/// What kept the gateway from connecting to an upstream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// The upstream refused the gateway access: HTTP 401 (no or a wrong credential) or 403
+    /// (not allowed). A configuration or permission failure: never counted by the breaker.
+    Access(u16),
+    /// A stdio upstream's process could not be started (no such program, a missing `cwd`).
+    Start,
+    /// Anything else: no answer, a child that exited, an `initialize` that failed.
+    Connect,
+}
+
+impl Unreached {
+    fn new(text: String, cause: Cause) -> Self {
+        Unreached { text, cause }
+    }
+
+    /// As the error of a request that could not be sent: a transport error whose source is
+    /// this (found again by [`unreached`]); the classification reads it as a `connect`
+    /// failure, [`refused_access`] as the refusal it is.
+    pub fn into_service_error(self) -> ServiceError {
+        ServiceError::TransportSend(DynamicTransportError::from_parts(
+            "toolbreaker-gateway",
+            std::any::TypeId::of::<Unreached>(),
+            Box::new(self),
+        ))
+    }
+}
+
+impl std::fmt::Display for Unreached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for Unreached {}
+
+/// Why a request failed when it is that no connection could be opened.
+pub fn unreached(error: &ServiceError) -> Option<&Unreached> {
+    let ServiceError::TransportSend(sent) = error else {
+        return None;
+    };
+    sent.error.downcast_ref::<Unreached>()
+}
+
+/// The HTTP status (401 or 403) with which the upstream refused the gateway access, when that
+/// is why `error` failed: at connect ([`Cause::Access`]) or at any request, with a challenge
+/// (`WWW-Authenticate`, rmcp's auth-required and insufficient-scope errors) or without.
+pub fn refused_access(error: &ServiceError) -> Option<u16> {
+    if let Some(unreached) = unreached(error) {
+        return match unreached.cause {
+            Cause::Access(status) => Some(status),
+            _ => None,
+        };
+    }
+    let ServiceError::TransportSend(sent) = error else {
+        return None;
+    };
+    access_status(sent.error.as_ref())
+}
+
+/// The 401 or 403 somewhere in `error`'s chain of sources.
+fn access_status(error: &(dyn std::error::Error + 'static)) -> Option<u16> {
+    use rmcp::transport::streamable_http_client::{
+        AuthRequiredError, HttpStatusError, InsufficientScopeError, StreamableHttpError,
+    };
+    let refused = |status: u16| matches!(status, 401 | 403).then_some(status);
+    let mut source = Some(error);
+    while let Some(current) = source {
+        if current.is::<AuthRequiredError>() {
+            return Some(401);
+        }
+        if current.is::<InsufficientScopeError>() {
+            return Some(403);
+        }
+        if let Some(status) = current.downcast_ref::<HttpStatusError>() {
+            return refused(status.status);
+        }
+        if let Some(error) = current.downcast_ref::<reqwest::Error>() {
+            return error.status().and_then(|s| refused(s.as_u16()));
+        }
+        match current.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            Some(StreamableHttpError::AuthRequired(_)) => return Some(401),
+            Some(StreamableHttpError::InsufficientScope(_)) => return Some(403),
+            // rmcp's words for any other status of a POST: `HTTP 403 Forbidden: …`.
+            Some(StreamableHttpError::UnexpectedServerResponse(text)) => {
+                return text
+                    .strip_prefix("HTTP ")
+                    .and_then(|t| t.get(..3))
+                    .and_then(|code| code.parse().ok())
+                    .and_then(refused);
+            }
+            _ => {}
+        }
+        source = current.source();
+    }
+    None
+}
+
+/// The 401 or 403 that failed a connection's opening, discovery's or `initialize`'s.
+fn access_at_open(error: &ClientInitializeError) -> Option<u16> {
+    match error {
+        ClientInitializeError::LegacyFallbackFailed { discover, fallback } => {
+            access_at_open(fallback).or_else(|| access_at_open(discover))
+        }
+        ClientInitializeError::TransportError { error, .. } => access_status(error),
+        _ => None,
+    }
 }
 
 async fn open<T, E, A>(
@@ -141,14 +277,14 @@ fn legacy_only(error: &ClientInitializeError) -> bool {
 ///
 /// # Errors
 ///
-/// The child could not be started, or the connection, discovery or `initialize` failed: the
-/// error's text.
+/// The child could not be started, the upstream refused access (HTTP 401 or 403), or the
+/// connection, discovery or `initialize` failed: [`Unreached`], its words and cause.
 pub async fn connect(
     upstream: &str,
     transport: &Transport,
     handler: UpstreamHandler,
     era: Era,
-) -> Result<Link, String> {
+) -> Result<Link, Unreached> {
     let opening = match era {
         Era::Sessions => Opening::Initialize,
         Era::Stateless => Opening::Discover,
@@ -175,7 +311,7 @@ async fn connect_with(
 ) -> Result<Link, Refused> {
     let refused = |error: String| Refused {
         legacy_only: false,
-        error,
+        error: Unreached::new(error, Cause::Connect),
     };
     match transport {
         Transport::Http { url, headers } => {
@@ -198,13 +334,17 @@ async fn connect_with(
                 .await
                 .map_err(|e| Refused {
                     legacy_only: legacy_only(&e),
-                    error: redact(url, e.to_string()),
+                    error: Unreached::new(
+                        redact(url, e.to_string()),
+                        access_at_open(&e).map_or(Cause::Connect, Cause::Access),
+                    ),
                 })?;
             Ok(Link {
                 service,
                 gone: CancellationToken::new(),
                 _end_child: None,
                 lost: Default::default(),
+                reachable: std::sync::atomic::AtomicBool::new(true),
             })
         }
         Transport::Stdio {
@@ -229,13 +369,19 @@ async fn connect_with(
                 // Checked here too (the file was checked at load): a missing directory would
                 // otherwise read as the command's own `No such file or directory`.
                 let path = cwd.to_string_lossy();
-                crate::config::check_cwd(&path, &path)
-                    .map_err(|problem| refused(format!("cannot start `{command}`: {problem}")))?;
+                crate::config::check_cwd(&path, &path).map_err(|problem| Refused {
+                    legacy_only: false,
+                    error: Unreached::new(
+                        format!("cannot start `{command}`: {problem}"),
+                        Cause::Start,
+                    ),
+                })?;
                 child.current_dir(cwd);
             }
-            let mut child = child
-                .spawn()
-                .map_err(|e| refused(format!("cannot start `{command}`: {e}")))?;
+            let mut child = child.spawn().map_err(|e| Refused {
+                legacy_only: false,
+                error: Unreached::new(format!("cannot start `{command}`: {e}"), Cause::Start),
+            })?;
             let (Some(stdout), Some(stdin), stderr) =
                 (child.stdout.take(), child.stdin.take(), child.stderr.take())
             else {
@@ -257,9 +403,10 @@ async fn connect_with(
                 let name = upstream.to_owned();
                 tokio::spawn(async move {
                     tokio::select! {
-                        status = child.wait() => {
-                            tracing::warn!(upstream = %name, status = ?status.ok(), "upstream process exited");
-                        }
+                        status = child.wait() => match status {
+                            Ok(status) => tracing::warn!(upstream = %name, "upstream process {}", exited(status)),
+                            Err(error) => tracing::warn!(upstream = %name, %error, "upstream process: its exit cannot be read"),
+                        },
                         _ = end_rx => {
                             let _ = child.kill().await;
                         }
@@ -272,7 +419,7 @@ async fn connect_with(
                 Err(e) => {
                     return Err(Refused {
                         legacy_only: legacy_only(&e),
-                        error: format!("`{command}`: {e}"),
+                        error: Unreached::new(format!("`{command}`: {e}"), Cause::Connect),
                     });
                 }
             };
@@ -281,9 +428,22 @@ async fn connect_with(
                 gone,
                 _end_child: Some(end_tx),
                 lost: Default::default(),
+                reachable: std::sync::atomic::AtomicBool::new(true),
             })
         }
     }
+}
+
+/// How a child ended, in words: `exited with status 1`, `was killed by signal 9`.
+fn exited(status: std::process::ExitStatus) -> String {
+    if let Some(code) = status.code() {
+        return format!("exited with status {code}");
+    }
+    #[cfg(unix)]
+    if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&status) {
+        return format!("was killed by signal {signal}");
+    }
+    format!("ended: {status}")
 }
 
 /// The variables a stdio upstream inherits from the gateway: what a program needs to find its
@@ -341,9 +501,17 @@ mod tests {
         let handler =
             super::UpstreamHandler::new("a".into(), Default::default(), Default::default());
         let refused = super::connect("a", &transport, handler, crate::config::Era::Sessions).await;
+        let Err(refused) = refused else {
+            panic!("an upstream with a missing cwd started");
+        };
         assert_eq!(
-            refused.err().as_deref(),
-            Some("cannot start `true`: the working directory `/no/such/folder` does not exist")
+            refused.text,
+            "cannot start `true`: the working directory `/no/such/folder` does not exist"
+        );
+        assert_eq!(
+            refused.cause,
+            super::Cause::Start,
+            "a start failure, never counted"
         );
     }
 

@@ -12,8 +12,10 @@ mod sessions;
 
 pub use self::client_time::ClientTime;
 pub use self::handler::{PROTOCOL, UpstreamHandler, error_data};
-pub use self::link::{INHERITED, Link, connect, url_credentials};
+pub use self::link::{
+    Cause, INHERITED, Link, Unreached, connect, refused_access, unreached, url_credentials,
+};
 pub use self::listing::{Freshness, Listed};
-pub use self::node::{Refusal, Upstream};
+pub use self::node::{Refusal, UNAUTHORIZED, Upstream, failure_words, reworded};
 pub use self::routes::{Ask, Asks, Origin, ProgressTo, Registered, Routes, SessionId};
 pub use self::sessions::{Listener, Sessions};

@@ -20,12 +20,12 @@ use tokio_util::sync::CancellationToken;
 use toolbreaker::mcp::{ErrorWords, McpClassifier, rejection_words};
 use toolbreaker::{
     AgentRun, Blocked, CircuitBreaker, Classified, FailureKind, Outcome, Registry, RetryPolicy,
-    State, ToolGuard,
+    State, ToolGuard, ToolResult,
 };
 
 use super::client_time::upstream_deadline;
 use super::handler::UpstreamHandler;
-use super::link::{Link, connect};
+use super::link::{Cause, Link, connect, refused_access, unreached};
 use super::listen::Listening;
 use super::listing::{Freshness, Kept, Listed};
 use super::routes::{Origin, Routes};
@@ -42,9 +42,56 @@ const STABLE: Duration = Duration::from_secs(30);
 /// The guard's own limit on an attempt: the run's limit is the one that applies first.
 const GUARD_LIMIT: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// What the model is told of a failed attempt's error: the upstream's own words for a refusal
-/// (`rejection_words`), and how long a timed-out call was given.
-fn words(error: &ServiceError) -> Option<String> {
+/// `last_failure` of an upstream that refused the gateway access (HTTP 401 or 403).
+pub const UNAUTHORIZED: &str = "unauthorized";
+
+/// What the model reads of a stdio upstream whose process cannot be started.
+const NOT_STARTED: &str =
+    "not connected: its server process could not be started, and waiting will not help";
+
+/// `result` of a call that failed because the upstream's process cannot be started (never
+/// counted, as the configuration's fault, not the upstream's health) told in words that fit:
+/// not as a call whose arguments were wrong.
+pub fn reworded<T>(mut result: ToolResult<T>) -> ToolResult<T> {
+    if let ToolResult::Failed {
+        dependency,
+        error,
+        message,
+        ..
+    } = &mut result
+        && error == NOT_STARTED
+    {
+        *message = format!(
+            "{dependency} is {NOT_STARTED}: do not call it again; tell the user or use another \
+             tool."
+        );
+    }
+    result
+}
+
+/// The longest text of an error `/status` shows, in bytes.
+const MAX_ERROR_TEXT: usize = 400;
+
+/// What the model is told of a failed attempt's error: that the upstream refused access (which
+/// waiting does not fix), that it is not connected (its process could not be started, or it
+/// cannot be reached), the upstream's own words for a refusal (`rejection_words`), and how
+/// long a timed-out call was given. Never the error's own text (it may quote a URL).
+pub fn failure_words(error: &ServiceError) -> Option<String> {
+    if let Some(status) = refused_access(error) {
+        return Some(format!(
+            "access refused (HTTP {status}): the upstream does not accept the gateway's \
+             credentials for this, and waiting will not help"
+        ));
+    }
+    if let Some(unreached) = unreached(error) {
+        return Some(
+            match unreached.cause {
+                Cause::Start => NOT_STARTED,
+                _ => "not connected: the upstream cannot be reached",
+            }
+            .to_owned(),
+        );
+    }
     match error {
         ServiceError::Timeout { timeout } => {
             Some(format!("timed out after {} ms", timeout.as_millis()))
@@ -84,6 +131,15 @@ pub struct Upstream {
     /// The listen stream of a 2026-07-28 upstream.
     listening: Listening,
     last_failure: Mutex<Option<&'static str>>,
+    /// The HTTP status of the upstream's refusal of access in force (logged once per change),
+    /// until a request succeeds.
+    access_refused: Mutex<Option<u16>>,
+    /// Why the upstream is not connected, in words (credentials taken out): the last attempt
+    /// to connect's error, or the last request's that got no answer.
+    unreached: Mutex<Option<String>>,
+    /// The names in `allow`, `deny` and the tool sections that the last listing did not hold
+    /// (warned about once per change).
+    unknown_names: Mutex<Option<Vec<(&'static str, String)>>>,
     shutdown: CancellationToken,
 }
 
@@ -253,8 +309,8 @@ impl Upstream {
         // The per-call timeout is the gateway's own, on the upstream's time alone (time spent
         // asking the client is not the upstream's: `client_time`); the guard's is the run's
         // limit.
-        let guard =
-            ToolGuard::new(GUARD_LIMIT, RetryPolicy::none()).error_text(words as ErrorWords);
+        let guard = ToolGuard::new(GUARD_LIMIT, RetryPolicy::none())
+            .error_text(failure_words as ErrorWords);
         Arc::new(Upstream {
             name,
             breaker,
@@ -267,6 +323,9 @@ impl Upstream {
             cache: Mutex::default(),
             listening: Listening::default(),
             last_failure: Mutex::new(None),
+            access_refused: Mutex::new(None),
+            unreached: Mutex::new(None),
+            unknown_names: Mutex::new(None),
             shutdown: CancellationToken::new(),
             config,
         })
@@ -287,7 +346,8 @@ impl Upstream {
         &self.breaker
     }
 
-    /// The kind of the last counted failure, if any.
+    /// The kind of the last counted failure, or [`UNAUTHORIZED`] when the upstream refused the
+    /// gateway access (HTTP 401 or 403: not counted), if any.
     pub fn last_failure(&self) -> Option<&'static str> {
         *lock(&self.last_failure)
     }
@@ -487,6 +547,8 @@ impl Upstream {
                 let era = link.era();
                 lock(&self.cache).era = Some(era.clone());
                 *lock(&self.link) = Some(Arc::clone(&link));
+                lock(&self.unreached).take();
+                self.granted();
                 if link.is_modern() {
                     self.listening
                         .open(&self.name, &link, &self.sessions, None)
@@ -495,9 +557,18 @@ impl Upstream {
                 tracing::info!(upstream = %self.name, era = %era, "connected");
                 Ok(link)
             }
-            Err(error) => {
-                tracing::warn!(upstream = %self.name, %error, "cannot connect");
-                Err(ServiceError::TransportClosed)
+            Err(unreached) => {
+                let text = self.shown(&unreached.text);
+                let changed = lock(&self.unreached).replace(text.clone()) != Some(text.clone());
+                match unreached.cause {
+                    Cause::Access(status) => self.refused(status),
+                    // Once per change: a down upstream is tried again and again.
+                    _ if changed => {
+                        tracing::warn!(upstream = %self.name, error = %text, "cannot connect")
+                    }
+                    _ => tracing::debug!(upstream = %self.name, error = %text, "cannot connect"),
+                }
+                Err(unreached.into_service_error())
             }
         }
     }
@@ -550,6 +621,19 @@ impl Upstream {
             // The call's progress and log messages first, then its answer; bounded, should a
             // client's stream stall (what is left is then dropped with its route).
             let _ = tokio::time::timeout(FLUSH, registered.flushed()).await;
+        }
+        match &answer {
+            Ok(_) | Err(ServiceError::McpError(_)) => link.note_reachable(true),
+            Err(error @ ServiceError::TransportSend(_)) if no_answer(error) => {
+                link.note_reachable(false);
+                let text = self.shown(&error.to_string());
+                *lock(&self.unreached) = Some(text);
+            }
+            Err(ServiceError::TransportSend(_)) => link.note_reachable(true),
+            Err(ServiceError::TransportClosed) => {
+                *lock(&self.unreached) = Some("the connection to the upstream closed".to_owned());
+            }
+            _ => {}
         }
         if let Err(error) = &answer
             && speaks_another_era(error)
@@ -621,13 +705,13 @@ impl Upstream {
         );
         match &answer {
             Ok(_) => {
+                self.granted();
                 permit.record(Outcome::Success);
             }
             // A cancelled request says nothing of the upstream: the permit goes back unrecorded.
             Err(ServiceError::Cancelled { .. }) => drop(permit),
             Err(error) => {
-                let outcome = self.config.classifier.error(error);
-                self.note(outcome);
+                let outcome = self.outcome_of(&self.config.classifier, error);
                 permit.record(outcome);
             }
         }
@@ -638,7 +722,7 @@ impl Upstream {
     fn observe(&self, method: &str, elapsed: Duration, result: &'static str) {
         metrics::histogram!(
             "toolbreaker_gateway_request_duration_seconds",
-            "upstream" => self.name.to_string(),
+            "dependency" => self.name.to_string(),
             "method" => method.to_owned()
         )
         .record(elapsed.as_secs_f64());
@@ -650,7 +734,7 @@ impl Upstream {
     fn count(&self, method: &str, result: &'static str) {
         metrics::counter!(
             "toolbreaker_gateway_requests_total",
-            "upstream" => self.name.to_string(),
+            "dependency" => self.name.to_string(),
             "method" => method.to_owned(),
             "result" => result
         )
@@ -661,6 +745,95 @@ impl Upstream {
         if let Outcome::Failure(kind) = outcome {
             *lock(&self.last_failure) = Some(kind.as_str());
         }
+    }
+
+    /// The outcome of a failed request's `error` by `classifier`, noted. An upstream's refusal
+    /// of access (HTTP 401 or 403, at connect or at any request) is a configuration or
+    /// permission failure, not an outage: `Ignored` (never counted), whatever the
+    /// classification says; `last_failure` says `unauthorized`.
+    fn outcome_of(&self, classifier: &McpClassifier, error: &ServiceError) -> Outcome {
+        if let Some(status) = refused_access(error) {
+            self.refused(status);
+            return Outcome::Ignored;
+        }
+        if not_started(error) {
+            return Outcome::Ignored;
+        }
+        let outcome = classifier.error(error);
+        self.note(outcome);
+        outcome
+    }
+
+    /// The upstream refused the gateway access with `status`: `last_failure` says so, and an
+    /// error-level line is logged when the refusal is new (not at every request).
+    fn refused(&self, status: u16) {
+        *lock(&self.last_failure) = Some(UNAUTHORIZED);
+        let before = lock(&self.access_refused).replace(status);
+        if before != Some(status) {
+            tracing::error!(
+                upstream = %self.name,
+                status,
+                "the upstream refused the gateway access (HTTP {status}): check the credentials \
+                 it is given (its `headers`, its URL). Not counted against its breaker; \
+                 waiting will not help"
+            );
+        }
+    }
+
+    /// A request succeeded: a refusal of access logged before is over.
+    fn granted(&self) {
+        if lock(&self.access_refused).take().is_some() {
+            tracing::info!(upstream = %self.name, "the upstream accepts the gateway's requests again");
+        }
+    }
+
+    /// An error's `text` as `/status` shows it: the URL's credentials and every secret of the
+    /// config taken out, at most [`MAX_ERROR_TEXT`] bytes.
+    fn shown(&self, text: &str) -> String {
+        let text = match &self.config.transport {
+            Transport::Http { url, .. } => super::link::redact(url, text.to_owned()),
+            Transport::Stdio { .. } => text.to_owned(),
+        };
+        let mut text = crate::redact::redactor().apply(&text);
+        if text.len() > MAX_ERROR_TEXT {
+            let mut end = MAX_ERROR_TEXT;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+            text.push('…');
+        }
+        text
+    }
+
+    /// Warns, once per change, of the names in `allow`, `deny` and the tool sections that the
+    /// upstream's listing `tools` does not hold: a typo there hides every tool, hides nothing,
+    /// or sets a tool's breaker for no tool.
+    fn check_named_tools(&self, tools: &[Tool]) {
+        let lists = |name: &str| tools.iter().any(|t| t.name == name);
+        let config = &self.config;
+        let unknown: Vec<(&'static str, String)> =
+            (config.allow.iter().flatten().map(|n| ("allow", n)))
+                .chain(config.deny.iter().map(|n| ("deny", n)))
+                .chain(config.tools.iter().map(|t| ("tools", &t.name)))
+                .filter(|(_, name)| !lists(name))
+                .map(|(key, name)| (key, name.clone()))
+                .collect();
+        let mut last = lock(&self.unknown_names);
+        if last.as_ref() == Some(&unknown) {
+            return;
+        }
+        for (key, name) in &unknown {
+            let what = match *key {
+                "allow" => "`allow` names a tool the upstream does not list: it shows nothing",
+                "deny" => "`deny` names a tool the upstream does not list: it hides nothing",
+                _ => {
+                    "a tool section names a tool the upstream does not list: its settings apply to no call"
+                }
+            };
+            tracing::warn!(upstream = %self.name, key, tool = %name, listed = tools.len(), "{what}");
+        }
+        *last = Some(unknown);
     }
 
     /// Calls `params.name` (the upstream's own name) through the guard pipeline: its breaker
@@ -694,6 +867,9 @@ impl Upstream {
         };
         // Its timeout, put back by each of its progress notifications up to its maximum.
         let (timeout, max) = self.config.timeouts_for(&params.name);
+        // The span's `gen_ai.tool.name`: the tool's name as the model called it (with the
+        // upstream's prefix), not the breaker's.
+        let tool = format!("{}{}", self.config.prefix, params.name);
         let mut params = Some(params);
         let started = std::time::Instant::now();
         let classify = |result: &Result<Reply, ServiceError>| match result {
@@ -701,11 +877,19 @@ impl Upstream {
             Ok(Reply::InputRequired(_) | Reply::Refused(_)) => {
                 Classified::new(Outcome::Ignored, None)
             }
-            Err(error) => Classified::new(classifier.error(error), classifier.error_status(error)),
+            // A refusal of access is never counted; the model reads its status.
+            Err(error) => match refused_access(error) {
+                Some(status) => {
+                    self.refused(status);
+                    Classified::new(Outcome::Ignored, Some(status))
+                }
+                None if not_started(error) => Classified::new(Outcome::Ignored, None),
+                None => Classified::new(classifier.error(error), classifier.error_status(error)),
+            },
         };
         let result = self
             .guard
-            .call(run, breaker, classify, || {
+            .call_tool(run, &tool, breaker, classify, || {
                 let params = params.take();
                 let origin = origin.clone();
                 async move {
@@ -740,6 +924,7 @@ impl Upstream {
         };
         match &result {
             toolbreaker::ToolResult::Ok { .. } => {
+                self.granted();
                 self.observe("tools/call", started.elapsed(), "ok")
             }
             toolbreaker::ToolResult::Failed { kind, .. } => {
@@ -753,7 +938,7 @@ impl Upstream {
             toolbreaker::ToolResult::Blocked { .. } => self.count("tools/call", "blocked"),
             _ => self.count("tools/call", "stopped"),
         }
-        Ok(CallToolResponse::Complete(result.into()))
+        Ok(CallToolResponse::Complete(reworded(result).into()))
     }
 
     /// One attempt of a tool call: the request, and for a 2025-11-25 client behind a
@@ -823,7 +1008,11 @@ impl Upstream {
                 },
             )
             .await;
-        keep(&mut lock(&self.cache).tools, listed)
+        let listed = keep(&mut lock(&self.cache).tools, listed);
+        if let Some(fresh) = listed.as_ref().filter(|l| !l.kept) {
+            self.check_named_tools(&fresh.items);
+        }
+        listed
     }
 
     /// [`list_tools`](Self::list_tools) for resources.
@@ -933,12 +1122,12 @@ impl Upstream {
             .unwrap_or(Err(ServiceError::Timeout { timeout }))
         {
             Ok(all) => {
+                self.granted();
                 permit.record(Outcome::Success);
                 Some(all)
             }
             Err(error) => {
-                let outcome = self.config.classifier.error(&error);
-                self.note(outcome);
+                let outcome = self.outcome_of(&self.config.classifier, &error);
                 permit.record(outcome);
                 None
             }
@@ -958,6 +1147,12 @@ impl Upstream {
             State::Open => "open",
             State::HalfOpen => "half_open",
         };
+        let connected = lock(&self.link).as_ref().is_some_and(|l| l.is_reachable());
+        let error = if connected {
+            None
+        } else {
+            lock(&self.unreached).clone()
+        };
         serde_json::json!({
             "name": &*self.name,
             "transport": match self.config.transport { Transport::Http { .. } => "http", Transport::Stdio { .. } => "stdio" },
@@ -966,9 +1161,23 @@ impl Upstream {
             "last_failure": self.last_failure(),
             "tools": lock(&self.cache).tools.as_ref().map_or(0, |kept| kept.items.len()),
             "era": lock(&self.cache).era.as_ref().map(ToString::to_string),
-            "connected": lock(&self.link).as_ref().is_some_and(|l| l.is_alive()),
+            "connected": connected,
+            "error": error,
         })
     }
+}
+
+/// Whether `error` is that a stdio upstream's process cannot be started: the configuration's
+/// fault (no such program, a missing `cwd`), which waiting does not fix; never counted.
+fn not_started(error: &ServiceError) -> bool {
+    unreached(error).is_some_and(|u| u.cause == Cause::Start)
+}
+
+/// Whether `error` says the upstream gave no answer at all (refused, reset, closed: the
+/// classification's `connect`), rather than an answer that was an error.
+fn no_answer(error: &ServiceError) -> bool {
+    refused_access(error).is_none()
+        && McpClassifier::new().error(error) == Outcome::Failure(FailureKind::Connect)
 }
 
 /// The client's `_meta` as it goes upstream: its own keys (trace context, custom keys) pass,
@@ -1060,11 +1269,7 @@ impl Upstream {
     pub async fn ping(&self) -> Outcome {
         let modern = match self.link().await {
             Ok(link) => link.is_modern(),
-            Err(error) => {
-                let outcome = self.config.classifier.error(&error);
-                self.note(outcome);
-                return outcome;
-            }
+            Err(error) => return self.outcome_of(&self.config.classifier, &error),
         };
         let check = if modern {
             ClientRequest::DiscoverRequest(rmcp::model::DiscoverRequest::default())
@@ -1072,12 +1277,11 @@ impl Upstream {
             ClientRequest::PingRequest(rmcp::model::PingRequest::default())
         };
         match self.send(check, None, &CancellationToken::new()).await {
-            Ok(_) => Outcome::Success,
-            Err(error) => {
-                let outcome = self.config.classifier.error(&error);
-                self.note(outcome);
-                outcome
+            Ok(_) => {
+                self.granted();
+                Outcome::Success
             }
+            Err(error) => self.outcome_of(&self.config.classifier, &error),
         }
     }
 

@@ -1,5 +1,6 @@
 // Calls a tool, then scrapes /metrics and parses Prometheus's text format: the gateway's request
-// counter and latency histogram for the upstream, and its breaker's state.
+// counter and latency histogram for the upstream, and its breaker's state, every series naming the
+// upstream with the one label `dependency`.
 // Usage: node metrics.mjs URL TOOL METRICS_URL UPSTREAM [TOKEN]
 import { check, connect, main } from "./common.mjs";
 
@@ -30,13 +31,15 @@ main(async ([url, tool, metricsUrl, upstream, token]) => {
   const samples = parse(await response.text());
   const of = (name, labels) =>
     samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
-  const calls = of("toolbreaker_gateway_requests_total", { upstream, method: "tools/call", result: "ok" });
+  const calls = of("toolbreaker_gateway_requests_total", { dependency: upstream, method: "tools/call", result: "ok" });
   check(calls.length === 1 && calls[0].value >= 1, `requests counted: ${JSON.stringify(calls)}`);
-  const count = of("toolbreaker_gateway_request_duration_seconds_count", { upstream, method: "tools/call" });
+  const count = of("toolbreaker_gateway_request_duration_seconds_count", { dependency: upstream, method: "tools/call" });
   check(count.length === 1 && count[0].value >= 1, `latency histogram: ${JSON.stringify(count)}`);
   const admitted = of("toolbreaker_calls_admitted_total", { dependency: upstream });
   check(admitted.length === 1 && admitted[0].value >= 1, `breaker counters: ${JSON.stringify(admitted)}`);
   const state = of("toolbreaker_state", { dependency: upstream });
   check(state.length >= 1, `breaker state: ${JSON.stringify(state)}`);
+  const other = samples.filter((s) => "upstream" in s.labels);
+  check(other.length === 0, `series labelled upstream: ${JSON.stringify(other)}`);
   return { samples: samples.length, calls: calls[0].value };
 });
