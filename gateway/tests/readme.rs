@@ -41,3 +41,17 @@ fn the_readmes_mcp_servers_entry_is_read_as_claude_desktop_writes_it() {
     assert_eq!(command, "toolbreaker-gateway");
     assert!(args.iter().any(|a| a == "--stdio"));
 }
+
+#[test]
+fn the_readmes_long_running_tool_is_configured_as_it_says() {
+    use std::time::Duration;
+    let text = block("### Long-running tools", "toml");
+    let config = GatewayConfig::from_toml_str_with(&text, |_| None).unwrap();
+    let upstream = config.upstream("everything").unwrap();
+    assert_eq!(upstream.per_call_timeout, Duration::from_secs(10));
+    let tool = &upstream.tools[0];
+    assert_eq!(tool.name, "trigger-long-running-operation");
+    assert!(tool.own_breaker, "a breaker of its own");
+    assert_eq!(tool.per_call_timeout, Some(Duration::from_secs(60)));
+    assert_eq!(tool.max_call, Some(Duration::from_secs(300)));
+}
