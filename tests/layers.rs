@@ -155,6 +155,7 @@ const FILES: &[(&str, &[&str])] = &[
             "guard",
             "target",
             "pipeline",
+            "tool_call",
             "pool_call",
             "mod",
         ],

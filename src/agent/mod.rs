@@ -63,6 +63,8 @@ mod run;
 mod spans;
 #[cfg(feature = "tokio")]
 mod target;
+#[cfg(feature = "tokio")]
+mod tool_call;
 
 pub use self::fields::{CallStats, FailedAttempts, FailedKind, StopReason};
 pub use self::result::ToolResult;

@@ -139,32 +139,6 @@ impl<X> ToolGuard<X> {
             .await
     }
 
-    /// [`call`](Self::call) of the tool the model calls `tool`, guarded by `breaker` when that
-    /// breaker guards more than this tool (one per MCP server, say): the call's span names the
-    /// tool (`gen_ai.tool.name`, `otel.name`), its `dependency` the breaker.
-    pub async fn call_tool<T, E, O, Fut>(
-        &self,
-        run: &AgentRun,
-        tool: &str,
-        breaker: &CircuitBreaker,
-        classify: impl Fn(&Result<T, E>) -> O,
-        attempt: impl FnMut() -> Fut,
-    ) -> ToolResult<T>
-    where
-        Fut: Future<Output = Result<T, E>>,
-        O: Into<Classified>,
-        X: ErrorText<E>,
-    {
-        let mut attempt = attempt;
-        let target = Target::Breaker(breaker);
-        let span = CallSpan::named(tool, target.name(), run);
-        let attempt = move |_: &str, _last| attempt();
-        let call = self.guarded(run, target, classify, attempt, |_| {}, &span);
-        let result = span.instrument(call).await;
-        span.finish(&result);
-        result
-    }
-
     /// [`call_observed`](Self::call_observed), whose `attempt` is told whether no attempt can
     /// follow it (the retry policy allows no more), so that it can move what it would otherwise
     /// copy for a retry.
@@ -222,7 +196,7 @@ impl<X> ToolGuard<X> {
     /// Tokio's clock is read once per step: at the start (the run's check, the time left and the
     /// attempt's start share it), when the attempt ends (its time, the call's, and the checks
     /// before a retry), and after a retry's wait. The backoff is built at the first retry.
-    async fn guarded<'a, T, E, O, Fut>(
+    pub(super) async fn guarded<'a, T, E, O, Fut>(
         &self,
         run: &AgentRun,
         target: Target<'a>,

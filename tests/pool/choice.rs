@@ -445,6 +445,10 @@ fn a_member_isolated_by_hand_does_not_set_the_pool_s_retry_after() {
 /// member stays closed (a shed call is no judgement of its health).
 #[test]
 fn a_member_that_sheds_by_adaptive_throttling_is_passed_over() {
+    // Throttling draws from this thread's generator: seeded, so the draws are the same at every
+    // run (unseeded, about one run in thirty shed `a` so often early on, with the clock standing
+    // still, that its 2,000 calls never brought its probability down).
+    fastrand::seed(7);
     let (clock, _mock) = toolbreaker::quanta::Clock::mock();
     let config = toolbreaker::CircuitBreaker::builder()
         .failure_threshold(1_000)
