@@ -224,24 +224,24 @@ impl Args {
                 )
             })?;
             let loopback = resolved.iter().all(|addr| addr.ip().is_loopback());
+            // Everything missing is named at once, not one flag per try.
+            let mut missing = Vec::new();
             if !loopback && token.is_none() {
-                return Err(usage(
-                    ErrorKind::MissingRequiredArgument,
-                    format!(
-                        "--listen {} is not a loopback address: it requires --auth-token-env \
-                         VAR, a bearer token every request must carry",
-                        self.listen
-                    ),
-                ));
+                missing.push("--auth-token-env VAR, a bearer token every request must carry");
             }
             if !loopback && self.tls_cert.is_none() && !self.insecure_http {
+                missing.push(
+                    "TLS, --tls-cert PATH and --tls-key PATH (so that the bearer token is not \
+                     sent in clear text), or --insecure-http to serve plain HTTP all the same",
+                );
+            }
+            if !missing.is_empty() {
                 return Err(usage(
                     ErrorKind::MissingRequiredArgument,
                     format!(
-                        "--listen {} is not a loopback address: it requires TLS, --tls-cert \
-                         PATH and --tls-key PATH (so that the bearer token is not sent in \
-                         clear text), or --insecure-http to serve plain HTTP all the same",
-                        self.listen
+                        "--listen {} is not a loopback address: it requires {}",
+                        self.listen,
+                        missing.join("; and ")
                     ),
                 ));
             }
@@ -395,6 +395,12 @@ mod tests {
             shown.contains(
                 "--listen 0.0.0.0:8080 is not a loopback address: it requires --auth-token-env VAR"
             ),
+            "{shown}"
+        );
+        // TLS is named in the same message: a user learns everything missing at once.
+        assert!(
+            shown.contains("--tls-cert PATH and --tls-key PATH")
+                && shown.contains("--insecure-http"),
             "{shown}"
         );
         let unset = args(&[

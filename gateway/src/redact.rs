@@ -245,6 +245,43 @@ impl<'a> MakeWriter<'a> for &'static Redactor {
     }
 }
 
+/// `text` without the Rust type names a library's error may quote in brackets (rmcp's
+/// `Transport [rmcp::transport::…<reqwest::…>] error`): an operator reads what went wrong, not
+/// the gateway's types. A bracketed part is dropped when it holds a path (`::`) and is no IPv6
+/// address (`[::1]` stays); others stay.
+pub fn without_type_names(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        // The matching `]`, brackets nested inside counted (`[A<B[C]>]`).
+        let mut depth = 0usize;
+        let close = rest[open..].char_indices().find_map(|(i, c)| {
+            match c {
+                '[' => depth += 1,
+                ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(open + i);
+                    }
+                }
+                _ => {}
+            }
+            None
+        });
+        let Some(close) = close else { break };
+        let inner = &rest[open + 1..close];
+        if inner.contains("::") && inner.parse::<std::net::Ipv6Addr>().is_err() {
+            out.push_str(rest[..open].trim_end());
+            rest = &rest[close + 1..];
+        } else {
+            out.push_str(&rest[..=close]);
+            rest = &rest[close + 1..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -365,6 +402,27 @@ cwd = "${ROOT}"
             "connect http://127.0.0.1:<redacted>/k/<redacted>/mcp: refused; cannot start \
              `/opt/<redacted>/server`; argv [\"--key=<redacted>\", \"--level=<redacted>\"] \
              key=<redacted> warn"
+        );
+    }
+
+    #[test]
+    fn type_names_in_brackets_are_dropped_and_other_brackets_kept() {
+        let rmcp = "Send message error Transport [toolbreaker_gateway::upstream::progress::Ordered<rmcp::transport::worker::WorkerTransport<rmcp::X<reqwest::Client>>>] error: Client error: error sending request for url (http://127.0.0.1:9/mcp)";
+        assert_eq!(
+            super::without_type_names(rmcp),
+            "Send message error Transport error: Client error: error sending request for url (http://127.0.0.1:9/mcp)"
+        );
+        assert_eq!(
+            super::without_type_names("a [b] c [d::e[f]] g"),
+            "a [b] c g"
+        );
+        assert_eq!(
+            super::without_type_names("unclosed [x::y"),
+            "unclosed [x::y"
+        );
+        assert_eq!(
+            super::without_type_names("http://[::1]:8080/mcp refused"),
+            "http://[::1]:8080/mcp refused"
         );
     }
 }

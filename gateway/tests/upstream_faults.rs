@@ -338,6 +338,44 @@ async fn a_stdio_upstream_that_cannot_start_says_so_in_status_and_to_the_model()
     );
 }
 
+/// A stdio upstream that starts and never answers its handshake (a program that is no MCP
+/// server, or one that hangs): when the wait for it ends, `/status` says it is not connected and
+/// why, and the log says so once, however many times it is tried again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_upstream_that_never_answers_its_handshake_says_so_in_status_and_the_log() {
+    let logs = Logs::get();
+    let mut config = http_upstream("silent", "silent.", "http://127.0.0.1:1/mcp");
+    config.transport = Transport::Stdio {
+        command: "sleep".into(),
+        args: vec!["1000".into()],
+        env: vec![],
+        cwd: None,
+    };
+    config.per_call_timeout = std::time::Duration::from_millis(300);
+    let (gateway, at) = gateway(vec![config]).await;
+    let (_client, service) = client(&at).await;
+    // A call waits for the handshake too, and ends at its timeout.
+    let answer = call(&service, "silent.echo").await;
+    assert_eq!(answer.is_error, Some(true), "{}", text(&answer));
+    let status = status_of(&gateway, "silent");
+    assert_eq!(status["connected"], false, "{status}");
+    assert!(
+        status["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("no answer to the MCP handshake")),
+        "{status}"
+    );
+    let said = logs.with(&[
+        "upstream=silent",
+        "cannot connect",
+        "no answer to the MCP handshake",
+    ]);
+    assert!(
+        said.iter().filter(|l| l.contains("WARN")).count() == 1,
+        "one warning, however many tries: {said:?}"
+    );
+}
+
 /// `allow`, `deny` and a tool section that name no tool the upstream lists are each warned
 /// about once the upstream has listed, and not again at the next listing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

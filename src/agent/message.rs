@@ -16,15 +16,26 @@ pub(super) fn blocked(dependency: &str, reason: BlockedReason, retry_after_ms: u
         BlockedReason::PoolExhausted => return pool_exhausted(dependency, retry_after_ms),
         BlockedReason::Saturated => return saturated(dependency),
         BlockedReason::Throttled => return throttled(dependency, retry_after_ms),
+        // Until its operators close it: no time the model could wait for.
+        BlockedReason::Isolated => return isolated(dependency),
         BlockedReason::DependencyOpen => "is temporarily unavailable",
         BlockedReason::ProbeInFlight => "is being checked for recovery",
-        BlockedReason::Isolated => "is switched off by its operators",
     };
     format!(
         "{} {what}; do not call it again now. Answer with what you know, \
          use another tool, or try after {} s.",
         subject(dependency),
         seconds(retry_after_ms)
+    )
+}
+
+/// The message of a call blocked because `dependency` was isolated by hand: it stays so until
+/// its operators close it, so no wait is offered.
+fn isolated(dependency: &str) -> String {
+    format!(
+        "{} is switched off by its operators until they turn it back on; do not call it again. \
+         Answer with what you know or use another tool.",
+        subject(dependency)
     )
 }
 

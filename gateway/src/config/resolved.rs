@@ -16,9 +16,10 @@ impl GatewayConfig {
     ///  "upstreams": [{"name", "prefix", "transport": "http" | "stdio",
     ///                 "url", "headers": {NAME: "<redacted>"}          (http)
     ///                 "command", "args", "env": {NAME: "<redacted>"}, "cwd"   (stdio)
-    ///                 "allow": [..] | null, "deny": [..], "per_call_timeout_ms", "era",
-    ///                 "breaker": BREAKER,
-    ///                 "tools": [{"name", "own_breaker", "breaker": BREAKER | null}]}]}
+    ///                 "allow": [..] | null, "deny": [..], "per_call_timeout_ms",
+    ///                 "max_call_ms", "required", "era", "breaker": BREAKER,
+    ///                 "tools": [{"name", "own_breaker", "breaker": BREAKER | null,
+    ///                            "per_call_timeout_ms", "max_call_ms"}]}]}
     /// BREAKER: {"failure_threshold": n | null, "cooldown_ms", "probe_timeout_ms",
     ///           "failure_rate": x | null, "minimum_calls": n | null, "settings": "..."}
     /// ```
@@ -40,6 +41,8 @@ impl GatewayConfig {
     /// assert_eq!(a["url"], "http://127.0.0.1:9/k/<redacted>/mcp");
     /// assert_eq!(a["headers"]["Authorization"], "<redacted>");
     /// assert_eq!(a["breaker"]["cooldown_ms"], 2000);
+    /// assert_eq!((a["per_call_timeout_ms"].as_u64(), a["max_call_ms"].as_u64()), (Some(10_000), Some(300_000)));
+    /// assert_eq!(a["required"], false);
     /// assert!(!shown.to_string().contains("k3y") && !shown.to_string().contains("t0ken"));
     /// # Ok::<(), toolbreaker_gateway::config::GatewayConfigError>(())
     /// ```
@@ -97,9 +100,10 @@ impl GatewayConfig {
         }
         shown["allow"] = u.allow.clone().into();
         shown["deny"] = u.deny.clone().into();
-        shown["per_call_timeout_ms"] = u64::try_from(u.per_call_timeout.as_millis())
-            .unwrap_or(u64::MAX)
-            .into();
+        let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        shown["per_call_timeout_ms"] = ms(u.per_call_timeout).into();
+        shown["max_call_ms"] = ms(u.max_call).into();
+        shown["required"] = u.required.into();
         shown["era"] = match u.era {
             Era::Newest => "newest",
             Era::Sessions => "2025-11-25",
@@ -114,7 +118,10 @@ impl GatewayConfig {
                 let own = t
                     .own_breaker
                     .then(|| breaker(&self.registry.config_for(&u.breaker_name(&t.name))));
-                json!({"name": t.name, "own_breaker": t.own_breaker, "breaker": own})
+                // The timeouts in force for the tool: its own, else its upstream's.
+                let (timeout, max) = u.timeouts_for(&t.name);
+                json!({"name": t.name, "own_breaker": t.own_breaker, "breaker": own,
+                       "per_call_timeout_ms": ms(timeout), "max_call_ms": ms(max)})
             })
             .collect();
         shown["tools"] = tools.into();

@@ -141,7 +141,7 @@ pub enum Cause {
 }
 
 impl Unreached {
-    fn new(text: String, cause: Cause) -> Self {
+    pub(crate) fn new(text: String, cause: Cause) -> Self {
         Unreached { text, cause }
     }
 

@@ -25,7 +25,7 @@ use toolbreaker::{
 
 use super::client_time::upstream_deadline;
 use super::handler::UpstreamHandler;
-use super::link::{Cause, Link, connect, refused_access, unreached};
+use super::link::{Cause, Link, Unreached, connect, refused_access, unreached};
 use super::listen::Listening;
 use super::listing::{Freshness, Kept, Listed};
 use super::routes::{Origin, Routes};
@@ -284,6 +284,29 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// An upstream's handshake (`server/discover`, `initialize`) still unanswered when its connect
+/// is dropped (the caller's timeout ended it): kept and logged as why it cannot be reached, as
+/// any connect error is.
+struct Unanswered<'a> {
+    upstream: &'a Upstream,
+    since: std::time::Instant,
+    armed: bool,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if self.armed && !self.upstream.shutdown.is_cancelled() {
+            // Worded the same each time (logged once per change); how long it waited is
+            // debug-level detail.
+            tracing::debug!(upstream = %self.upstream.name, waited_ms = self.since.elapsed().as_millis() as u64, "handshake unanswered");
+            let text = "no answer to the MCP handshake (`server/discover` or `initialize`) \
+                        within the time the caller waited (`per_call_timeout_ms`)";
+            self.upstream
+                .unreached(&Unreached::new(text.to_owned(), Cause::Connect));
+        }
+    }
+}
+
 impl Upstream {
     /// Upstream `config`, with its breakers from `registry`; its client sessions are
     /// `sessions`. Nothing connects until [`start`](Self::start) or the first request.
@@ -538,7 +561,16 @@ impl Upstream {
             self.routes.clone(),
             self.sessions.clone(),
         );
-        match connect(&self.name, &self.config.transport, handler, self.config.era).await {
+        // A caller's timeout (a call's, the start's wait) may drop this future while the upstream
+        // has not answered its handshake: the guard says so, as any other connect error.
+        let mut unanswered = Unanswered {
+            upstream: self,
+            since: std::time::Instant::now(),
+            armed: true,
+        };
+        let connected = connect(&self.name, &self.config.transport, handler, self.config.era).await;
+        unanswered.armed = false;
+        match connected {
             Ok(link) => {
                 let link = Arc::new(link);
                 if let Some(info) = link.peer().peer_info() {
@@ -558,18 +590,23 @@ impl Upstream {
                 Ok(link)
             }
             Err(unreached) => {
-                let text = self.shown(&unreached.text);
-                let changed = lock(&self.unreached).replace(text.clone()) != Some(text.clone());
-                match unreached.cause {
-                    Cause::Access(status) => self.refused(status),
-                    // Once per change: a down upstream is tried again and again.
-                    _ if changed => {
-                        tracing::warn!(upstream = %self.name, error = %text, "cannot connect")
-                    }
-                    _ => tracing::debug!(upstream = %self.name, error = %text, "cannot connect"),
-                }
+                self.unreached(&unreached);
                 Err(unreached.into_service_error())
             }
+        }
+    }
+
+    /// Keeps why the upstream cannot be reached (for `/status`) and logs it once per change:
+    /// a down upstream is tried again and again.
+    fn unreached(&self, unreached: &Unreached) {
+        let text = self.shown(&unreached.text);
+        let changed = lock(&self.unreached).replace(text.clone()) != Some(text.clone());
+        match unreached.cause {
+            Cause::Access(status) => self.refused(status),
+            _ if changed => {
+                tracing::warn!(upstream = %self.name, error = %text, "cannot connect")
+            }
+            _ => tracing::debug!(upstream = %self.name, error = %text, "cannot connect"),
         }
     }
 
@@ -794,7 +831,7 @@ impl Upstream {
             Transport::Http { url, .. } => super::link::redact(url, text.to_owned()),
             Transport::Stdio { .. } => text.to_owned(),
         };
-        let mut text = crate::redact::redactor().apply(&text);
+        let mut text = crate::redact::without_type_names(&crate::redact::redactor().apply(&text));
         if text.len() > MAX_ERROR_TEXT {
             let mut end = MAX_ERROR_TEXT;
             while !text.is_char_boundary(end) {
@@ -823,15 +860,12 @@ impl Upstream {
         if last.as_ref() == Some(&unknown) {
             return;
         }
-        for (key, name) in &unknown {
-            let what = match *key {
-                "allow" => "`allow` names a tool the upstream does not list: it shows nothing",
-                "deny" => "`deny` names a tool the upstream does not list: it hides nothing",
-                _ => {
-                    "a tool section names a tool the upstream does not list: its settings apply to no call"
-                }
-            };
-            tracing::warn!(upstream = %self.name, key, tool = %name, listed = tools.len(), "{what}");
+        // The words `--check` uses too (with the nearest listed name): the same filter over
+        // the same names in the same order, so each line goes with its (key, name).
+        let listed: Vec<&str> = tools.iter().map(|t| &*t.name).collect();
+        let said = crate::config::names_matching_no_tool(config, &listed);
+        for ((key, name), text) in unknown.iter().zip(&said) {
+            tracing::warn!(upstream = %self.name, key, tool = %name, listed = tools.len(), "{text}");
         }
         *last = Some(unknown);
     }

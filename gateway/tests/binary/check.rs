@@ -68,8 +68,8 @@ pub async fn check_prints_the_resolved_config_redacted_and_warns_of_unknown_tool
         "`allow` names `ech`, which upstream `narrow` does not list (did you mean `echo`?)",
     ] {
         check(
-            stderr.contains(warning),
-            format!("--check does not warn `{warning}`:\n{stderr}"),
+            stderr.matches(warning).count() == 1,
+            format!("--check does not warn `{warning}` once:\n{stderr}"),
         )?;
     }
     Ok(())
