@@ -51,13 +51,14 @@ impl Drop for Entered {
     }
 }
 
-/// A response body that holds its request's place in flight until it is done or dropped.
-struct Tracked {
-    inner: Body,
-    _entered: Entered,
+/// A response body that keeps `held` (a place, a count) until it is done or dropped: what the
+/// request holds lasts as long as its answer is streamed.
+pub(super) struct HeldBy<G> {
+    pub(super) inner: Body,
+    pub(super) _held: G,
 }
 
-impl http_body::Body for Tracked {
+impl<G: Send + Unpin + 'static> http_body::Body for HeldBy<G> {
     type Data = Bytes;
     type Error = axum::Error;
 
@@ -91,9 +92,9 @@ pub(crate) async fn track(
     let entered = in_flight.enter();
     let response = next.run(request).await;
     response.map(|inner| {
-        Body::new(Tracked {
+        Body::new(HeldBy {
             inner,
-            _entered: entered,
+            _held: entered,
         })
     })
 }

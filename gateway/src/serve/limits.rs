@@ -17,18 +17,15 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
-use http_body::{Frame, SizeHint};
 use rmcp::model::{ClientJsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::store::EventStore;
@@ -36,6 +33,7 @@ use rmcp::transport::streamable_http_server::session::{
     RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
 };
 
+use super::in_flight::HeldBy;
 use super::jsonrpc::is_json;
 use super::log_limit::{LOG_INTERVAL, LogLimit};
 
@@ -311,7 +309,7 @@ pub(crate) async fn cap_sessions(
     let response = next.run(request).await;
     if listen {
         // Held until the stream's response ends (or is dropped: the client went away).
-        return response.map(|inner| Body::new(Holding { inner, _slot: slot }));
+        return response.map(|inner| Body::new(HeldBy { inner, _held: slot }));
     }
     let session = response
         .headers()
@@ -375,32 +373,6 @@ fn refuse(full: Full, id: Option<RequestId>, client: Option<&ClientKey>) -> Resp
     );
     headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
     response
-}
-
-/// A response body that holds a place until it is done or dropped.
-struct Holding {
-    inner: Body,
-    _slot: Slot,
-}
-
-impl http_body::Body for Holding {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.inner).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
 }
 
 #[cfg(test)]

@@ -46,6 +46,7 @@ impl ClientTime {
 
     /// The upstream sent a progress notification about the request: its timeout starts afresh.
     pub fn progressed(&self) {
+        // SeqCst as in `asking`: the timer reads the count after `notify_waiters`.
         self.progress.fetch_add(1, Ordering::SeqCst);
         self.changed.notify_waiters();
     }

@@ -75,9 +75,13 @@ impl Link {
 
     /// The upstream answered a request on this connection (`true`), or did not answer at all
     /// (`false`: refused, reset, closed). Relaxed: a flag read on its own, for `/status`.
+    /// Written only when it changes: a healthy upstream's calls only read it, so they do not
+    /// contend for its cache line.
     pub fn note_reachable(&self, reachable: bool) {
-        self.reachable
-            .store(reachable, std::sync::atomic::Ordering::Relaxed);
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.reachable.load(Relaxed) != reachable {
+            self.reachable.store(reachable, Relaxed);
+        }
     }
 
     /// Whether a request's failure has counted this connection's loss already.
