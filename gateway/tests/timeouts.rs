@@ -8,7 +8,9 @@
 //!   leave the upstream's breaker closed and its fast tools answering. A tool's own
 //!   `per_call_timeout_ms` holds for it alone.
 //! - Every progress notification and log message a tool sends before its answer reaches the
-//!   client before that answer, in the order sent, with both cores held busy.
+//!   client before that answer, in the order sent, with both cores held busy; and every one
+//!   it sends before asking its client for input, before that request (a 2025-11-25 client)
+//!   or the `input_required` answer that carries it (a 2026-07-28 client).
 
 // The example's modules carry what only its `main` uses (stdio serving).
 #![allow(dead_code)]
@@ -30,14 +32,16 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
-    ClientRequest, Implementation, JsonRpcMessage, LoggingLevel, ProtocolVersion, RequestId,
-    RequestMetaObject, ServerNotification, ServerResult,
+    ClientRequest, CreateMessageRequestParams, CreateMessageResult, Implementation, JsonRpcMessage,
+    LoggingLevel, ProtocolVersion, RequestId, RequestMetaObject, SamplingMessage,
+    ServerNotification, ServerResult,
 };
 use rmcp::service::{
-    ClientLifecycleMode, PeerRequestOptions, RoleClient, RunningService, RxJsonRpcMessage,
-    TxJsonRpcMessage,
+    ClientLifecycleMode, PeerRequestOptions, RequestContext, RoleClient, RunningService,
+    RxJsonRpcMessage, TxJsonRpcMessage,
 };
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use rmcp::{ClientHandler, ServiceExt};
@@ -76,16 +80,27 @@ async fn gateway(config: &str) -> (Gateway, String) {
     (gateway, url)
 }
 
-/// A client that declares nothing and handles nothing.
+/// A client that answers sampling with "sampled" and handles nothing else.
 #[derive(Clone, Default)]
 struct Quiet;
 
 impl ClientHandler for Quiet {
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
-            ClientCapabilities::default(),
+            ClientCapabilities::builder().enable_sampling().build(),
             Implementation::new("timeouts-test", "0"),
         )
+    }
+
+    async fn create_message(
+        &self,
+        _: CreateMessageRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        Ok(CreateMessageResult::new(
+            SamplingMessage::assistant_text("sampled"),
+            "m".into(),
+        ))
     }
 }
 
@@ -96,6 +111,8 @@ enum Seen {
     Progress(f64),
     Log(String),
     Answer(RequestId),
+    /// A request of the server's (here: for a sample).
+    Asked,
     Other,
 }
 
@@ -127,7 +144,7 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Recording<T> {
             },
             JsonRpcMessage::Response(r) => Seen::Answer(r.id.clone()),
             JsonRpcMessage::Error(e) => e.id.clone().map_or(Seen::Other, Seen::Answer),
-            JsonRpcMessage::Request(_) => Seen::Other,
+            JsonRpcMessage::Request(_) => Seen::Asked,
         };
         self.seen.lock().unwrap().push(seen);
         Some(message)
@@ -397,4 +414,90 @@ async fn a_calls_notifications_reach_its_client_before_its_answer_in_order() {
         gateway.shutdown();
     }
     end.cancel();
+}
+
+/// `runs` calls of `ask` of a 2025-11-25 upstream (it reports progress, then asks for a
+/// sample) by one client (`modern`: 2026-07-28) through a gateway: the progress reached the
+/// client before the upstream's request did (a 2025-11-25 client is sent it; a 2026-07-28
+/// client's first leg is answered `input_required` with it, and its retry brings the sample).
+async fn asked_runs(url: &str, modern: bool, runs: usize) {
+    let (client, seen) = client(url, modern).await;
+    let era = if modern { "2026-07-28" } else { "2025-11-25" };
+    for run in 0..runs {
+        seen.lock().unwrap().clear();
+        let ask = CallToolRequestParams::new("ask");
+        let first = client
+            .peer()
+            .send_request_with_option(
+                ClientRequest::CallToolRequest(CallToolRequest::new(ask.clone())),
+                PeerRequestOptions::no_options(),
+            )
+            .await
+            .unwrap();
+        let id = first.id.clone();
+        let answer = tokio::time::timeout(WAIT, first.await_response())
+            .await
+            .expect("ask answered")
+            .unwrap();
+        let snapshot = seen.lock().unwrap().clone();
+        let asked_at = if modern {
+            snapshot.iter().position(|s| *s == Seen::Answer(id.clone()))
+        } else {
+            snapshot.iter().position(|s| *s == Seen::Asked)
+        };
+        let asked_at = asked_at.unwrap_or_else(|| panic!("{era} run {run}: {snapshot:?}"));
+        assert_eq!(
+            snapshot[..asked_at],
+            [Seen::Progress(0.5)],
+            "{era} run {run}: the progress before the request for a sample: {snapshot:?}"
+        );
+        let answer = match answer {
+            ServerResult::InputRequiredResult(input) if modern => {
+                let mut retry = ask.clone();
+                retry.request_state = input.request_state;
+                let sampled = serde_json::to_value(CreateMessageResult::new(
+                    SamplingMessage::assistant_text("sampled"),
+                    "m".into(),
+                ))
+                .unwrap();
+                retry.input_responses = Some(
+                    input
+                        .input_requests
+                        .unwrap_or_default()
+                        .into_keys()
+                        .map(|key| (key, sampled.clone()))
+                        .collect(),
+                );
+                let request = ClientRequest::CallToolRequest(CallToolRequest::new(retry));
+                tokio::time::timeout(WAIT, client.peer().send_request(request))
+                    .await
+                    .expect("the retry answered")
+                    .unwrap()
+            }
+            other => other,
+        };
+        let ServerResult::CallToolResult(answer) = answer else {
+            panic!("{era} run {run}: a tool result: {answer:?}");
+        };
+        assert_eq!(text(&answer), "sampled", "{era} run {run}: {answer:?}");
+    }
+    client.cancel().await.unwrap();
+}
+
+/// What a 2025-11-25 upstream sends before it asks its client for input reaches the client
+/// first, with both cores held busy: 50 calls for each client era. (The upstream's progress
+/// and its request are read off one connection in order, but handed on by different tasks.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_before_an_upstreams_request_reaches_the_client_before_it() {
+    let server = common::Only {
+        server: common::Up { crashable: false },
+        versions: common::LEGACY,
+    };
+    let up = common::serve(move || server.clone()).await;
+    let _busy = Busy::start();
+    let (gateway, url) = gateway(&config(&up, "")).await;
+    for modern in [false, true] {
+        asked_runs(&url, modern, 50).await;
+    }
+    gateway.shutdown();
 }

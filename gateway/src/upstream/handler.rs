@@ -29,6 +29,7 @@ use rmcp::service::{
     Service, ServiceError,
 };
 
+use super::progress::Unsent;
 use super::routes::{Ask, Asks, Origin, Routes};
 use super::sessions::{Listener, Sessions};
 
@@ -60,19 +61,24 @@ impl UpstreamHandler {
         Arc::clone(&self.routes)
     }
 
-    async fn origin(&self, extensions: &rmcp::model::Extensions) -> Option<Origin> {
+    /// With the progress of that call (or those calls) not yet handed on: what the upstream
+    /// sent before this message.
+    async fn origin(
+        &self,
+        extensions: &rmcp::model::Extensions,
+    ) -> Option<(Origin, Vec<Arc<Unsent>>)> {
         if let Some(InboundStreamOrigin::OutboundRequest(id)) =
             extensions.get::<InboundStreamOrigin>()
-            && let Some(origin) = self.routes.by_request(id).await
+            && let Some((origin, unsent)) = self.routes.by_request(id).await
         {
-            return Some(origin);
+            return Some((origin, vec![unsent]));
         }
         self.routes.only_session().await
     }
 
     async fn log_targets(&self, extensions: &rmcp::model::Extensions) -> Vec<Listener> {
         match self.origin(extensions).await {
-            Some(origin) => vec![Listener::Peer(origin.peer)],
+            Some((origin, _)) => vec![Listener::Peer(origin.peer)],
             None => self.sessions.peers(),
         }
     }
@@ -125,7 +131,7 @@ impl Service<RoleClient> for UpstreamHandler {
             }
             _ => {}
         }
-        let Some(origin) = self.origin(&context.extensions).await else {
+        let Some((origin, unsent)) = self.origin(&context.extensions).await else {
             if let ServerRequest::ListRootsRequest(_) = request {
                 // Asked outside any client's call (servers ask on connect): the gateway has
                 // no roots of its own.
@@ -141,6 +147,13 @@ impl Service<RoleClient> for UpstreamHandler {
         };
         // From here the call waits on its client, not on the upstream.
         let _asking = origin.client_time.asking();
+        // What the upstream sent before this request reaches the client before it: the
+        // connection queued its progress in order (`progress::Ordered`) before rmcp handed this
+        // request here. A 2026-07-28 client's first leg would otherwise be answered
+        // `input_required` with that progress still on its way, and lose it.
+        for one in &unsent {
+            one.flushed().await;
+        }
         if let Some(asks) = &origin.input {
             // A 2026-07-28 client takes no request from a server: the call it is waiting on
             // answers `input_required`, and its retry brings the answer (see `relay::input`).

@@ -100,12 +100,6 @@ pub fn failure_words(error: &ServiceError) -> Option<String> {
     }
 }
 
-/// The longest an answer waits for its call's progress and log messages to be handed to the
-/// client: long enough for a machine under load (they go before the answer, whatever the
-/// scheduling), short enough that a client not reading its stream delays its own answer by
-/// no more.
-const FLUSH: Duration = Duration::from_secs(10);
-
 /// Why a forwarded request got no upstream answer.
 #[derive(Debug)]
 pub enum Refusal {
@@ -657,7 +651,7 @@ impl Upstream {
         if let Some(registered) = &registered {
             // The call's progress and log messages first, then its answer; bounded, should a
             // client's stream stall (what is left is then dropped with its route).
-            let _ = tokio::time::timeout(FLUSH, registered.flushed()).await;
+            registered.flushed().await;
         }
         match &answer {
             Ok(_) | Err(ServiceError::McpError(_)) => link.note_reachable(true),

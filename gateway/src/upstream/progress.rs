@@ -27,6 +27,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use rmcp::model::{GetExtensions, GetMeta, JsonRpcMessage, ServerNotification};
 use rmcp::service::{
@@ -36,6 +37,12 @@ use rmcp::transport::Transport;
 use tokio::sync::{Notify, mpsc};
 
 use super::routes::Routes;
+
+/// The longest an answer, or a request of the upstream relayed to the client, waits for the
+/// call's progress and log messages before it to be handed to the client: long enough for a
+/// machine under load (they go first, whatever the scheduling), short enough that a client not
+/// reading its stream delays its own call by no more.
+const FLUSH: Duration = Duration::from_secs(10);
 
 /// How many of a call's progress notifications are queued and not yet handed to its client.
 #[derive(Debug, Default)]
@@ -57,8 +64,13 @@ impl Unsent {
         }
     }
 
-    /// Resolves once every notification queued so far has been handed to the client.
-    pub async fn wait(&self) {
+    /// Resolves once every notification queued so far has been handed to the client, or after
+    /// [`FLUSH`] (what is left is then dropped with its route).
+    pub async fn flushed(&self) {
+        let _ = tokio::time::timeout(FLUSH, self.zero()).await;
+    }
+
+    async fn zero(&self) {
         loop {
             let zero = self.zero.notified();
             if self.count.load(Ordering::Acquire) == 0 {

@@ -124,7 +124,7 @@ impl Registered<'_> {
     /// Resolves once every progress notification of the request received so far has been
     /// handed to its client: its answer goes after them.
     pub async fn flushed(&self) {
-        self.unsent.wait().await;
+        self.unsent.flushed().await;
     }
 }
 
@@ -158,13 +158,14 @@ impl Routes {
         }
     }
 
-    /// The origin of the upstream's request `request`, once any registration under way is done.
-    pub async fn by_request(&self, request: &RequestId) -> Option<Origin> {
+    /// The origin of the upstream's request `request`, once any registration under way is done,
+    /// and its progress not yet handed on.
+    pub async fn by_request(&self, request: &RequestId) -> Option<(Origin, Arc<Unsent>)> {
         drop(self.sending.lock().await);
         self.table()
             .by_request
             .get(request)
-            .map(|route| route.origin.clone())
+            .map(|route| (route.origin.clone(), Arc::clone(&route.unsent)))
     }
 
     /// The origin of the request whose progress token is `token`.
@@ -215,15 +216,21 @@ impl Routes {
 
     /// The one client session with requests in flight on this upstream, if exactly one has:
     /// where a message that names no request goes (a stdio upstream's, or one sent on the
-    /// standalone stream). Its oldest request is the origin.
-    pub async fn only_session(&self) -> Option<Origin> {
+    /// standalone stream). One of its requests is the origin; with the progress of every one
+    /// of them not yet handed on.
+    pub async fn only_session(&self) -> Option<(Origin, Vec<Arc<Unsent>>)> {
         drop(self.sending.lock().await);
         let table = self.table();
-        let mut origins = table.by_request.values().map(|route| &route.origin);
-        let first = origins.next()?;
-        origins
-            .all(|other| other.session == first.session)
-            .then(|| first.clone())
+        let mut routes = table.by_request.values();
+        let first = routes.next()?;
+        let mut unsent = vec![Arc::clone(&first.unsent)];
+        for other in routes {
+            if other.origin.session != first.origin.session {
+                return None;
+            }
+            unsent.push(Arc::clone(&other.unsent));
+        }
+        Some((first.origin.clone(), unsent))
     }
 
     /// The client sessions with requests in flight here.
