@@ -1,32 +1,55 @@
 #!/usr/bin/env bash
 # The gateway comparison: the same trivial rmcp tool server over Streamable HTTP on loopback
-# (`mcp_echo_server`), called by N concurrent rmcp clients (`mcp_load`) directly, through
-# FastMCP's proxy (`fastmcp_proxy.py`) and through toolbreaker's gateway (`toolbreaker-gateway`,
-# one upstream, `prefix = ""`), in rounds; then the same at one client, for the latency a proxy
-# adds. Prints every run's JSON line, then the medians.
+# (`mcp_echo_server`), called by N concurrent rmcp clients (`mcp_load`) directly, through JRP's
+# mcp-proxy (joshrotenberg's `mcp-proxy`, a tower-based Rust MCP gateway), through FastMCP's proxy
+# (`fastmcp_proxy.py`) and through toolbreaker's gateway (`toolbreaker-gateway`, one upstream,
+# `prefix = ""`), in rounds; then the same at one client, for the latency a proxy adds. Prints
+# every run's JSON line, then the medians.
 #
 #   benches/mcp_gateway_compare.sh [ROUNDS]                # default 3 rounds
+#   benches/mcp_gateway_compare.sh --smoke                 # a few seconds: does every target answer?
 #   benches/mcp_gateway_compare.sh --summary RESULTS.tsv   # the medians of an earlier run again
 #
-# Environment: CLIENTS (64), DURATION (10 s), WARM_UP (1 s, not counted), ONE_DURATION (5 s, the
-# one-client runs), TARGETS ("direct fastmcp gateway": which to measure, in the first round's
-# order; each round starts one later), PYTHON (the Python with fastmcp installed:
-# `benches/.venv-fastmcp/bin/python` when that exists, else python3), GATEWAY_BIN (a gateway
-# binary to run instead of building one), OUT (a folder for the logs and results: a new
-# temporary one unless set, kept).
+# Environment: ERA (the MCP revision the clients speak: 2025-11-25, the default, with
+# `initialize` and a session per client; or 2026-07-28, stateless, `server/discover`), CLIENTS
+# (64), DURATION (10 s), WARM_UP (1 s, not counted), ONE_DURATION (5 s, the one-client runs),
+# TARGETS ("direct mcp-proxy gateway"; add fastmcp for FastMCP's proxy: which to measure, in the
+# first round's order; each round starts one later), PROFILE (bench, the default: the server and
+# the load built as `cargo bench` builds them, the gateway with --release; release: all three with
+# --release, one build of the dependencies for the three; dev: debug builds, quick to build, for
+# --smoke only),
+# MCP_PROXY (the mcp-proxy binary: `mcp-proxy` on the PATH unless set), MCP_PROXY_VERSION (its
+# version, for a binary that cargo did not install), PYTHON (the Python with
+# fastmcp installed: `benches/.venv-fastmcp/bin/python` when that exists, else python3),
+# GATEWAY_BIN (a gateway binary to run instead of building one), BASELINE_BIN (another gateway
+# binary, say one built at an earlier commit, measured as target `baseline` in the same rounds:
+# TARGETS="direct baseline gateway"), OUT (a folder for the logs and
+# results: a new temporary one unless set, kept).
+#
+# --smoke: one round of 1 s runs (4 clients, then 1, no warm-up) of every target; exits 1 when a
+# target could not be measured, or a run failed, had an error or a timeout, or made no call.
+# It checks that every target answers, never how fast.
 #
 # Nothing is skipped silently: a target that cannot be built or started (the gateway binary
-# does not build, fastmcp is not installed) is reported as NOT MEASURED with the reason, the
-# others are measured, and the script exits with status 1. A run with errors prints them, and
-# the summary has an errors column.
+# does not build, mcp-proxy or fastmcp is not installed, mcp-proxy is not the pinned version) is
+# reported as NOT MEASURED with the reason, the others are measured, and the script exits with
+# status 1. A run with errors prints them, and the summary has an errors column.
 #
+# JRP's mcp-proxy, the version measured (pinned: another is NOT MEASURED, so that figures stay
+# comparable): cargo install --locked mcp-proxy --version 0.6.0
 # FastMCP: python3 -m venv benches/.venv-fastmcp &&
 #          benches/.venv-fastmcp/bin/pip install -r benches/requirements-fastmcp.txt
-# Needs bash, cargo, python3 (free ports; FastMCP), coreutils, grep, sed and awk.
+# Needs bash, cargo, coreutils, grep, sed and awk; python3 for the ports of mcp-proxy and FastMCP.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 summary_only=
+smoke=
+if [[ ${1:-} == --smoke ]]; then
+  smoke=1
+  set -- 1
+  CLIENTS=${CLIENTS:-4} DURATION=1 ONE_DURATION=1 WARM_UP=0
+fi
 if [[ ${1:-} == --summary ]]; then
   summary_only=${2:?--summary needs the results file of an earlier run}
   [[ -r $summary_only ]] || { echo "mcp_gateway_compare.sh: cannot read $summary_only" >&2; exit 2; }
@@ -37,7 +60,20 @@ clients=${CLIENTS:-64}
 duration=${DURATION:-10}
 warm_up=${WARM_UP:-1}
 one_duration=${ONE_DURATION:-5}
-targets=${TARGETS:-direct fastmcp gateway}
+targets=${TARGETS:-direct mcp-proxy gateway}
+era=${ERA:-2025-11-25}
+profile=${PROFILE:-bench}
+# The one version of JRP's mcp-proxy these figures are of.
+mcp_proxy_version=0.6.0
+case $era in
+  2025-11-25 | 2026-07-28) ;;
+  *) echo "mcp_gateway_compare.sh: ERA must be 2025-11-25 or 2026-07-28, not '$era'" >&2; exit 2 ;;
+esac
+case $profile in
+  bench | release) bin_dir=release ;;
+  dev) bin_dir=debug ;;
+  *) echo "mcp_gateway_compare.sh: PROFILE must be bench, release or dev, not '$profile'" >&2; exit 2 ;;
+esac
 if [[ -z ${PYTHON:-} ]]; then
   if [[ -x benches/.venv-fastmcp/bin/python ]]; then PYTHON=benches/.venv-fastmcp/bin/python; else PYTHON=python3; fi
 fi
@@ -67,6 +103,7 @@ awk -F '\t' -v clients="$2" '
     rate[key] = rate[key] " " field($4, "calls_per_s")
     p50[key] = p50[key] " " field($4, "p50_us")
     p99[key] = p99[key] " " field($4, "p99_us")
+    cpu[key] = cpu[key] " " field($4, "cpu_us_per_call")
     errors[key] += field($4, "errors") + field($4, "timeouts")
     rounds[$2] = 1
     if ($3 == 1) one[$1, $2] = field($4, "p50_us")
@@ -75,14 +112,14 @@ awk -F '\t' -v clients="$2" '
   END {
     for (r in rounds) n_rounds++
     printf "Medians of %d rounds (a row'\''s p50 and p99: the medians of its runs'\'' percentiles):\n", n_rounds
-    printf "| target | clients | calls/s | p50 µs | p99 µs | errors + timeouts (all rounds) | failed runs |\n|---|---:|---:|---:|---:|---:|---:|\n"
+    printf "| target | clients | calls/s | p50 µs | p99 µs | CPU µs a call | errors + timeouts (all rounds) | failed runs |\n|---|---:|---:|---:|---:|---:|---:|---:|\n"
     for (k = 1; k <= keys; k++) {
       split(order[k], part, SUBSEP)
-      printf "| %s | %s | %.0f | %.1f | %.1f | %d | %d |\n", part[1], part[2], median(rate[order[k]]), median(p50[order[k]]), median(p99[order[k]]), errors[order[k]], failures[order[k]]
+      printf "| %s | %s | %.0f | %.1f | %.1f | %.0f | %d | %d |\n", part[1], part[2], median(rate[order[k]]), median(p50[order[k]]), median(p99[order[k]]), median(cpu[order[k]]), errors[order[k]], failures[order[k]]
     }
     direct = median(rate["direct" SUBSEP clients])
     for (t in targets) if (t != "direct" && direct > 0) printf "%s: throughput at %s clients %.4f of direct, direct %.1f times it (medians)\n", t, clients, median(rate[t SUBSEP clients]) / direct, direct / median(rate[t SUBSEP clients])
-    if ("fastmcp" in targets && "gateway" in targets) printf "gateway / fastmcp throughput at %s clients: %.1f (medians)\n", clients, median(rate["gateway" SUBSEP clients]) / median(rate["fastmcp" SUBSEP clients])
+    for (t in targets) if (t != "direct" && t != "gateway" && "gateway" in targets) printf "gateway / %s at %s clients: throughput %.2f, p99 %.2f (medians)\n", t, clients, median(rate["gateway" SUBSEP clients]) / median(rate[t SUBSEP clients]), median(p99["gateway" SUBSEP clients]) / median(p99[t SUBSEP clients])
     for (t in targets) {
       if (t == "direct") continue
       list = ""
@@ -136,13 +173,13 @@ wait_port() { # PORT PID
 }
 
 target_dir=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
-bin="$target_dir/release"
+bin="$target_dir/$bin_dir"
 
 # Built once, before any run, with the bench profile (thin LTO, one codegen unit), as
 # `cargo bench` builds this package: the same server and load generator for every target. (Its
-# output folder is `release`, as the release profile's.)
-echo "mcp_gateway_compare: building mcp_echo_server and mcp_load (bench profile)" >&2
-if ! cargo build --profile bench -p toolbreaker-benches --bin mcp_echo_server --bin mcp_load > "$out/build-benches.log" 2>&1; then
+# output folder is `release`, as the release profile's; `debug` for PROFILE=dev.)
+echo "mcp_gateway_compare: building mcp_echo_server and mcp_load ($profile profile)" >&2
+if ! cargo build --profile "$profile" -p toolbreaker-benches --bin mcp_echo_server --bin mcp_load > "$out/build-benches.log" 2>&1; then
   cat "$out/build-benches.log" >&2
   echo "mcp_gateway_compare: the server and load generator did not build: nothing measured" >&2
   exit 1
@@ -166,13 +203,94 @@ if [[ -z $server_url ]]; then
 fi
 echo "mcp_gateway_compare: server at $server_url" >&2
 
-declare -A url
+declare -A url tool pid_of
 measured=()
+pid_of[direct]=$server_pid
+
+# Starts gateway binary BIN as target NAME, with the server as its one upstream; 1 when it does
+# not start (reported NOT MEASURED).
+start_gateway() { # NAME BIN
+  local name=$1 gateway=$2 pid bound status
+  cat > "$out/$name.toml" << EOF
+[upstreams.echo]
+url = "$server_url"
+prefix = ""
+EOF
+  # What `cargo run --release -p toolbreaker-gateway -- --config FILE --listen ADDR` runs.
+  # On a port the system picks: its log line `listening bound=ADDR` says which (60 s at most).
+  "$gateway" --config "$out/$name.toml" --listen 127.0.0.1:0 > "$out/$name.out" 2> "$out/$name.err" &
+  pid=$!
+  pids+=("$pid")
+  bound=
+  for _ in $(seq 600); do
+    bound=$(sed -n 's/.*listening bound=\([0-9.:]*\).*/\1/p' "$out/$name.err" | head -1)
+    [[ -n $bound ]] && break
+    kill -0 "$pid" 2> /dev/null || break
+    sleep 0.1
+  done
+  if [[ -z $bound ]]; then
+    status=running
+    kill -0 "$pid" 2> /dev/null || { wait "$pid"; status="exited with status $?"; }
+    not_measured "$name" "\`$gateway --config $out/$name.toml --listen 127.0.0.1:0\` did not start listening ($status): $(tail -3 "$out/$name.err" | tr '\n' ' ')"
+    return 1
+  fi
+  echo "mcp_gateway_compare: $name ($gateway) at http://$bound/mcp" >&2
+  url[$name]="http://$bound/mcp"
+  tool[$name]=echo
+  pid_of[$name]=$pid
+  measured+=("$name")
+}
 for target in $targets; do
   case $target in
     direct)
       url[direct]=$server_url
+      tool[direct]=echo
       measured+=(direct)
+      ;;
+    mcp-proxy)
+      proxy=${MCP_PROXY:-mcp-proxy}
+      if ! command -v "$proxy" > /dev/null; then
+        not_measured mcp-proxy "no $proxy on the PATH (install: cargo install --locked mcp-proxy --version $mcp_proxy_version)"
+        continue
+      fi
+      # mcp-proxy has no --version: the version is cargo's record of what it installed, or
+      # MCP_PROXY_VERSION for a binary from elsewhere.
+      version=${MCP_PROXY_VERSION:-}
+      if [[ -z $version && $(command -v "$proxy") == "${CARGO_HOME:-$HOME/.cargo}/bin/mcp-proxy" ]]; then
+        version=$(cargo install --list 2> /dev/null | sed -n 's/^mcp-proxy v\([^:]*\):$/\1/p')
+      fi
+      if [[ $version != "$mcp_proxy_version" ]]; then
+        not_measured mcp-proxy "$proxy is version '${version:-unknown}'; these figures are of $mcp_proxy_version (cargo install --locked mcp-proxy --version $mcp_proxy_version; MCP_PROXY_VERSION says the version of a binary from elsewhere)"
+        continue
+      fi
+      version="mcp-proxy $version"
+      port=$(free_port)
+      # One HTTP backend named `echo`: its tool is `echo/echo`; MCP is served at `/`.
+      cat > "$out/mcp-proxy.toml" << EOF
+[proxy]
+name = "bench"
+
+[proxy.listen]
+host = "127.0.0.1"
+port = $port
+
+[[backends]]
+name = "echo"
+transport = "http"
+url = "$server_url"
+EOF
+      "$proxy" --config "$out/mcp-proxy.toml" > "$out/mcp-proxy.out" 2> "$out/mcp-proxy.err" &
+      pid=$!
+      pids+=("$pid")
+      if ! wait_port "$port" "$pid"; then
+        not_measured mcp-proxy "\`$proxy --config $out/mcp-proxy.toml\` did not start listening on port $port: $(tail -3 "$out/mcp-proxy.err" | tr '\n' ' ')"
+        continue
+      fi
+      echo "mcp_gateway_compare: $version at http://127.0.0.1:$port/" >&2
+      url[mcp-proxy]="http://127.0.0.1:$port/"
+      pid_of[mcp-proxy]=$pid
+      tool[mcp-proxy]=echo/echo
+      measured+=(mcp-proxy)
       ;;
     fastmcp)
       if ! "$PYTHON" -c 'import fastmcp' 2> "$out/fastmcp-import.err"; then
@@ -189,14 +307,18 @@ for target in $targets; do
       fi
       echo "mcp_gateway_compare: fastmcp $("$PYTHON" -c 'import fastmcp; print(fastmcp.__version__)') proxy at http://127.0.0.1:$port/mcp" >&2
       url[fastmcp]="http://127.0.0.1:$port/mcp"
+      pid_of[fastmcp]=$pid
+      tool[fastmcp]=echo
       measured+=(fastmcp)
       ;;
     gateway)
       gateway=${GATEWAY_BIN:-$bin/toolbreaker-gateway}
       if [[ -z ${GATEWAY_BIN:-} ]]; then
-        echo "mcp_gateway_compare: building toolbreaker-gateway (release)" >&2
-        if ! cargo build --release -p toolbreaker-gateway > "$out/build-gateway.log" 2>&1; then
-          not_measured gateway "\`cargo build --release -p toolbreaker-gateway\` failed (log: $out/build-gateway.log): $(grep -m1 -E '^error' "$out/build-gateway.log")"
+        gateway_profile=release
+        [[ $profile == dev ]] && gateway_profile=dev
+        echo "mcp_gateway_compare: building toolbreaker-gateway ($gateway_profile profile)" >&2
+        if ! cargo build --profile "$gateway_profile" -p toolbreaker-gateway > "$out/build-gateway.log" 2>&1; then
+          not_measured gateway "\`cargo build --profile $gateway_profile -p toolbreaker-gateway\` failed (log: $out/build-gateway.log): $(grep -m1 -E '^error' "$out/build-gateway.log")"
           continue
         fi
       fi
@@ -204,44 +326,49 @@ for target in $targets; do
         not_measured gateway "no gateway binary at $gateway"
         continue
       fi
-      port=$(free_port)
-      cat > "$out/gateway.toml" << EOF
-[upstreams.echo]
-url = "$server_url"
-prefix = ""
-EOF
-      # What `cargo run --release -p toolbreaker-gateway -- --config FILE --listen ADDR` runs.
-      "$gateway" --config "$out/gateway.toml" --listen "127.0.0.1:$port" > "$out/gateway.out" 2> "$out/gateway.err" &
-      pid=$!
-      pids+=("$pid")
-      if ! wait_port "$port" "$pid"; then
-        status=running
-        kill -0 "$pid" 2> /dev/null || { wait "$pid"; status="exited with status $?"; }
-        not_measured gateway "\`$gateway --config $out/gateway.toml --listen 127.0.0.1:$port\` did not start listening ($status): $(tail -3 "$out/gateway.err" | tr '\n' ' ')"
+      start_gateway gateway "$gateway" || continue
+      ;;
+    baseline)
+      if [[ -z ${BASELINE_BIN:-} || ! -x ${BASELINE_BIN:-} ]]; then
+        not_measured baseline "BASELINE_BIN names no gateway binary ('${BASELINE_BIN:-}'): build the commit to compare against and name its target/release/toolbreaker-gateway"
         continue
       fi
-      echo "mcp_gateway_compare: gateway at http://127.0.0.1:$port/mcp" >&2
-      url[gateway]="http://127.0.0.1:$port/mcp"
-      measured+=(gateway)
+      start_gateway baseline "$BASELINE_BIN" || continue
       ;;
     *)
-      echo "mcp_gateway_compare: unknown target '$target' in TARGETS (direct, fastmcp, gateway)" >&2
+      echo "mcp_gateway_compare: unknown target '$target' in TARGETS (direct, mcp-proxy, fastmcp, gateway, baseline)" >&2
       exit 2
       ;;
   esac
 done
 
 # One run: TARGET ROUND CLIENTS SECONDS; its JSON line goes to the results.
+# The CPU time a process has used, in clock ticks (user and system; Linux's /proc), or nothing.
+cpu_ticks() { # PID
+  [[ -r /proc/$1/stat ]] && awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+ticks_per_s=$(getconf CLK_TCK 2> /dev/null || echo 100)
+
+# One run: TARGET ROUND CLIENTS SECONDS; its JSON line goes to the results, with the target's
+# process's CPU time per counted call (`cpu_us_per_call`: its CPU over the warm-up and the run,
+# scaled to the run's share, over the calls counted; in clock ticks, 10 ms here, so a few
+# percent at these rates).
 load() {
-  local line status
-  line=$("$bin/mcp_load" --url "${url[$1]}" --clients "$3" --duration "$4" --warm-up "$warm_up" 2>> "$out/load.err")
+  local line status before after
+  before=$(cpu_ticks "${pid_of[$1]}")
+  line=$("$bin/mcp_load" --url "${url[$1]}" --tool "${tool[$1]}" --protocol "$era" --clients "$3" --duration "$4" --warm-up "$warm_up" 2>> "$out/load.err")
   status=$?
+  after=$(cpu_ticks "${pid_of[$1]}")
   if [[ -z $line ]]; then
     line="{\"failed\":true,\"status\":$status,\"error\":\"$(tail -1 "$out/load.err" | tr -d '"\\')\"}"
     failed=1
+  elif [[ -n $before && -n $after ]]; then
+    line="${line%\}},\"cpu_us_per_call\":$(awk -v b="$before" -v a="$after" -v hz="$ticks_per_s" -v d="$4" -v w="$warm_up" -v line="$line" 'BEGIN {
+      calls = 0; if (match(line, /"calls":[0-9]+/)) calls = substr(line, RSTART + 8, RLENGTH - 8)
+      if (calls > 0) printf "%.1f", (a - b) * 1e6 / hz * d / (d + w) / calls; else print "null" }')}"
   fi
   printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$line" >> "$results"
-  printf '%-8s round %s, %3s clients: %s\n' "$1" "$2" "$3" "$line"
+  printf '%-9s round %s, %3s clients: %s\n' "$1" "$2" "$3" "$line"
 }
 
 n=${#measured[@]}
@@ -257,11 +384,22 @@ for round in $(seq "$rounds"); do
 done
 
 echo
-echo "$clients clients for ${duration} s, 1 client for ${one_duration} s; warm-up ${warm_up} s; results in $results"
+echo "MCP $era; $clients clients for ${duration} s, 1 client for ${one_duration} s; warm-up ${warm_up} s; results in $results"
 summary "$results" "$clients"
 
 if [[ -s $out/not_measured.txt ]]; then
   echo
   cat "$out/not_measured.txt"
+fi
+if [[ -n $smoke ]]; then
+  # Every run answered, with calls and without an error or a timeout.
+  bad=$(awk -F '\t' '$4 ~ /"failed"/ || $4 !~ /"errors":0[,}]/ || $4 !~ /"timeouts":0[,}]/ || $4 ~ /"calls":0[,}]/' "$results")
+  if [[ -n $bad || ${#measured[@]} -eq 0 ]]; then
+    echo "mcp_gateway_compare: smoke: a run failed, erred, timed out or made no call:" >&2
+    echo "$bad" >&2
+    failed=1
+  else
+    echo "mcp_gateway_compare: smoke: every target (${measured[*]}) answered in MCP $era without an error"
+  fi
 fi
 exit "$failed"

@@ -9,7 +9,9 @@
 //! ```
 //!
 //! Options: `--url URL` (required), `--clients N` (64), `--duration SECONDS` (10), `--warm-up
-//! SECONDS` (1), `--tool NAME` (`echo`), `--text TEXT` (the `text` argument, `circuit breakers`).
+//! SECONDS` (1), `--tool NAME` (`echo`), `--text TEXT` (the `text` argument, `circuit breakers`),
+//! `--protocol VERSION` (rmcp's newest unless given: 2025-11-25 and earlier connect by
+//! `initialize`, a session each; 2026-07-28 by `server/discover`, then stateless requests).
 //!
 //! What is measured, and what is not:
 //!
@@ -150,7 +152,17 @@ async fn connect(
             serde_json::from_value(serde_json::Value::String(protocol.to_owned()))
                 .map_err(|e| format!("--protocol {protocol}: {e}"))?;
     }
-    info.serve(transport).await.map_err(|e| e.to_string())
+    if info.protocol_version.has_initialize() {
+        return info.serve(transport).await.map_err(|e| e.to_string());
+    }
+    // 2026-07-28 and later: no `initialize` and no session; `server/discover`, then each
+    // request on its own.
+    let lifecycle = rmcp::service::ClientLifecycleMode::Discover {
+        preferred_versions: vec![info.protocol_version.clone()],
+    };
+    rmcp::ClientServiceExt::serve_with_lifecycle(info, transport, lifecycle)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// One client's loop: calls until `end`; those that end at or after `counted` and by `end`
