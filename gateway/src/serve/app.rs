@@ -117,8 +117,12 @@ impl HttpApp {
         let metrics = super::prometheus_handle()?;
         let hosts = options.effective_hosts();
         let sessions = CancellationToken::new();
+        // A 2026-07-28 request whose first message back is its answer is answered as plain
+        // JSON, not as an event stream of one event; one that sends progress or asks first is
+        // answered as a stream (2025-11-25 sessions' requests always are: rmcp's session mode).
         let config = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(true)
+            .with_json_response(true)
             .with_allowed_hosts(hosts.iter().cloned())
             .with_allowed_origins(options.effective_origins())
             .enforce_origin_validation()

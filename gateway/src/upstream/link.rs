@@ -177,6 +177,17 @@ pub fn unreached(error: &ServiceError) -> Option<&Unreached> {
     sent.error.downcast_ref::<Unreached>()
 }
 
+/// The HTTP client of one upstream connection: its connections kept alive and reused (as many
+/// as the calls in flight need; idle ones closed after 90 s), `TCP_NODELAY` (a request or an
+/// answer of a few hundred bytes goes at once), HTTP/2 where the upstream offers it (TLS's
+/// ALPN), HTTP/1.1 otherwise.
+fn http_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_idle_timeout(std::time::Duration::from_secs(90))
+        .build()
+}
+
 /// The HTTP status (401 or 403) with which the upstream refused the gateway access, when that
 /// is why `error` failed: at connect ([`Cause::Access`]) or at any request, with a challenge
 /// (`WWW-Authenticate`, rmcp's auth-required and insufficient-scope errors) or without.
@@ -332,8 +343,8 @@ async fn connect_with(
             }
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             config.custom_headers = custom;
-            let transport =
-                StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+            let http = http_client().map_err(|e| refused(format!("the HTTP client: {e}")))?;
+            let transport = StreamableHttpClientTransport::with_client(http, config);
             let service = open(handler, transport, opening)
                 .await
                 .map_err(|e| Refused {

@@ -5,6 +5,7 @@ mod handler;
 mod link;
 mod listen;
 mod listing;
+mod meters;
 mod node;
 mod progress;
 mod routes;

@@ -28,6 +28,7 @@ use super::handler::UpstreamHandler;
 use super::link::{Cause, Link, Unreached, connect, refused_access, unreached};
 use super::listen::Listening;
 use super::listing::{Freshness, Kept, Listed};
+use super::meters::Meters;
 use super::routes::{Origin, Routes};
 use super::sessions::Sessions;
 use crate::config::{Transport, UpstreamConfig};
@@ -114,6 +115,8 @@ pub enum Refusal {
 pub struct Upstream {
     config: UpstreamConfig,
     name: Arc<str>,
+    /// Its request metrics, labelled with `name`.
+    meters: Meters,
     breaker: Arc<CircuitBreaker>,
     tools: HashMap<String, (Arc<CircuitBreaker>, McpClassifier)>,
     guard: ToolGuard<ErrorWords>,
@@ -329,6 +332,7 @@ impl Upstream {
         let guard = ToolGuard::new(GUARD_LIMIT, RetryPolicy::none())
             .error_text(failure_words as ErrorWords);
         Arc::new(Upstream {
+            meters: Meters::new(&name),
             name,
             breaker,
             tools,
@@ -751,25 +755,13 @@ impl Upstream {
 
     /// One forwarded request that reached the upstream: its latency and its result.
     fn observe(&self, method: &str, elapsed: Duration, result: &'static str) {
-        metrics::histogram!(
-            "toolbreaker_gateway_request_duration_seconds",
-            "dependency" => self.name.to_string(),
-            "method" => method.to_owned()
-        )
-        .record(elapsed.as_secs_f64());
-        self.count(method, result);
+        self.meters.observe(method, elapsed, result);
     }
 
     /// One forwarded request, by result: `ok`, `error` (the upstream's, a timeout, a lost
     /// connection), `blocked` (refused by the breaker: nothing sent) or `failed`.
     fn count(&self, method: &str, result: &'static str) {
-        metrics::counter!(
-            "toolbreaker_gateway_requests_total",
-            "dependency" => self.name.to_string(),
-            "method" => method.to_owned(),
-            "result" => result
-        )
-        .increment(1);
+        self.meters.count(method, result);
     }
 
     fn note(&self, outcome: Outcome) {
