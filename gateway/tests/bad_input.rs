@@ -4,8 +4,9 @@
 //! and known methods with params that do not fit them, over a 2025-11-25 session (after
 //! `initialize`) and as 2026-07-28 stateless requests. Each gets JSON-RPC's error for it (400,
 //! `-32700`, `-32600`, `-32602`), the gateway serves a good call afterwards, and a 5,000
-//! character tool name reaches the log capped. A binary of its own: it installs the process's
-//! global subscriber.
+//! character tool name reaches the log capped. Raw requests also show a 2026-07-28 answer's
+//! framing: plain JSON, unless a message goes before it. A binary of its own: it installs the
+//! process's global subscriber.
 #![allow(deprecated)]
 
 mod common;
@@ -492,6 +493,58 @@ async fn malformed_2026_stateless_requests_get_json_rpc_errors_and_a_good_call_f
     assert_eq!(
         result["result"]["content"][0]["text"], "stateless",
         "{result}"
+    );
+}
+
+/// A 2026-07-28 call whose first message back is its answer is answered as plain JSON (one
+/// message, no event stream); one whose upstream reports progress first is answered as an
+/// event stream, the progress before the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_answer_is_plain_json_unless_a_message_goes_before_it() {
+    let stack = Stack::start().await;
+    let call = json!({"jsonrpc": "2.0", "id": 50, "method": "tools/call",
+        "params": {"name": "up.echo", "arguments": {"text": "plain"}, "_meta": meta_2026()}});
+    let answer = stack
+        .post(
+            call.to_string(),
+            &headers_2026("tools/call", Some("up.echo")),
+        )
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    assert!(
+        answer.content_type.starts_with("application/json"),
+        "{} {}",
+        answer.content_type,
+        answer.text
+    );
+    let whole: Value = serde_json::from_str(&answer.text).expect("one JSON message");
+    assert_eq!(whole["id"], 50, "{whole}");
+    assert_eq!(whole["result"]["content"][0]["text"], "plain", "{whole}");
+
+    // `ask` reports progress (to a client that asked for it), then asks for a sample.
+    let mut meta = meta_2026();
+    meta["progressToken"] = json!("p");
+    let call = json!({"jsonrpc": "2.0", "id": 51, "method": "tools/call",
+        "params": {"name": "up.ask", "arguments": {}, "_meta": meta}});
+    let answer = stack
+        .post(
+            call.to_string(),
+            &headers_2026("tools/call", Some("up.ask")),
+        )
+        .await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    assert!(
+        answer.content_type.starts_with("text/event-stream"),
+        "{} {}",
+        answer.content_type,
+        answer.text
+    );
+    let progress = answer.text.find("notifications/progress");
+    let end = answer.text.find("\"id\":51");
+    assert!(
+        progress.is_some() && progress < end,
+        "the progress, then the answer: {}",
+        answer.text
     );
 }
 
