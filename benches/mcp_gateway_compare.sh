@@ -17,9 +17,10 @@
 # first round's order; each round starts one later), PROFILE (bench, the default: the server and
 # the load built as `cargo bench` builds them, the gateway with --release; release: all three with
 # --release, one build of the dependencies for the three; dev: debug builds, quick to build, for
-# --smoke only),
+# --smoke: their figures say nothing of speed),
 # MCP_PROXY (the mcp-proxy binary: `mcp-proxy` on the PATH unless set), MCP_PROXY_VERSION (its
-# version, for a binary that cargo did not install), PYTHON (the Python with
+# version as you vouch for it, in place of cargo's record: for a binary cargo did not install),
+# PYTHON (the Python with
 # fastmcp installed: `benches/.venv-fastmcp/bin/python` when that exists, else python3),
 # GATEWAY_BIN (a gateway binary to run instead of building one), BASELINE_BIN (another gateway
 # binary, say one built at an earlier commit, measured as target `baseline` in the same rounds:
@@ -45,18 +46,29 @@ cd "$(dirname "$0")/.."
 
 summary_only=
 smoke=
+given="$*"
 if [[ ${1:-} == --smoke ]]; then
   smoke=1
-  set -- 1
+  shift
+  set -- 1 "$@"
   CLIENTS=${CLIENTS:-4} DURATION=1 ONE_DURATION=1 WARM_UP=0
 fi
 if [[ ${1:-} == --summary ]]; then
   summary_only=${2:?--summary needs the results file of an earlier run}
-  [[ -r $summary_only ]] || { echo "mcp_gateway_compare.sh: cannot read $summary_only" >&2; exit 2; }
-  set -- 1
+  [[ -f $summary_only && -r $summary_only ]] || { echo "mcp_gateway_compare.sh: cannot read the file $summary_only" >&2; exit 2; }
+  shift
+  set -- 1 "${@:2}"
+fi
+if [[ $# -gt 1 ]]; then
+  echo "mcp_gateway_compare.sh: one argument at most (ROUNDS, --smoke or --summary FILE), not: $given" >&2
+  exit 2
 fi
 rounds=${1:-3}
 clients=${CLIENTS:-64}
+if [[ -n $summary_only && -z ${CLIENTS:-} ]]; then
+  # The run's own client count: the largest in the file.
+  clients=$(awk -F '\t' '$3 + 0 > n { n = $3 + 0 } END { print n + 0 }' "$summary_only")
+fi
 duration=${DURATION:-10}
 warm_up=${WARM_UP:-1}
 one_duration=${ONE_DURATION:-5}
@@ -78,8 +90,23 @@ if [[ -z ${PYTHON:-} ]]; then
   if [[ -x benches/.venv-fastmcp/bin/python ]]; then PYTHON=benches/.venv-fastmcp/bin/python; else PYTHON=python3; fi
 fi
 case $rounds in
-  '' | *[!0-9]* | 0) echo "mcp_gateway_compare.sh: ROUNDS must be a positive whole number, not '$rounds'" >&2; exit 2 ;;
+  '' | *[!0-9]*) echo "mcp_gateway_compare.sh: ROUNDS must be a positive whole number, not '$rounds'" >&2; exit 2 ;;
 esac
+if ((10#$rounds == 0)); then
+  echo "mcp_gateway_compare.sh: ROUNDS must be a positive whole number, not '$rounds'" >&2
+  exit 2
+fi
+# Every target named is known, and there is one, before anything is built.
+for target in $targets; do
+  case $target in
+    direct | mcp-proxy | fastmcp | gateway | baseline) ;;
+    *) echo "mcp_gateway_compare: unknown target '$target' in TARGETS (direct, mcp-proxy, fastmcp, gateway, baseline)" >&2; exit 2 ;;
+  esac
+done
+if [[ -z ${targets// /} && -z $summary_only ]]; then
+  echo "mcp_gateway_compare.sh: TARGETS names no target" >&2
+  exit 2
+fi
 
 # The medians over the rounds, per target and client count, of a results file (RESULTS CLIENTS).
 summary() {
@@ -131,7 +158,11 @@ awk -F '\t' -v clients="$2" '
 
 
 if [[ -n $summary_only ]]; then
-  summary "$summary_only" "$clients"
+  if ! grep -qE $'^[^\t]+\t[0-9]+\t[0-9]+\t\\{' "$summary_only"; then
+    echo "mcp_gateway_compare.sh: $summary_only has no result line (TARGET, ROUND, CLIENTS and a JSON line, tab-separated)" >&2
+    exit 2
+  fi
+  summary "$summary_only" "$clients" || exit 1
   exit 0
 fi
 
@@ -250,7 +281,7 @@ for target in $targets; do
     mcp-proxy)
       proxy=${MCP_PROXY:-mcp-proxy}
       if ! command -v "$proxy" > /dev/null; then
-        not_measured mcp-proxy "no $proxy on the PATH (install: cargo install --locked mcp-proxy --version $mcp_proxy_version)"
+        not_measured mcp-proxy "no mcp-proxy at '$proxy' (install: cargo install --locked mcp-proxy --version $mcp_proxy_version)"
         continue
       fi
       # mcp-proxy has no --version: the version is cargo's record of what it installed, or
@@ -283,7 +314,9 @@ EOF
       pid=$!
       pids+=("$pid")
       if ! wait_port "$port" "$pid"; then
-        not_measured mcp-proxy "\`$proxy --config $out/mcp-proxy.toml\` did not start listening on port $port: $(tail -3 "$out/mcp-proxy.err" | tr '\n' ' ')"
+        status=running
+        kill -0 "$pid" 2> /dev/null || { wait "$pid"; status="exited with status $?"; }
+        not_measured mcp-proxy "\`$proxy --config $out/mcp-proxy.toml\` did not start listening on port $port ($status): $(tail -3 "$out/mcp-proxy.err" | tr '\n' ' ')"
         continue
       fi
       echo "mcp_gateway_compare: $version at http://127.0.0.1:$port/" >&2
@@ -350,9 +383,10 @@ cpu_ticks() { # PID
 ticks_per_s=$(getconf CLK_TCK 2> /dev/null || echo 100)
 
 # One run: TARGET ROUND CLIENTS SECONDS; its JSON line goes to the results, with the target's
-# process's CPU time per counted call (`cpu_us_per_call`: its CPU over the warm-up and the run,
-# scaled to the run's share, over the calls counted; in clock ticks, 10 ms here, so a few
-# percent at these rates).
+# process's CPU time per counted call (`cpu_us_per_call`: its CPU over the whole of mcp_load's
+# run, the clients' connecting and closing included, scaled by the run's share of the warm-up
+# and the run, over the calls counted; in clock ticks, 10 ms here. Connecting weighs most in
+# short runs: compare runs of the same length).
 load() {
   local line status before after
   before=$(cpu_ticks "${pid_of[$1]}")
@@ -372,6 +406,11 @@ load() {
 }
 
 n=${#measured[@]}
+if [[ $n -eq 0 ]]; then
+  echo "mcp_gateway_compare: no target could be measured:" >&2
+  cat "$out/not_measured.txt" >&2
+  exit 1
+fi
 for round in $(seq "$rounds"); do
   for i in $(seq 0 $((n - 1))); do
     target=${measured[$(((i + round - 1) % n))]}
@@ -394,9 +433,12 @@ fi
 if [[ -n $smoke ]]; then
   # Every run answered, with calls and without an error or a timeout.
   bad=$(awk -F '\t' '$4 ~ /"failed"/ || $4 !~ /"errors":0[,}]/ || $4 !~ /"timeouts":0[,}]/ || $4 ~ /"calls":0[,}]/' "$results")
-  if [[ -n $bad || ${#measured[@]} -eq 0 ]]; then
+  if [[ -n $bad ]]; then
     echo "mcp_gateway_compare: smoke: a run failed, erred, timed out or made no call:" >&2
     echo "$bad" >&2
+    failed=1
+  elif [[ $failed -ne 0 || ${#measured[@]} -eq 0 ]]; then
+    echo "mcp_gateway_compare: smoke: not every target was measured (NOT MEASURED above)" >&2
     failed=1
   else
     echo "mcp_gateway_compare: smoke: every target (${measured[*]}) answered in MCP $era without an error"

@@ -380,8 +380,9 @@ fn p3_state_reads_never_take_the_probe_slot_or_change_anything_in_any_state() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// P4: a panicking probe (covered with the rest of its class in P1 above); here the failure count
-// before the trip is also left untouched by a panicking ordinary call.
+// P4: a panicking probe (covered with the rest of its class in P1 above, where
+// `p1_an_ordinary_call_ending_without_a_verdict_neither_counts_nor_clears` also leaves the
+// failure count untouched by a panicking ordinary call).
 
 #[test]
 fn p4_a_probe_that_panics_releases_the_slot_and_the_next_caller_becomes_the_probe() {
