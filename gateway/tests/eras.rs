@@ -16,8 +16,8 @@ use rmcp::model::{
     ClientRequest, ContentBlock, CreateMessageRequestParams, CreateMessageResult, Implementation,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResponse, ResourceUpdatedNotificationParam,
-    SamplingMessage, ServerCapabilities, ServerConfig, ServerNotification, ServerResult,
-    SubscribeRequestParams, SubscriptionFilter, Tool,
+    ServerCapabilities, ServerConfig, ServerNotification, ServerResult, SubscribeRequestParams,
+    SubscriptionFilter, Tool,
 };
 use rmcp::service::{
     ClientLifecycleMode, NotificationContext, PeerRequestOptions, RequestContext, RoleClient,
@@ -256,10 +256,7 @@ impl ClientHandler for Watcher {
         _: CreateMessageRequestParams,
         _: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        Ok(CreateMessageResult::new(
-            SamplingMessage::assistant_text("sampled"),
-            "m".into(),
-        ))
+        Ok(common::sampled())
     }
 
     async fn on_progress(

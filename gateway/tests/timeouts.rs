@@ -36,8 +36,7 @@ use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
     ClientRequest, CreateMessageRequestParams, CreateMessageResult, Implementation, JsonRpcMessage,
-    LoggingLevel, ProtocolVersion, RequestId, RequestMetaObject, SamplingMessage,
-    ServerNotification, ServerResult,
+    LoggingLevel, ProtocolVersion, RequestId, RequestMetaObject, ServerNotification, ServerResult,
 };
 use rmcp::service::{
     ClientLifecycleMode, PeerRequestOptions, RequestContext, RoleClient, RunningService,
@@ -97,10 +96,7 @@ impl ClientHandler for Quiet {
         _: CreateMessageRequestParams,
         _: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        Ok(CreateMessageResult::new(
-            SamplingMessage::assistant_text("sampled"),
-            "m".into(),
-        ))
+        Ok(common::sampled())
     }
 }
 
@@ -455,11 +451,7 @@ async fn asked_runs(url: &str, modern: bool, runs: usize) {
             ServerResult::InputRequiredResult(input) if modern => {
                 let mut retry = ask.clone();
                 retry.request_state = input.request_state;
-                let sampled = serde_json::to_value(CreateMessageResult::new(
-                    SamplingMessage::assistant_text("sampled"),
-                    "m".into(),
-                ))
-                .unwrap();
+                let sampled = serde_json::to_value(common::sampled()).unwrap();
                 retry.input_responses = Some(
                     input
                         .input_requests

@@ -104,6 +104,23 @@ struct Table {
     by_token: HashMap<ProgressToken, RequestId>,
 }
 
+impl Table {
+    /// One route of the one client session with requests in flight, and the progress not yet
+    /// handed on of each of that session's requests; `None` with no session, or several.
+    fn one_session(&self) -> Option<(&Route, Vec<Arc<Unsent>>)> {
+        let mut routes = self.by_request.values();
+        let first = routes.next()?;
+        let mut unsent = vec![Arc::clone(&first.unsent)];
+        for other in routes {
+            if other.origin.session != first.origin.session {
+                return None;
+            }
+            unsent.push(Arc::clone(&other.unsent));
+        }
+        Some((first, unsent))
+    }
+}
+
 /// Where a request's messages go, and its progress not yet handed on.
 #[derive(Debug)]
 struct Route {
@@ -202,15 +219,7 @@ impl Routes {
         if let Some(route) = stream.and_then(|id| table.by_request.get(id)) {
             return Some((peer_of(&route.origin), vec![Arc::clone(&route.unsent)]));
         }
-        let mut routes = table.by_request.values();
-        let first = routes.next()?;
-        let mut unsent = vec![Arc::clone(&first.unsent)];
-        for other in routes {
-            if other.origin.session != first.origin.session {
-                return None;
-            }
-            unsent.push(Arc::clone(&other.unsent));
-        }
+        let (first, unsent) = table.one_session()?;
         Some((peer_of(&first.origin), unsent))
     }
 
@@ -221,15 +230,7 @@ impl Routes {
     pub async fn only_session(&self) -> Option<(Origin, Vec<Arc<Unsent>>)> {
         drop(self.sending.lock().await);
         let table = self.table();
-        let mut routes = table.by_request.values();
-        let first = routes.next()?;
-        let mut unsent = vec![Arc::clone(&first.unsent)];
-        for other in routes {
-            if other.origin.session != first.origin.session {
-                return None;
-            }
-            unsent.push(Arc::clone(&other.unsent));
-        }
+        let (first, unsent) = table.one_session()?;
         Some((first.origin.clone(), unsent))
     }
 

@@ -174,6 +174,11 @@ pub fn sample_request() -> CreateMessageRequestParams {
     CreateMessageRequestParams::new(vec![SamplingMessage::user_text("hi")], 10)
 }
 
+/// What the tests' clients answer a request for a sample with.
+pub fn sampled() -> CreateMessageResult {
+    CreateMessageResult::new(SamplingMessage::assistant_text("sampled"), "m".into())
+}
+
 /// `ask`'s request for a sample, in 2026-07-28's form.
 pub fn ask_for_a_sample() -> rmcp::model::InputRequiredResult {
     let request = rmcp::model::CreateMessageRequest::new(sample_request());
@@ -287,10 +292,7 @@ impl ClientHandler for Client {
             .get::<rmcp::service::InboundStreamOrigin>()
             .cloned();
         self.sampled_on.lock().unwrap().push(origin);
-        Ok(CreateMessageResult::new(
-            SamplingMessage::assistant_text("sampled"),
-            "m".into(),
-        ))
+        Ok(sampled())
     }
 
     async fn on_progress(
