@@ -273,6 +273,7 @@ fn http_app(
     options.breakers = Some(BreakerControl::of_gateway(gateway.clone()));
     let (sessions, status, scrape) = (gateway.clone(), gateway.clone(), gateway.clone());
     let ready = gateway.clone();
+    let shortcut = gateway.shortcut();
     let app = HttpApp::new(
         &options,
         move || Ok(sessions.session()),
@@ -280,7 +281,9 @@ fn http_app(
         Some(Arc::new(move || scrape.registry().export_metrics())),
     )
     .map_err(|e| e.to_string())?;
-    Ok(app.with_readiness(Arc::new(move || readiness(&ready))))
+    Ok(app
+        .with_readiness(Arc::new(move || readiness(&ready)))
+        .with_shortcut(shortcut))
 }
 
 /// `/readyz`'s view of the upstreams in force.

@@ -93,7 +93,8 @@ impl Stack {
             Arc::new(move || status.status()),
             None,
         )
-        .unwrap();
+        .unwrap()
+        .with_shortcut(gateway.shortcut());
         let (stop, stopped) = oneshot::channel::<()>();
         tokio::spawn(serve(listener, app, async move {
             let _ = stopped.await;

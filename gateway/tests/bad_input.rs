@@ -108,7 +108,8 @@ impl Stack {
             Arc::new(move || status.status()),
             None,
         )
-        .unwrap();
+        .unwrap()
+        .with_shortcut(gateway.shortcut());
         let (stop, stopped) = oneshot::channel::<()>();
         tokio::spawn(toolbreaker_gateway::serve::serve(
             listener,

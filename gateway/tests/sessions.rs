@@ -183,7 +183,8 @@ async fn a_2026_listen_stream_holds_a_place_while_it_is_open() {
         Arc::new(move || status.status()),
         None,
     )
-    .unwrap();
+    .unwrap()
+    .with_shortcut(gateway.shortcut());
     tokio::spawn(serve(listener, app, std::future::pending()));
     let url = format!("http://{addr}/mcp");
     let lifecycle = ClientLifecycleMode::Discover {

@@ -430,7 +430,8 @@ async fn served_with_metrics(upstreams: Vec<UpstreamConfig>) -> (Gateway, String
         Arc::new(move || status.status()),
         Some(Arc::new(move || scrape.registry().export_metrics())),
     )
-    .unwrap();
+    .unwrap()
+    .with_shortcut(gateway.shortcut());
     tokio::spawn(toolbreaker_gateway::serve::serve(
         listener,
         app,

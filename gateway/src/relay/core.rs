@@ -237,7 +237,7 @@ impl Core {
     }
 
     /// The upstream of tool `name` (as clients see it) and its own name for it.
-    fn resolve_tool(&self, name: &str) -> Option<(Arc<Upstream>, String)> {
+    pub(super) fn resolve_tool(&self, name: &str) -> Option<(Arc<Upstream>, String)> {
         let upstreams = self.upstreams();
         let configs: Vec<_> = upstreams.iter().map(|u| u.config()).collect();
         let (i, rest) = resolve(&configs, name, |i, rest| {
@@ -288,10 +288,16 @@ impl Core {
             ));
         }
         params.name = name.into();
+        upstream
+            .call_tool(&self.run(), params, Some(origin), cancel)
+            .await
+    }
+
+    /// The run of one tool call: its name, its time limit.
+    pub(super) fn run(&self) -> AgentRun {
         // Relaxed: a run's name only, unique by the read-modify-write; it orders nothing.
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
-        let run = AgentRun::new(format!("call-{n}"), self.call_time_limit, 16);
-        upstream.call_tool(&run, params, Some(origin), cancel).await
+        AgentRun::new(format!("call-{n}"), self.call_time_limit, 16)
     }
 
     /// The upstream and its own name for prompt `name`.

@@ -191,6 +191,14 @@ impl Gateway {
         Session::new(Arc::clone(&self.core))
     }
 
+    /// The direct road of 2026-07-28 clients' tool calls, for
+    /// [`HttpApp::with_shortcut`](crate::serve::HttpApp::with_shortcut) (see
+    /// `relay::direct`): a plain call to a tool of a 2026-07-28 upstream over HTTP is relayed
+    /// without rmcp's transports in between, with the same breaker, timeout and metrics.
+    pub fn shortcut(&self) -> crate::serve::Shortcut {
+        super::direct::shortcut(Arc::clone(&self.core))
+    }
+
     /// The upstreams in force, in configuration order.
     pub fn upstreams(&self) -> Vec<Arc<Upstream>> {
         self.core.upstreams().to_vec()

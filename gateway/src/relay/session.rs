@@ -150,7 +150,7 @@ impl Drop for Session {
 
 /// A 2026-07-28 answer says it is final (`resultType: "complete"`), whatever the upstream's
 /// said.
-fn complete(response: CallToolResponse) -> CallToolResponse {
+pub(super) fn complete(response: CallToolResponse) -> CallToolResponse {
     // (rmcp takes `resultType` off again for a 2025-11-25 client.)
     match response {
         CallToolResponse::Complete(mut result) => {

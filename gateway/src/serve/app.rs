@@ -22,6 +22,7 @@ use super::jsonrpc::{BodyLimit, answer_malformed};
 use super::limits::{Counted, Limits, cap_sessions};
 use super::options::HttpOptions;
 use super::ready::{ReadyFn, readyz};
+use super::shortcut::{Shortcut, Shortcuts};
 
 /// What `/status` answers: called on each request, its JSON is the body (the relay's view of
 /// its upstreams).
@@ -70,6 +71,7 @@ pub struct HttpApp {
     sessions: CancellationToken,
     in_flight: InFlight,
     drain: Duration,
+    shortcuts: Shortcuts,
 }
 
 impl HttpApp {
@@ -129,6 +131,7 @@ impl HttpApp {
             .with_max_request_body_bytes(options.max_request_bytes)
             .with_cancellation_token(sessions.clone());
         let limits = Limits::new(options.max_sessions, options.max_sessions_per_client);
+        let shortcuts = Shortcuts::default();
         let manager = Counted::new(Arc::clone(&limits), options.session_idle);
         let mcp = StreamableHttpService::new(factory, Arc::new(manager), config);
         let status = match &options.breakers {
@@ -149,7 +152,11 @@ impl HttpApp {
             .route_service(MCP_PATH, mcp)
             .layer(from_fn_with_state(limits, cap_sessions))
             .layer(from_fn_with_state(
-                BodyLimit(options.max_request_bytes),
+                BodyLimit {
+                    limit: options.max_request_bytes,
+                    hosts: AdmittedHosts::new(&hosts),
+                    shortcuts: shortcuts.clone(),
+                },
                 answer_malformed,
             ));
         let mut guarded = mcp.merge(observed);
@@ -174,6 +181,7 @@ impl HttpApp {
             sessions,
             in_flight,
             drain: options.drain,
+            shortcuts,
         })
     }
 
@@ -184,6 +192,14 @@ impl HttpApp {
         self.router = self
             .router
             .route("/readyz", get(move || readyz(ready.clone())));
+        self
+    }
+
+    /// The app with `shortcut` offered each plain 2026-07-28 POST to `/mcp` before rmcp's
+    /// transport ([`Shortcut`]); the bearer token, the request size limit and the malformed
+    /// body's refusal come first, as for any request. Given once: a second is ignored.
+    pub fn with_shortcut(self, shortcut: Shortcut) -> HttpApp {
+        self.shortcuts.set(shortcut);
         self
     }
 

@@ -56,7 +56,7 @@ impl AdmittedHosts {
     }
 
     /// Whether the authority `host` (`name` or `name:port`) is admitted.
-    fn admits(&self, host: &str) -> bool {
+    pub(crate) fn admits(&self, host: &str) -> bool {
         let Ok(authority) = Authority::try_from(host) else {
             return false;
         };

@@ -51,20 +51,28 @@ use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, 
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
+use super::hosts::AdmittedHosts;
 use super::log_limit::{LOG_INTERVAL, LogLimit};
+use super::shortcut::Shortcuts;
 use crate::redact::shown;
 
 /// The state of [`answer_malformed`]: rmcp's limit on a request body
-/// ([`HttpOptions::max_request_bytes`](super::HttpOptions::max_request_bytes)).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct BodyLimit(pub(crate) usize);
+/// ([`HttpOptions::max_request_bytes`](super::HttpOptions::max_request_bytes)), and what may
+/// answer a readable request before rmcp ([`Shortcuts`], offered it with the admitted hosts).
+#[derive(Clone)]
+pub(crate) struct BodyLimit {
+    pub(crate) limit: usize,
+    pub(crate) hosts: AdmittedHosts,
+    pub(crate) shortcuts: Shortcuts,
+}
 
 /// The middleware of `/mcp`; see the [module](self).
 pub(crate) async fn answer_malformed(
-    State(BodyLimit(limit)): State<BodyLimit>,
+    State(state): State<BodyLimit>,
     request: Request,
     next: Next,
 ) -> Response {
+    let limit = state.limit;
     if request.method() != Method::POST || !is_json(request.headers()) {
         return next.run(request).await;
     }
@@ -79,6 +87,11 @@ pub(crate) async fn answer_malformed(
         }
     };
     let known = bad_params(&body, modern(&parts.headers));
+    if known.is_none()
+        && let Some(answer) = state.shortcuts.take(&state.hosts, &parts.headers, &body)
+    {
+        return answer.await;
+    }
     let handed = match known {
         // A body rmcp cannot read: its answer is 415 unless a check of its own comes first.
         Some(_) => {

@@ -6,14 +6,15 @@ use std::process::Stdio;
 
 use rmcp::model::ProtocolVersion;
 use rmcp::service::{
-    ClientInitializeError, ClientLifecycleMode, Peer, RoleClient, RunningService, ServiceError,
-    serve_client_with_lifecycle,
+    ClientInitializeError, ClientLifecycleMode, Peer, RoleClient, RunningService, Service as _,
+    ServiceError, serve_client_with_lifecycle,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{DynamicTransportError, StreamableHttpClientTransport};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
+use super::direct::Direct;
 use super::handler::UpstreamHandler;
 use super::progress::Ordered;
 use crate::config::{Era, Transport};
@@ -32,6 +33,8 @@ pub struct Link {
     /// Cleared when a request on this connection got no answer at all (the server is gone:
     /// refused, reset), set again by the next answer: what `/status` calls `connected`.
     reachable: std::sync::atomic::AtomicBool,
+    /// The direct road of a tool call, for a 2026-07-28 upstream over HTTP.
+    direct: Option<Direct>,
 }
 
 impl Link {
@@ -52,6 +55,11 @@ impl Link {
     /// `input_required` results instead of requests to the client.
     pub fn is_modern(&self) -> bool {
         !self.era().has_initialize()
+    }
+
+    /// The direct road of a tool call (a 2026-07-28 upstream over HTTP), if it has one.
+    pub fn direct(&self) -> Option<&Direct> {
+        self.direct.as_ref()
     }
 
     /// Whether the connection can still carry requests.
@@ -342,9 +350,10 @@ async fn connect_with(
                 custom.insert(name, value);
             }
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-            config.custom_headers = custom;
+            config.custom_headers = custom.clone();
             let http = http_client().map_err(|e| refused(format!("the HTTP client: {e}")))?;
-            let transport = StreamableHttpClientTransport::with_client(http, config);
+            let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
+            let info = handler.get_info();
             let service = open(handler, transport, opening)
                 .await
                 .map_err(|e| Refused {
@@ -354,12 +363,21 @@ async fn connect_with(
                         access_at_open(&e).map_or(Cause::Connect, Cause::Access),
                     ),
                 })?;
+            let era = service
+                .peer()
+                .peer_info()
+                .map(|i| i.protocol_version.clone());
+            let direct = era.and_then(|era| {
+                let capabilities = &info.capabilities;
+                Direct::new(http, url, &custom, &era, &info.client_info, capabilities)
+            });
             Ok(Link {
                 service,
                 gone: CancellationToken::new(),
                 _end_child: None,
                 lost: Default::default(),
                 reachable: std::sync::atomic::AtomicBool::new(true),
+                direct,
             })
         }
         Transport::Stdio {
@@ -444,6 +462,7 @@ async fn connect_with(
                 _end_child: Some(end_tx),
                 lost: Default::default(),
                 reachable: std::sync::atomic::AtomicBool::new(true),
+                direct: None,
             })
         }
     }

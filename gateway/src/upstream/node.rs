@@ -23,7 +23,8 @@ use toolbreaker::{
     State, ToolGuard, ToolResult,
 };
 
-use super::client_time::upstream_deadline;
+use super::client_time::{ClientTime, upstream_deadline};
+use super::direct::{Answered, DirectCall, RawJson, plain_header_value};
 use super::handler::UpstreamHandler;
 use super::link::{Cause, Link, Unreached, connect, refused_access, unreached};
 use super::listen::Listening;
@@ -156,6 +157,8 @@ struct Cache {
 enum Reply {
     /// The tool's answer.
     Complete(CallToolResult),
+    /// The tool's answer as the upstream sent it (the direct road): not an error, final.
+    Raw(RawJson),
     /// A 2026-07-28 upstream's request for input, for a 2026-07-28 client to answer.
     InputRequired(InputRequiredResult),
     /// The upstream refused the request for what the client sent or lacks, not for the
@@ -169,7 +172,9 @@ impl Reply {
         match self {
             Reply::Complete(answer) => answer,
             // Taken out before: the guard's result is matched for them first.
-            Reply::InputRequired(_) | Reply::Refused(_) => CallToolResult::error(vec![]),
+            Reply::Raw(_) | Reply::InputRequired(_) | Reply::Refused(_) => {
+                CallToolResult::error(vec![])
+            }
         }
     }
 }
@@ -657,6 +662,17 @@ impl Upstream {
             // client's stream stall (what is left is then dropped with its route).
             registered.flushed().await;
         }
+        self.settle(&link, answer)
+    }
+
+    /// What an answer on `link` (by rmcp or the direct road) says of the connection: whether
+    /// the upstream is reachable, whether the connection is lost or speaks another era now
+    /// (then the answer is a lost connection's). Answers `answer`, or the error it stands for.
+    fn settle<T>(
+        &self,
+        link: &Arc<Link>,
+        answer: Result<T, ServiceError>,
+    ) -> Result<T, ServiceError> {
         match &answer {
             Ok(_) | Err(ServiceError::McpError(_)) => link.note_reachable(true),
             Err(error @ ServiceError::TransportSend(_)) if no_answer(error) => {
@@ -679,7 +695,7 @@ impl Upstream {
             // hears a version error the gateway itself does not have.
             tracing::warn!(upstream = %self.name, era = %link.era(), "the upstream no longer speaks this connection's era; reconnecting");
             link.note_lost();
-            self.forget(&link);
+            self.forget(link);
             return Err(ServiceError::TransportClosed);
         }
         match &answer {
@@ -687,7 +703,7 @@ impl Upstream {
             // next request connects afresh.
             Err(ServiceError::TransportClosed) => {
                 link.note_lost();
-                self.forget(&link);
+                self.forget(link);
             }
             // A request that failed on the wire (a 503 in front of the endpoint, a refused
             // connection) leaves the session as it is: rmcp recovers one the server forgot, and
@@ -881,19 +897,109 @@ impl Upstream {
         origin: Option<Origin>,
         cancel: &CancellationToken,
     ) -> Result<CallToolResponse, rmcp::ErrorData> {
-        let (breaker, classifier) = match self.tools.get(params.name.as_ref()) {
+        let name = params.name.clone();
+        let client = origin.as_ref().map(|o| Arc::clone(&o.client_time));
+        let client = client.unwrap_or_default();
+        let mut params = Some(params);
+        let relayed = self
+            .guarded(run, &name, &client, || {
+                let params = params.take();
+                let origin = origin.clone();
+                async move {
+                    let params = params.ok_or(ServiceError::UnexpectedResponse)?;
+                    self.call_rounds(params, origin, cancel).await
+                }
+            })
+            .await?;
+        Ok(match relayed {
+            Relayed::Response(response) => response,
+            // Only the direct road answers raw.
+            Relayed::Raw(raw) => CallToolResponse::Complete(
+                serde_json::from_slice(raw.json())
+                    .unwrap_or_else(|_| CallToolResult::error(vec![])),
+            ),
+        })
+    }
+
+    /// The link on which tool `name` (its own name) can be called by the direct road: the live
+    /// connection, when it is a 2026-07-28 upstream's over HTTP, the name goes in a header as
+    /// it is, and the tool's schema asks for no argument in a header (`x-mcp-header`).
+    pub fn direct_link(&self, name: &str) -> Option<Arc<Link>> {
+        let link = lock(&self.link).clone()?;
+        if !link.is_alive() || link.direct().is_none() || !plain_header_value(name) {
+            return None;
+        }
+        let cache = lock(&self.cache);
+        let tool = cache
+            .tools
+            .as_ref()?
+            .items
+            .iter()
+            .find(|t| t.name == name)?;
+        (!names_header(&tool.input_schema)).then_some(link)
+    }
+
+    /// [`call_tool`](Self::call_tool) by the direct road of `link` ([`direct_link`]
+    /// (Self::direct_link)), for a 2026-07-28 client: the same breaker, timeout,
+    /// classification, metrics and words; the upstream's final answer that is not an error
+    /// comes back as the raw JSON it sent.
+    ///
+    /// # Errors
+    ///
+    /// As [`call_tool`](Self::call_tool).
+    pub async fn call_tool_direct(
+        &self,
+        run: &AgentRun,
+        link: &Arc<Link>,
+        call: DirectCall<'_>,
+    ) -> Result<Relayed, rmcp::ErrorData> {
+        let time = ClientTime::default();
+        let Some(direct) = link.direct() else {
+            return Err(rmcp::ErrorData::internal_error("no direct road", None));
+        };
+        self.guarded(run, call.name, &time, || async {
+            // A JSON-RPC error, in a 2xx answer or not, is read as on rmcp's road.
+            match self.settle(link, direct.call(&call, &time).await) {
+                Ok(Answered::Result(raw)) => reply_of(raw),
+                Ok(Answered::Error(error)) | Err(ServiceError::McpError(error))
+                    if for_the_client(&error, false) =>
+                {
+                    Ok(Reply::Refused(error))
+                }
+                Ok(Answered::Error(error)) => Err(ServiceError::McpError(error)),
+                Err(error) => Err(error),
+            }
+        })
+        .await
+    }
+
+    /// A tool call (`name`, its own name) through the guard pipeline: its breaker (the tool's
+    /// own, if configured), the per-call timeout (put back by progress `time` hears, up to its
+    /// maximum), the classification; the answer the model reads.
+    async fn guarded<F, A>(
+        &self,
+        run: &AgentRun,
+        name: &str,
+        time: &ClientTime,
+        mut attempt: F,
+    ) -> Result<Relayed, rmcp::ErrorData>
+    where
+        F: FnMut() -> A,
+        A: Future<Output = Result<Reply, ServiceError>>,
+    {
+        let (breaker, classifier) = match self.tools.get(name) {
             Some((breaker, classifier)) => (breaker, classifier),
             None => (&self.breaker, &self.config.classifier),
         };
         // Its timeout, put back by each of its progress notifications up to its maximum.
-        let (timeout, max) = self.config.timeouts_for(&params.name);
+        let (timeout, max) = self.config.timeouts_for(name);
         // The span's `gen_ai.tool.name`: the tool's name as the model called it (with the
         // upstream's prefix), not the breaker's.
-        let tool = format!("{}{}", self.config.prefix, params.name);
-        let mut params = Some(params);
+        let tool = format!("{}{}", self.config.prefix, name);
         let started = std::time::Instant::now();
         let classify = |result: &Result<Reply, ServiceError>| match result {
             Ok(Reply::Complete(answer)) => Classified::new(classifier.answer(answer), None),
+            Ok(Reply::Raw(_)) => Classified::new(Outcome::Success, None),
             Ok(Reply::InputRequired(_) | Reply::Refused(_)) => {
                 Classified::new(Outcome::Ignored, None)
             }
@@ -910,15 +1016,11 @@ impl Upstream {
         let result = self
             .guard
             .call_tool(run, &tool, breaker, classify, || {
-                let params = params.take();
-                let origin = origin.clone();
+                let attempt = attempt();
                 async move {
-                    let params = params.ok_or(ServiceError::UnexpectedResponse)?;
-                    let client = origin.as_ref().map(|o| Arc::clone(&o.client_time));
-                    let client = client.unwrap_or_default();
                     tokio::select! {
-                        answer = self.call_rounds(params, origin, cancel) => answer,
-                        timeout = upstream_deadline(timeout, max, &client) => {
+                        answer = attempt => answer,
+                        timeout = upstream_deadline(timeout, max, time) => {
                             Err(ServiceError::Timeout { timeout })
                         }
                     }
@@ -931,7 +1033,7 @@ impl Upstream {
                 ..
             } => {
                 self.count("tools/call", "input_required");
-                return Ok(CallToolResponse::InputRequired(input));
+                return Ok(Relayed::Response(CallToolResponse::InputRequired(input)));
             }
             toolbreaker::ToolResult::Ok {
                 value: Reply::Refused(error),
@@ -939,6 +1041,14 @@ impl Upstream {
             } => {
                 self.count("tools/call", "error");
                 return Err(error);
+            }
+            toolbreaker::ToolResult::Ok {
+                value: Reply::Raw(raw),
+                ..
+            } => {
+                self.granted();
+                self.observe("tools/call", started.elapsed(), "ok");
+                return Ok(Relayed::Raw(raw));
             }
             other => other.map(Reply::into_complete),
         };
@@ -958,7 +1068,8 @@ impl Upstream {
             toolbreaker::ToolResult::Blocked { .. } => self.count("tools/call", "blocked"),
             _ => self.count("tools/call", "stopped"),
         }
-        Ok(CallToolResponse::Complete(reworded(result).into()))
+        let answer = reworded(result).into();
+        Ok(Relayed::Response(CallToolResponse::Complete(answer)))
     }
 
     /// One attempt of a tool call: the request, and for a 2025-11-25 client behind a
@@ -1211,6 +1322,55 @@ fn forwarded_meta(meta: &RequestMetaObject, modern: bool) -> RequestMetaObject {
             || (modern && key == "io.modelcontextprotocol/logLevel")
     });
     forwarded
+}
+
+/// What a tool call came to, for its client.
+#[derive(Debug)]
+pub enum Relayed {
+    /// The upstream's final answer, not an error, as the raw JSON it sent (the direct road).
+    Raw(RawJson),
+    /// Any other answer: the model's tool result, or a request for input.
+    Response(CallToolResponse),
+}
+
+/// The reply a direct road's `result` stands for: a final answer that is not an error stays
+/// raw; an error answer (which the classification reads) or a request for input is read.
+fn reply_of(raw: RawJson) -> Result<Reply, ServiceError> {
+    #[derive(serde::Deserialize)]
+    struct Kind<'a> {
+        #[serde(rename = "isError", default)]
+        is_error: Option<bool>,
+        #[serde(rename = "resultType", borrow, default)]
+        result_type: Option<std::borrow::Cow<'a, str>>,
+    }
+    let kind: Kind<'_> =
+        serde_json::from_slice(raw.json()).map_err(|_| ServiceError::UnexpectedResponse)?;
+    match kind.result_type.as_deref() {
+        None | Some("complete") if kind.is_error != Some(true) => Ok(Reply::Raw(raw)),
+        None | Some("complete") => serde_json::from_slice(raw.json())
+            .map(Reply::Complete)
+            .map_err(|_| ServiceError::UnexpectedResponse),
+        Some("input_required") => serde_json::from_slice(raw.json())
+            .map(Reply::InputRequired)
+            .map_err(|_| ServiceError::UnexpectedResponse),
+        // A task, or a kind of result this gateway does not know: as on rmcp's road.
+        Some(_) => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
+/// Whether a tool's input schema has an argument sent in a header (SEP-2243's
+/// `x-mcp-header`, anywhere in it).
+fn names_header(schema: &serde_json::Map<String, serde_json::Value>) -> bool {
+    fn within(value: &serde_json::Value) -> bool {
+        match value {
+            serde_json::Value::Object(map) => names_header(map),
+            serde_json::Value::Array(items) => items.iter().any(within),
+            _ => false,
+        }
+    }
+    schema
+        .iter()
+        .any(|(key, value)| key == "x-mcp-header" || within(value))
 }
 
 /// Keeps a listing just given as the last good one in `slot`, and answers it; with none

@@ -1,0 +1,317 @@
+//! The direct road of a 2026-07-28 client's tool call (`Gateway::shortcut`, as the binary
+//! serves it): the gateway app in front of a real rmcp upstream (2026-07-28 over HTTP) whose
+//! requests are recorded as they arrive. The arguments reach the upstream as the client wrote
+//! them; the breaker admits each call before any byte goes upstream (a tripped breaker's call
+//! never reaches it); an upstream's status is classified as on rmcp's road; a request the
+//! direct road does not take (an `Origin`, a log level) is still answered, by rmcp.
+#![allow(deprecated)]
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::middleware::{Next, from_fn_with_state};
+use axum::response::{IntoResponse, Response};
+use common::Up;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use toolbreaker::Registry;
+use toolbreaker_gateway::config::GatewayConfig;
+use toolbreaker_gateway::relay::Gateway;
+use toolbreaker_gateway::serve::{HttpApp, HttpOptions};
+
+/// The longest any request here may take.
+const WAIT: Duration = Duration::from_secs(20);
+
+/// What the upstream saw, and whether it answers tool calls `503` now, or refuses them for a
+/// capability the client did not declare (`-32021`, HTTP 400, as a 2026-07-28 server does).
+#[derive(Clone, Default)]
+struct Seen {
+    calls: Arc<Mutex<Vec<String>>>,
+    failing: Arc<AtomicBool>,
+    refusing: Arc<AtomicBool>,
+}
+
+impl Seen {
+    fn calls(&self) -> Vec<String> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+/// Records each `tools/call` body; answers it `503` while `failing`.
+async fn record(State(seen): State<Seen>, request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, 1 << 20).await.unwrap();
+    let text = String::from_utf8_lossy(&body).into_owned();
+    if text.contains("\"tools/call\"") {
+        seen.calls.lock().unwrap().push(text.clone());
+        if seen.failing.load(Ordering::SeqCst) {
+            return (axum::http::StatusCode::SERVICE_UNAVAILABLE, "down").into_response();
+        }
+        if seen.refusing.load(Ordering::SeqCst) {
+            let id = serde_json::from_str::<Value>(&text).unwrap()["id"].clone();
+            let refusal = json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32021, "message": "the client did not declare sampling"}});
+            return (
+                axum::http::StatusCode::BAD_REQUEST,
+                [("content-type", "application/json")],
+                refusal.to_string(),
+            )
+                .into_response();
+        }
+    }
+    next.run(Request::from_parts(parts, body.into())).await
+}
+
+struct Stack {
+    mcp: String,
+    http: reqwest::Client,
+    seen: Seen,
+    gateway: Gateway,
+    _stop: oneshot::Sender<()>,
+}
+
+impl Stack {
+    async fn start() -> Stack {
+        let seen = Seen::default();
+        let upstream = {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let service = StreamableHttpService::new(
+                || Ok(Up { crashable: false }),
+                Arc::new(LocalSessionManager::default()),
+                StreamableHttpServerConfig::default(),
+            );
+            let app = axum::Router::new()
+                .nest_service("/mcp", service)
+                .layer(from_fn_with_state(seen.clone(), record));
+            tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+            format!("http://{addr}/mcp")
+        };
+        let config =
+            toolbreaker::Config::new(3, Duration::from_secs(60), Duration::from_secs(5)).unwrap();
+        let gateway = Gateway::new("gw", Registry::new(config), Duration::from_secs(30));
+        let up = common::http_upstream("up", "up.", &upstream);
+        gateway
+            .start(GatewayConfig {
+                upstreams: vec![up],
+                registry: Default::default(),
+            })
+            .await
+            .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let options = HttpOptions::new(addr);
+        let (sessions, status) = (gateway.clone(), gateway.clone());
+        let app = HttpApp::new(
+            &options,
+            move || Ok(sessions.session()),
+            Arc::new(move || status.status()),
+            None,
+        )
+        .unwrap()
+        .with_shortcut(gateway.shortcut());
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(toolbreaker_gateway::serve::serve(
+            listener,
+            app,
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        let stack = Stack {
+            mcp: format!("http://{addr}/mcp"),
+            http: reqwest::Client::builder().timeout(WAIT).build().unwrap(),
+            seen,
+            gateway,
+            _stop: stop,
+        };
+        stack.wait_for_tools().await;
+        stack
+    }
+
+    /// Until the gateway has listed the upstream's tools (the direct road needs the listing).
+    async fn wait_for_tools(&self) {
+        for _ in 0..200 {
+            let upstream = &self.gateway.upstreams()[0];
+            if upstream.knows_tool("echo") == Some(true) && upstream.direct_link("echo").is_some() {
+                return;
+            }
+            // The listing is the gateway's background task; asking for it starts it now.
+            let list = json!({"jsonrpc": "2.0", "id": 0, "method": "tools/list",
+                "params": {"_meta": meta()}});
+            self.post(&list.to_string(), &[("mcp-method", "tools/list")])
+                .await;
+        }
+        panic!("the gateway never listed the upstream's tools by the direct road's link");
+    }
+
+    /// A 2026-07-28 POST of `body` with `headers`: its status, content type and text.
+    async fn post(&self, body: &str, headers: &[(&str, &str)]) -> (u16, String, String) {
+        let mut request = self
+            .http
+            .post(&self.mcp)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", "2026-07-28")
+            .body(body.to_owned());
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().await.expect("the gateway answers");
+        let status = response.status().as_u16();
+        let kind = response
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        (status, kind, response.text().await.unwrap())
+    }
+
+    /// Calls `up.echo` with `arguments` (as text), with extra `headers`: the answer's JSON.
+    async fn echo(&self, id: u64, arguments: &str, headers: &[(&str, &str)]) -> Value {
+        self.echo_answered(id, arguments, headers, 200).await
+    }
+
+    /// As [`echo`](Self::echo), answered with HTTP `status`.
+    async fn echo_answered(
+        &self,
+        id: u64,
+        arguments: &str,
+        headers: &[(&str, &str)],
+        expected: u16,
+    ) -> Value {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"up.echo","arguments":{arguments},"_meta":{}}}}}"#,
+            meta()
+        );
+        let mut all = vec![("mcp-method", "tools/call"), ("mcp-name", "up.echo")];
+        all.extend_from_slice(headers);
+        let (status, kind, text) = self.post(&body, &all).await;
+        assert_eq!(status, expected, "{text}");
+        let json = match kind.starts_with("text/event-stream") {
+            true => text
+                .lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(str::trim)
+                .rfind(|data| data.contains(&format!("\"id\":{id}")))
+                .unwrap_or_else(|| panic!("no answer in {text}"))
+                .to_owned(),
+            false => text,
+        };
+        serde_json::from_str(&json).unwrap()
+    }
+}
+
+fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_arguments_reach_the_upstream_as_the_client_wrote_them() {
+    let stack = Stack::start().await;
+    let written = r#"{"text": "as written",   "n": 1.50, "z": [1, 2]}"#;
+    let answer = stack.echo(1, written, &[]).await;
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "as written",
+        "{answer}"
+    );
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    let calls = stack.seen.calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(
+        calls[0].contains(&format!(r#""arguments":{written}"#)),
+        "not as written: {}",
+        calls[0]
+    );
+    let sent: Value = serde_json::from_str(&calls[0]).unwrap();
+    let meta = &sent["params"]["_meta"];
+    assert_eq!(sent["params"]["name"], "echo", "{sent}");
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientInfo"]["name"], "toolbreaker-gateway",
+        "the gateway's own: {sent}"
+    );
+    assert!(meta["progressToken"].is_u64(), "the gateway's own: {sent}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_the_direct_road_leaves_is_answered_by_rmcp() {
+    let stack = Stack::start().await;
+    let written = r#"{"text": "by rmcp",   "n": 1.50}"#;
+    // A browser's request: its `Origin` is rmcp's to check. Answered, through rmcp, which
+    // writes the arguments anew.
+    let answer = stack
+        .echo(2, written, &[("origin", "http://localhost:3000")])
+        .await;
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "by rmcp",
+        "{answer}"
+    );
+    let calls = stack.seen.calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(
+        !calls[0].contains(written),
+        "rmcp's road writes the arguments anew: {}",
+        calls[0]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tripped_breakers_call_never_reaches_the_upstream() {
+    let stack = Stack::start().await;
+    stack.seen.failing.store(true, Ordering::SeqCst);
+    // Three 503s trip the breaker (threshold 3): each is the model's error, counted.
+    for id in 10..13 {
+        let answer = stack.echo(id, r#"{"text": "x"}"#, &[]).await;
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+    }
+    let calls = stack.seen.calls();
+    assert_eq!(calls.len(), 3);
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.contains(r#""arguments":{"text": "x"}"#)),
+        "each by the direct road: {calls:?}"
+    );
+    let upstream = &stack.gateway.upstreams()[0];
+    assert_eq!(upstream.last_failure(), Some("unavailable"));
+    // Open: the next call is blocked at once, and nothing goes upstream.
+    let answer = stack.echo(13, r#"{"text": "x"}"#, &[]).await;
+    let result = &answer["result"];
+    assert_eq!(result["isError"], true, "{answer}");
+    assert_eq!(result["structuredContent"]["status"], "blocked", "{answer}");
+    assert_eq!(
+        result["structuredContent"]["reason"], "dependency_open",
+        "{answer}"
+    );
+    assert_eq!(
+        stack.seen.calls().len(),
+        3,
+        "a blocked call was sent upstream"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_refusal_for_the_client_reaches_it_as_its_error() {
+    let stack = Stack::start().await;
+    stack.seen.refusing.store(true, Ordering::SeqCst);
+    // The upstream's `-32021` (HTTP 400) is the client's to hear, as on rmcp's road: its
+    // JSON-RPC error with HTTP 400, not the model's tool result; not counted.
+    for id in 20..24 {
+        let answer = stack.echo_answered(id, r#"{"text": "x"}"#, &[], 400).await;
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["error"]["code"], -32021, "{answer}");
+    }
+    assert_eq!(stack.seen.calls().len(), 4, "never blocked: not counted");
+    assert_eq!(stack.gateway.upstreams()[0].last_failure(), None);
+}
