@@ -6,8 +6,10 @@
 #![allow(deprecated)]
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+
+use arc_swap::ArcSwap;
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -40,7 +42,8 @@ pub struct Core {
     name: String,
     registry: Registry,
     sessions: Arc<Sessions>,
-    upstreams: RwLock<Upstreams>,
+    /// Read by every request without a lock (each reload stores a new list).
+    upstreams: ArcSwap<Vec<Arc<Upstream>>>,
     call_time_limit: Duration,
     calls: AtomicU64,
     /// 2026-07-28 clients' calls waiting for their answers to an upstream's requests.
@@ -55,7 +58,7 @@ impl Core {
             name,
             registry,
             sessions: Arc::default(),
-            upstreams: RwLock::new(Arc::default()),
+            upstreams: ArcSwap::default(),
             call_time_limit,
             calls: AtomicU64::new(0),
             inputs: Arc::new(Inputs::new(INPUT_WAIT)),
@@ -80,19 +83,11 @@ impl Core {
     }
 
     pub(super) fn upstreams(&self) -> Upstreams {
-        Arc::clone(
-            &self
-                .upstreams
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+        self.upstreams.load_full()
     }
 
     pub(super) fn set_upstreams(&self, upstreams: Upstreams) {
-        *self
-            .upstreams
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = upstreams;
+        self.upstreams.store(upstreams);
     }
 
     pub(super) fn session_closed(&self, id: SessionId) {
@@ -238,7 +233,7 @@ impl Core {
 
     /// The upstream of tool `name` (as clients see it) and its own name for it.
     pub(super) fn resolve_tool(&self, name: &str) -> Option<(Arc<Upstream>, String)> {
-        let upstreams = self.upstreams();
+        let upstreams = self.upstreams.load();
         let configs: Vec<_> = upstreams.iter().map(|u| u.config()).collect();
         let (i, rest) = resolve(&configs, name, |i, rest| {
             if !configs[i].exposes(rest) {

@@ -164,7 +164,10 @@ pub(super) fn shortcut(core: Arc<Core>) -> Shortcut {
                 capabilities: Some(taken.capabilities),
                 progress: tell.as_ref().map(|tell| tell as OnProgress<'_>),
             };
-            upstream.call_tool_direct(&core.run(), &link, direct).await
+            let exposed = taken.call.params.name;
+            upstream
+                .call_tool_direct(&core.run(), &link, exposed, direct)
+                .await
         };
         Some(Box::pin(respond(id, call, progress)))
     })

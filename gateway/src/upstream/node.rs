@@ -2,7 +2,10 @@
 //! listings.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use arc_swap::ArcSwapOption;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -123,15 +126,21 @@ pub struct Upstream {
     guard: ToolGuard<ErrorWords>,
     routes: Arc<Routes>,
     sessions: Arc<Sessions>,
-    link: Mutex<Option<Arc<Link>>>,
+    /// The connection in force, read by every request without a lock.
+    link: ArcSwapOption<Link>,
     connecting: tokio::sync::Mutex<()>,
     cache: Mutex<Cache>,
+    /// The tools of the listing kept, by own name, each with whether it sends an argument in a
+    /// header (`x-mcp-header`): read by every tool call without a lock.
+    tool_index: ArcSwapOption<HashMap<String, bool>>,
     /// The listen stream of a 2026-07-28 upstream.
     listening: Listening,
     last_failure: Mutex<Option<&'static str>>,
     /// The HTTP status of the upstream's refusal of access in force (logged once per change),
     /// until a request succeeds.
     access_refused: Mutex<Option<u16>>,
+    /// Whether `access_refused` may hold a status: read on every success.
+    any_refused: AtomicBool,
     /// Why the upstream is not connected, in words (credentials taken out): the last attempt
     /// to connect's error, or the last request's that got no answer.
     unreached: Mutex<Option<String>>,
@@ -344,12 +353,14 @@ impl Upstream {
             guard,
             routes: Arc::default(),
             sessions,
-            link: Mutex::new(None),
+            link: ArcSwapOption::empty(),
             connecting: tokio::sync::Mutex::new(()),
             cache: Mutex::default(),
+            tool_index: ArcSwapOption::empty(),
             listening: Listening::default(),
             last_failure: Mutex::new(None),
             access_refused: Mutex::new(None),
+            any_refused: AtomicBool::new(false),
             unreached: Mutex::new(None),
             unknown_names: Mutex::new(None),
             shutdown: CancellationToken::new(),
@@ -405,7 +416,7 @@ impl Upstream {
     /// No client listens to resource `uri` any more: its listen stream is reopened without.
     pub async fn stop_listening_to(&self, uri: &str) {
         if self.listening.remove(uri) {
-            let link = lock(&self.link).clone().filter(|l| l.is_alive());
+            let link = self.link.load_full().filter(|l| l.is_alive());
             if let Some(link) = link {
                 let wait = Some(self.config.per_call_timeout);
                 self.listening
@@ -442,10 +453,21 @@ impl Upstream {
     /// Whether the upstream's last listing has tool `name` (its own name); `None` when it has
     /// never been listed. Asked on every call: nothing is copied.
     pub fn knows_tool(&self, name: &str) -> Option<bool> {
-        lock(&self.cache)
-            .tools
+        self.tool_index
+            .load()
             .as_ref()
-            .map(|tools| tools.items.iter().any(|t| t.name == name))
+            .map(|tools| tools.contains_key(name))
+    }
+
+    /// Indexes the tools of the listing kept (called under the cache's lock, so the index
+    /// follows the listings in their order).
+    fn index_tools(&self, kept: Option<&Kept<Tool>>) {
+        let index = kept.map(|kept| {
+            let names = kept.items.iter();
+            let index = names.map(|t| (t.name.to_string(), names_header(&t.input_schema)));
+            Arc::new(index.collect())
+        });
+        self.tool_index.store(index);
     }
 
     /// Starts the background task that lists an upstream not listed yet (one down at start)
@@ -460,7 +482,7 @@ impl Upstream {
     pub fn stop(&self) {
         self.shutdown.cancel();
         self.listening.close();
-        lock(&self.link).take();
+        self.link.store(None);
     }
 
     async fn watch(self: Arc<Self>) {
@@ -470,7 +492,7 @@ impl Upstream {
         let mut restart = RETRY_MIN;
         let mut linked_since = None;
         loop {
-            let link = lock(&self.link).clone();
+            let link = self.link.load_full();
             let stdio = matches!(self.config.transport, Transport::Stdio { .. });
             let needs_link = stdio && !link.as_ref().is_some_and(|l| l.is_alive());
             let unknown = lock(&self.cache).tools.is_none();
@@ -534,7 +556,7 @@ impl Upstream {
             // Ended by the gateway (a reload, a shutdown): not the upstream's failure.
             return;
         }
-        lock(&self.link).take();
+        self.link.store(None);
         *lock(&self.last_failure) = Some(FailureKind::Connect.as_str());
         // Counted here only when no request failed with the connection, and none is in flight
         // on it (their own failures count the crash: one crash, one failure).
@@ -549,11 +571,11 @@ impl Upstream {
 
     /// The live connection, connecting when there is none.
     async fn link(&self) -> Result<Arc<Link>, ServiceError> {
-        if let Some(link) = lock(&self.link).as_ref().filter(|l| l.is_alive()) {
+        if let Some(link) = self.link.load().as_ref().filter(|l| l.is_alive()) {
             return Ok(Arc::clone(link));
         }
         let _one = self.connecting.lock().await;
-        if let Some(link) = lock(&self.link).as_ref().filter(|l| l.is_alive()) {
+        if let Some(link) = self.link.load().as_ref().filter(|l| l.is_alive()) {
             return Ok(Arc::clone(link));
         }
         if self.shutdown.is_cancelled() {
@@ -581,7 +603,7 @@ impl Upstream {
                 }
                 let era = link.era();
                 lock(&self.cache).era = Some(era.clone());
-                *lock(&self.link) = Some(Arc::clone(&link));
+                self.link.store(Some(Arc::clone(&link)));
                 lock(&self.unreached).take();
                 self.granted();
                 if link.is_modern() {
@@ -717,10 +739,10 @@ impl Upstream {
 
     /// Drops `link` if it is still the one in force.
     fn forget(&self, link: &Arc<Link>) {
-        let mut current = lock(&self.link);
-        if current.as_ref().is_some_and(|l| Arc::ptr_eq(l, link)) {
-            current.take();
-        }
+        self.link.rcu(|current| match current {
+            Some(current) if Arc::ptr_eq(current, link) => None,
+            other => other.clone(),
+        });
     }
 
     /// [`send`](Self::send), admitted by the upstream's breaker, bounded by the per-call
@@ -807,7 +829,11 @@ impl Upstream {
     /// error-level line is logged when the refusal is new (not at every request).
     fn refused(&self, status: u16) {
         *lock(&self.last_failure) = Some(UNAUTHORIZED);
-        let before = lock(&self.access_refused).replace(status);
+        let before = {
+            let mut refused = lock(&self.access_refused);
+            self.any_refused.store(true, Ordering::Relaxed);
+            refused.replace(status)
+        };
         if before != Some(status) {
             tracing::error!(
                 upstream = %self.name,
@@ -821,7 +847,14 @@ impl Upstream {
 
     /// A request succeeded: a refusal of access logged before is over.
     fn granted(&self) {
-        if lock(&self.access_refused).take().is_some() {
+        // Relaxed: a hint that spares the lock on every success; it changes only under the
+        // lock, which orders it with the status.
+        if !self.any_refused.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut refused = lock(&self.access_refused);
+        self.any_refused.store(false, Ordering::Relaxed);
+        if refused.take().is_some() {
             tracing::info!(upstream = %self.name, "the upstream accepts the gateway's requests again");
         }
     }
@@ -901,8 +934,11 @@ impl Upstream {
         let client = origin.as_ref().map(|o| Arc::clone(&o.client_time));
         let client = client.unwrap_or_default();
         let mut params = Some(params);
+        // The span's `gen_ai.tool.name`: the tool's name as the model called it (with the
+        // upstream's prefix), not the breaker's.
+        let exposed = format!("{}{}", self.config.prefix, name);
         let relayed = self
-            .guarded(run, &name, &client, || {
+            .guarded(run, &name, &exposed, &client, || {
                 let params = params.take();
                 let origin = origin.clone();
                 async move {
@@ -925,7 +961,7 @@ impl Upstream {
     /// connection, when it is a 2026-07-28 upstream's over HTTP, the name goes in a header as
     /// it is, and the tool's schema asks for no argument in a header (`x-mcp-header`).
     pub fn direct_link(&self, name: &str) -> Option<Arc<Link>> {
-        let link = lock(&self.link).clone()?;
+        let link = self.link.load_full()?;
         if !link.is_alive() || link.direct().is_none() || !plain_header_value(name) {
             return None;
         }
@@ -951,13 +987,14 @@ impl Upstream {
         &self,
         run: &AgentRun,
         link: &Arc<Link>,
+        exposed: &str,
         call: DirectCall<'_>,
     ) -> Result<Relayed, rmcp::ErrorData> {
         let time = ClientTime::default();
         let Some(direct) = link.direct() else {
             return Err(rmcp::ErrorData::internal_error("no direct road", None));
         };
-        self.guarded(run, call.name, &time, || async {
+        self.guarded(run, call.name, exposed, &time, || async {
             // A JSON-RPC error, in a 2xx answer or not, is read as on rmcp's road.
             match self.settle(link, direct.call(&call, &time).await) {
                 Ok(Answered::Result(raw)) => reply_of(raw),
@@ -973,13 +1010,15 @@ impl Upstream {
         .await
     }
 
-    /// A tool call (`name`, its own name) through the guard pipeline: its breaker (the tool's
+    /// A tool call (`name`, its own name; `exposed`, as the model called it, the span's
+    /// `gen_ai.tool.name`) through the guard pipeline: its breaker (the tool's
     /// own, if configured), the per-call timeout (put back by progress `time` hears, up to its
     /// maximum), the classification; the answer the model reads.
     async fn guarded<F, A>(
         &self,
         run: &AgentRun,
         name: &str,
+        exposed: &str,
         time: &ClientTime,
         mut attempt: F,
     ) -> Result<Relayed, rmcp::ErrorData>
@@ -993,9 +1032,6 @@ impl Upstream {
         };
         // Its timeout, put back by each of its progress notifications up to its maximum.
         let (timeout, max) = self.config.timeouts_for(name);
-        // The span's `gen_ai.tool.name`: the tool's name as the model called it (with the
-        // upstream's prefix), not the breaker's.
-        let tool = format!("{}{}", self.config.prefix, name);
         let started = std::time::Instant::now();
         let classify = |result: &Result<Reply, ServiceError>| match result {
             Ok(Reply::Complete(answer)) => Classified::new(classifier.answer(answer), None),
@@ -1015,7 +1051,7 @@ impl Upstream {
         };
         let result = self
             .guard
-            .call_tool(run, &tool, breaker, classify, || {
+            .call_tool(run, exposed, breaker, classify, || {
                 let attempt = attempt();
                 async move {
                     tokio::select! {
@@ -1139,7 +1175,12 @@ impl Upstream {
                 },
             )
             .await;
-        let listed = keep(&mut lock(&self.cache).tools, listed);
+        let listed = {
+            let mut cache = lock(&self.cache);
+            let listed = keep(&mut cache.tools, listed);
+            self.index_tools(cache.tools.as_ref());
+            listed
+        };
         if let Some(fresh) = listed.as_ref().filter(|l| !l.kept) {
             self.check_named_tools(&fresh.items);
         }
@@ -1278,7 +1319,7 @@ impl Upstream {
             State::Open => "open",
             State::HalfOpen => "half_open",
         };
-        let connected = lock(&self.link).as_ref().is_some_and(|l| l.is_reachable());
+        let connected = self.link.load().as_ref().is_some_and(|l| l.is_reachable());
         let error = if connected {
             None
         } else {
@@ -1409,6 +1450,7 @@ impl Upstream {
         cache.era.clone_from(&earlier.era);
         cache.capabilities.clone_from(&earlier.capabilities);
         cache.tools.clone_from(&earlier.tools);
+        self.index_tools(cache.tools.as_ref());
         cache.resources.clone_from(&earlier.resources);
         cache.templates.clone_from(&earlier.templates);
         cache.prompts.clone_from(&earlier.prompts);
@@ -1468,7 +1510,7 @@ impl Upstream {
     /// Tells the upstream that a client's roots changed, if it is connected and has sessions
     /// (2026-07-28 has no such notification: roots are asked for during a call).
     pub async fn roots_changed(&self) {
-        let link = lock(&self.link).clone();
+        let link = self.link.load_full();
         if let Some(link) = link.filter(|l| l.is_alive() && !l.is_modern()) {
             let _ = link.peer().notify_roots_list_changed().await;
         }
