@@ -16,8 +16,14 @@ use axum::extract::{Request, State};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use common::Up;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use toolbreaker::Registry;
@@ -78,12 +84,20 @@ struct Stack {
 
 impl Stack {
     async fn start() -> Stack {
+        Stack::start_with(|| Up { crashable: false }, "echo").await
+    }
+
+    /// The stack with the upstream `factory` serves, once the gateway has listed its `tool`.
+    async fn start_with<S: ServerHandler + Send + 'static>(
+        factory: impl Fn() -> S + Send + Sync + 'static,
+        tool: &str,
+    ) -> Stack {
         let seen = Seen::default();
         let upstream = {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
             let service = StreamableHttpService::new(
-                || Ok(Up { crashable: false }),
+                move || Ok(factory()),
                 Arc::new(LocalSessionManager::default()),
                 StreamableHttpServerConfig::default(),
             );
@@ -131,15 +145,15 @@ impl Stack {
             gateway,
             _stop: stop,
         };
-        stack.wait_for_tools().await;
+        stack.wait_for_tool(tool).await;
         stack
     }
 
-    /// Until the gateway has listed the upstream's tools (the direct road needs the listing).
-    async fn wait_for_tools(&self) {
+    /// Until the gateway has listed the upstream's `tool` (the direct road needs the listing).
+    async fn wait_for_tool(&self, tool: &str) {
         for _ in 0..200 {
             let upstream = &self.gateway.upstreams()[0];
-            if upstream.knows_tool("echo") == Some(true) && upstream.direct_link("echo").is_some() {
+            if upstream.knows_tool(tool) == Some(true) && upstream.direct_link(tool).is_some() {
                 return;
             }
             // The listing is the gateway's background task; asking for it starts it now.
@@ -314,4 +328,69 @@ async fn an_upstreams_refusal_for_the_client_reaches_it_as_its_error() {
     }
     assert_eq!(stack.seen.calls().len(), 4, "never blocked: not counted");
     assert_eq!(stack.gateway.upstreams()[0].last_failure(), None);
+}
+
+/// An upstream whose `gather` answers once `GATHERED` calls are in it at once (or fails after
+/// [`WAIT`]).
+#[derive(Clone)]
+struct Gather(Arc<tokio::sync::Barrier>);
+
+/// More calls at once than any fixed pool of 16 lets through.
+const GATHERED: usize = 24;
+
+impl ServerHandler for Gather {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let schema = serde_json::from_value(json!({"type": "object"})).unwrap();
+        Ok(ListToolsResult::with_all_items(vec![Tool::new(
+            "gather",
+            "Answers once enough calls are in at once",
+            Arc::new(schema),
+        )]))
+    }
+
+    async fn call_tool(
+        &self,
+        _: CallToolRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        match tokio::time::timeout(WAIT, self.0.wait()).await {
+            Ok(_) => Ok(CallToolResult::success(vec![ContentBlock::text("gathered")]).into()),
+            Err(_) => Err(ErrorData::internal_error("never gathered", None)),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn as_many_calls_reach_the_upstream_at_once_as_clients_send_on_either_road() {
+    let barrier = Arc::new(tokio::sync::Barrier::new(GATHERED));
+    let stack = Stack::start_with(move || Gather(Arc::clone(&barrier)), "gather").await;
+    let stack = Arc::new(stack);
+    // The direct road, then rmcp's (a browser's `Origin` sends the same call through it).
+    for origin in [None, Some("http://localhost:3000")] {
+        let calls = (0..GATHERED as u64).map(|id| {
+            let stack = Arc::clone(&stack);
+            tokio::spawn(async move {
+                let body = format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"up.gather","arguments":{{}},"_meta":{}}}}}"#,
+                    meta()
+                );
+                let mut headers = vec![("mcp-method", "tools/call"), ("mcp-name", "up.gather")];
+                headers.extend(origin.map(|origin| ("origin", origin)));
+                stack.post(&body, &headers).await
+            })
+        });
+        for call in futures::future::join_all(calls).await {
+            let (status, _, text) = call.unwrap();
+            assert_eq!(status, 200, "{text}");
+            assert!(text.contains("gathered"), "origin {origin:?}: {text}");
+        }
+    }
 }

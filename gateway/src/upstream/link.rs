@@ -349,7 +349,10 @@ async fn connect_with(
                 })?;
                 custom.insert(name, value);
             }
-            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            // As many requests in flight as the clients send: rmcp's default of 16 queued every
+            // call past the 16th behind the slowest (the upstream's `max_in_flight` is the cap).
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                .max_concurrent_requests(usize::MAX);
             config.custom_headers = custom.clone();
             let http = http_client().map_err(|e| refused(format!("the HTTP client: {e}")))?;
             let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
