@@ -13,7 +13,8 @@
 # Environment: ERA (the MCP revision the clients speak: 2025-11-25, the default, with
 # `initialize` and a session per client; or 2026-07-28, stateless, `server/discover`), CLIENTS
 # (64), DURATION (10 s), WARM_UP (1 s, not counted), ONE_DURATION (5 s, the one-client runs),
-# TARGETS ("direct mcp-proxy gateway"; add fastmcp for FastMCP's proxy: which to measure, in the
+# TARGETS ("direct mcp-proxy gateway"; add fastmcp for FastMCP's proxy, guarded for the gateway with
+# a cap, adaptive throttling and a per-tool breaker on its upstream: which to measure, in the
 # first round's order; each round starts one later), PROFILE (bench, the default: the server and
 # the load built as `cargo bench` builds them, the gateway with --release; release: all three with
 # --release, one build of the dependencies for the three; dev: debug builds, quick to build, for
@@ -99,8 +100,8 @@ fi
 # Every target named is known, and there is one, before anything is built.
 for target in $targets; do
   case $target in
-    direct | mcp-proxy | fastmcp | gateway | baseline) ;;
-    *) echo "mcp_gateway_compare: unknown target '$target' in TARGETS (direct, mcp-proxy, fastmcp, gateway, baseline)" >&2; exit 2 ;;
+    direct | mcp-proxy | fastmcp | gateway | guarded | baseline) ;;
+    *) echo "mcp_gateway_compare: unknown target '$target' in TARGETS (direct, mcp-proxy, fastmcp, gateway, guarded, baseline)" >&2; exit 2 ;;
   esac
 done
 if [[ -z ${targets// /} && -z $summary_only ]]; then
@@ -238,14 +239,15 @@ declare -A url tool pid_of
 measured=()
 pid_of[direct]=$server_pid
 
-# Starts gateway binary BIN as target NAME, with the server as its one upstream; 1 when it does
-# not start (reported NOT MEASURED).
-start_gateway() { # NAME BIN
+# Starts gateway binary BIN as target NAME, with the server as its one upstream (and the TOML
+# EXTRA after its table); 1 when it does not start (reported NOT MEASURED).
+start_gateway() { # NAME BIN [EXTRA]
   local name=$1 gateway=$2 pid bound status
   cat > "$out/$name.toml" << EOF
 [upstreams.echo]
 url = "$server_url"
 prefix = ""
+${3:-}
 EOF
   # What `cargo run --release -p toolbreaker-gateway -- --config FILE --listen ADDR` runs.
   # On a port the system picks: its log line `listening bound=ADDR` says which (60 s at most).
@@ -270,6 +272,26 @@ EOF
   tool[$name]=echo
   pid_of[$name]=$pid
   measured+=("$name")
+}
+# The gateway binary to measure, in \$gateway: GATEWAY_BIN, or the one built here (once, for
+# `gateway` and `guarded`); 1 when there is none (target NAME reported NOT MEASURED).
+gateway_binary() { # NAME
+  [[ -n ${built_gateway:-} ]] && { gateway=$built_gateway; return 0; }
+  gateway=${GATEWAY_BIN:-$bin/toolbreaker-gateway}
+  if [[ -z ${GATEWAY_BIN:-} ]]; then
+    gateway_profile=release
+    [[ $profile == dev ]] && gateway_profile=dev
+    echo "mcp_gateway_compare: building toolbreaker-gateway ($gateway_profile profile)" >&2
+    if ! cargo build --profile "$gateway_profile" -p toolbreaker-gateway > "$out/build-gateway.log" 2>&1; then
+      not_measured "$1" "\`cargo build --profile $gateway_profile -p toolbreaker-gateway\` failed (log: $out/build-gateway.log): $(grep -m1 -E '^error' "$out/build-gateway.log")"
+      return 1
+    fi
+  fi
+  if [[ ! -x $gateway ]]; then
+    not_measured "$1" "no gateway binary at $gateway"
+    return 1
+  fi
+  built_gateway=$gateway
 }
 for target in $targets; do
   case $target in
@@ -345,21 +367,19 @@ EOF
       measured+=(fastmcp)
       ;;
     gateway)
-      gateway=${GATEWAY_BIN:-$bin/toolbreaker-gateway}
-      if [[ -z ${GATEWAY_BIN:-} ]]; then
-        gateway_profile=release
-        [[ $profile == dev ]] && gateway_profile=dev
-        echo "mcp_gateway_compare: building toolbreaker-gateway ($gateway_profile profile)" >&2
-        if ! cargo build --profile "$gateway_profile" -p toolbreaker-gateway > "$out/build-gateway.log" 2>&1; then
-          not_measured gateway "\`cargo build --profile $gateway_profile -p toolbreaker-gateway\` failed (log: $out/build-gateway.log): $(grep -m1 -E '^error' "$out/build-gateway.log")"
-          continue
-        fi
-      fi
-      if [[ ! -x $gateway ]]; then
-        not_measured gateway "no gateway binary at $gateway"
-        continue
-      fi
+      gateway_binary gateway || continue
       start_gateway gateway "$gateway" || continue
+      ;;
+    guarded)
+      # The same gateway with the admission of a serious deployment on its upstream, none of
+      # it refusing a call at this load: a cap, adaptive throttling, and a breaker of the tool's
+      # own (breaker keys in its table).
+      gateway_binary guarded || continue
+      start_gateway guarded "$gateway" "max_in_flight = 4096
+adaptive_throttling = { k = 2.0, window_ms = 10000 }
+
+[upstreams.echo.tools.echo]
+failure_threshold = 5" || continue
       ;;
     baseline)
       if [[ -z ${BASELINE_BIN:-} || ! -x ${BASELINE_BIN:-} ]]; then
@@ -369,7 +389,7 @@ EOF
       start_gateway baseline "$BASELINE_BIN" || continue
       ;;
     *)
-      echo "mcp_gateway_compare: unknown target '$target' in TARGETS (direct, mcp-proxy, fastmcp, gateway, baseline)" >&2
+      echo "mcp_gateway_compare: unknown target '$target' in TARGETS (direct, mcp-proxy, fastmcp, gateway, guarded, baseline)" >&2
       exit 2
       ;;
   esac

@@ -33,6 +33,8 @@ const PATH: &str = "/mcp";
 #[derive(Clone)]
 struct Echo {
     schema: Arc<JsonObject>,
+    /// How long `echo` waits before it answers.
+    delay: std::time::Duration,
 }
 
 impl ServerHandler for Echo {
@@ -63,6 +65,9 @@ impl ServerHandler for Echo {
                 None,
             ));
         }
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
         let text = request
             .arguments
             .as_ref()
@@ -74,14 +79,20 @@ impl ServerHandler for Echo {
     }
 }
 
-/// `--listen ADDR` (default `127.0.0.1:0`); anything else is a usage error.
-fn listen_addr() -> SocketAddr {
-    let usage = "usage: mcp_echo_server [--listen 127.0.0.1:PORT]";
+/// `--listen ADDR` (default `127.0.0.1:0`) and `--delay-ms MS` (default 0: how long `echo`
+/// waits before it answers, to hold calls in flight); anything else is a usage error.
+fn options() -> (SocketAddr, std::time::Duration) {
+    let usage = "usage: mcp_echo_server [--listen 127.0.0.1:PORT] [--delay-ms MS]";
     let mut args = std::env::args().skip(1);
     let mut addr = "127.0.0.1:0".to_owned();
+    let mut delay = 0;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--listen" => addr = args.next().unwrap_or_else(|| exit_usage(usage)),
+            "--delay-ms" => {
+                let ms = args.next().unwrap_or_else(|| exit_usage(usage));
+                delay = ms.parse().unwrap_or_else(|_| exit_usage(usage));
+            }
             "--help" | "-h" => {
                 println!("{usage}");
                 std::process::exit(0);
@@ -89,7 +100,8 @@ fn listen_addr() -> SocketAddr {
             _ => exit_usage(usage),
         }
     }
-    addr.parse().unwrap_or_else(|_| exit_usage(usage))
+    let addr = addr.parse().unwrap_or_else(|_| exit_usage(usage));
+    (addr, std::time::Duration::from_millis(delay))
 }
 
 fn exit_usage(usage: &str) -> ! {
@@ -99,7 +111,7 @@ fn exit_usage(usage: &str) -> ! {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> std::io::Result<()> {
-    let addr = listen_addr();
+    let (addr, delay) = options();
     let schema = match serde_json::json!({
         "type": "object",
         "properties": {"text": {"type": "string"}},
@@ -109,7 +121,7 @@ async fn main() -> std::io::Result<()> {
     };
     let config = StreamableHttpServerConfig::default();
     let sessions_end = config.cancellation_token.clone();
-    let echo = Echo { schema };
+    let echo = Echo { schema, delay };
     let service: StreamableHttpService<Echo, LocalSessionManager> =
         StreamableHttpService::new(move || Ok(echo.clone()), Default::default(), config);
     let router = axum::Router::new().nest_service(PATH, service);
