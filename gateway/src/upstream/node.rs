@@ -965,14 +965,8 @@ impl Upstream {
         if !link.is_alive() || link.direct().is_none() || !plain_header_value(name) {
             return None;
         }
-        let cache = lock(&self.cache);
-        let tool = cache
-            .tools
-            .as_ref()?
-            .items
-            .iter()
-            .find(|t| t.name == name)?;
-        (!names_header(&tool.input_schema)).then_some(link)
+        let header = *self.tool_index.load().as_ref()?.get(name)?;
+        (!header).then_some(link)
     }
 
     /// [`call_tool`](Self::call_tool) by the direct road of `link` ([`direct_link`]
