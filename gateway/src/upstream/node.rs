@@ -969,10 +969,10 @@ impl Upstream {
         (!header).then_some(link)
     }
 
-    /// [`call_tool`](Self::call_tool) by the direct road of `link` ([`direct_link`]
-    /// (Self::direct_link)), for a 2026-07-28 client: the same breaker, timeout,
-    /// classification, metrics and words; the upstream's final answer that is not an error
-    /// comes back as the raw JSON it sent.
+    /// [`call_tool`](Self::call_tool) by the direct road of `link`
+    /// ([`direct_link`](Self::direct_link)), for a 2026-07-28 client: the same breaker,
+    /// timeout, classification, metrics and words; the upstream's final answer that is not an
+    /// error comes back as the raw JSON it sent.
     ///
     /// # Errors
     ///
