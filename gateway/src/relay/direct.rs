@@ -302,9 +302,9 @@ fn answer(id: &[u8], relayed: Result<Relayed, rmcp::ErrorData>) -> (StatusCode, 
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     out.extend_from_slice(id);
     let status = match relayed {
-        Ok(Relayed::Raw(raw)) => {
+        Ok(Relayed::Raw { result, typed }) => {
             out.extend_from_slice(br#","result":"#);
-            said_complete(&mut out, raw.json());
+            said_complete(&mut out, result.json(), typed);
             StatusCode::OK
         }
         Ok(Relayed::Response(response)) => {
@@ -339,16 +339,10 @@ fn status_of(code: ErrorCode) -> StatusCode {
     }
 }
 
-/// `result` (a JSON object) into `out`, with `"resultType":"complete"` first when it says no
-/// `resultType` of its own.
-fn said_complete(out: &mut Vec<u8>, result: &[u8]) {
-    #[derive(Deserialize)]
-    struct Kind<'a> {
-        #[serde(rename = "resultType", borrow, default)]
-        result_type: Option<&'a RawValue>,
-    }
-    let says = serde_json::from_slice::<Kind<'_>>(result).is_ok_and(|k| k.result_type.is_some());
-    let Some(rest) = result.strip_prefix(b"{").filter(|_| !says) else {
+/// `result` (a JSON object) into `out`, with `"resultType":"complete"` first unless it says a
+/// `resultType` of its own (`typed`, as the upstream's answer was read).
+fn said_complete(out: &mut Vec<u8>, result: &[u8], typed: bool) {
+    let Some(rest) = result.strip_prefix(b"{").filter(|_| !typed) else {
         out.extend_from_slice(result);
         return;
     };
@@ -446,7 +440,7 @@ mod tests {
             ),
         ] {
             let mut out = Vec::new();
-            said_complete(&mut out, result.as_bytes());
+            said_complete(&mut out, result.as_bytes(), result.contains("resultType"));
             assert_eq!(std::str::from_utf8(&out).unwrap(), said);
             let _: serde_json::Value = serde_json::from_slice(&out).unwrap();
         }

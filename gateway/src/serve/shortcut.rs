@@ -64,10 +64,12 @@ fn plain_modern(hosts: &AdmittedHosts, headers: &HeaderMap) -> bool {
         }
         !accept.contains(';') && json && events
     };
-    one(header::HOST.as_str()).is_some_and(|host| hosts.admits(host))
-        && !headers.contains_key(header::ORIGIN)
+    // The revision first: a 2025-11-25 session's request, the most common other one, is left
+    // before the `Host` is parsed.
+    one("mcp-protocol-version") == Some("2026-07-28")
         && !headers.contains_key("mcp-session-id")
-        && one("mcp-protocol-version") == Some("2026-07-28")
+        && !headers.contains_key(header::ORIGIN)
+        && one(header::HOST.as_str()).is_some_and(|host| hosts.admits(host))
         && one(header::ACCEPT.as_str()).is_some_and(accepts)
         && one("mcp-method").is_some()
         && headers.get_all("mcp-name").iter().count() <= 1

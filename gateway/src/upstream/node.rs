@@ -166,8 +166,9 @@ struct Cache {
 enum Reply {
     /// The tool's answer.
     Complete(CallToolResult),
-    /// The tool's answer as the upstream sent it (the direct road): not an error, final.
-    Raw(RawJson),
+    /// The tool's answer as the upstream sent it (the direct road): not an error, final;
+    /// `typed` when it says its `resultType` itself.
+    Raw { result: RawJson, typed: bool },
     /// A 2026-07-28 upstream's request for input, for a 2026-07-28 client to answer.
     InputRequired(InputRequiredResult),
     /// The upstream refused the request for what the client sent or lacks, not for the
@@ -181,7 +182,7 @@ impl Reply {
         match self {
             Reply::Complete(answer) => answer,
             // Taken out before: the guard's result is matched for them first.
-            Reply::Raw(_) | Reply::InputRequired(_) | Reply::Refused(_) => {
+            Reply::Raw { .. } | Reply::InputRequired(_) | Reply::Refused(_) => {
                 CallToolResult::error(vec![])
             }
         }
@@ -950,8 +951,8 @@ impl Upstream {
         Ok(match relayed {
             Relayed::Response(response) => response,
             // Only the direct road answers raw.
-            Relayed::Raw(raw) => CallToolResponse::Complete(
-                serde_json::from_slice(raw.json())
+            Relayed::Raw { result, .. } => CallToolResponse::Complete(
+                serde_json::from_slice(result.json())
                     .unwrap_or_else(|_| CallToolResult::error(vec![])),
             ),
         })
@@ -1029,7 +1030,7 @@ impl Upstream {
         let started = std::time::Instant::now();
         let classify = |result: &Result<Reply, ServiceError>| match result {
             Ok(Reply::Complete(answer)) => Classified::new(classifier.answer(answer), None),
-            Ok(Reply::Raw(_)) => Classified::new(Outcome::Success, None),
+            Ok(Reply::Raw { .. }) => Classified::new(Outcome::Success, None),
             Ok(Reply::InputRequired(_) | Reply::Refused(_)) => {
                 Classified::new(Outcome::Ignored, None)
             }
@@ -1073,12 +1074,12 @@ impl Upstream {
                 return Err(error);
             }
             toolbreaker::ToolResult::Ok {
-                value: Reply::Raw(raw),
+                value: Reply::Raw { result, typed },
                 ..
             } => {
                 self.granted();
                 self.observe("tools/call", started.elapsed(), "ok");
-                return Ok(Relayed::Raw(raw));
+                return Ok(Relayed::Raw { result, typed });
             }
             other => other.map(Reply::into_complete),
         };
@@ -1363,7 +1364,12 @@ fn forwarded_meta(meta: &RequestMetaObject, modern: bool) -> RequestMetaObject {
 #[derive(Debug)]
 pub enum Relayed {
     /// The upstream's final answer, not an error, as the raw JSON it sent (the direct road).
-    Raw(RawJson),
+    Raw {
+        /// The `result`, as sent.
+        result: RawJson,
+        /// Whether it says its `resultType` (`"complete"`) itself.
+        typed: bool,
+    },
     /// Any other answer: the model's tool result, or a request for input.
     Response(CallToolResponse),
 }
@@ -1381,7 +1387,10 @@ fn reply_of(raw: RawJson) -> Result<Reply, ServiceError> {
     let kind: Kind<'_> =
         serde_json::from_slice(raw.json()).map_err(|_| ServiceError::UnexpectedResponse)?;
     match kind.result_type.as_deref() {
-        None | Some("complete") if kind.is_error != Some(true) => Ok(Reply::Raw(raw)),
+        None | Some("complete") if kind.is_error != Some(true) => Ok(Reply::Raw {
+            typed: kind.result_type.is_some(),
+            result: raw,
+        }),
         None | Some("complete") => serde_json::from_slice(raw.json())
             .map(Reply::Complete)
             .map_err(|_| ServiceError::UnexpectedResponse),
