@@ -3,7 +3,9 @@
 //! requests are recorded as they arrive. The arguments reach the upstream as the client wrote
 //! them; the breaker admits each call before any byte goes upstream (a tripped breaker's call
 //! never reaches it); an upstream's status is classified as on rmcp's road; a request the
-//! direct road does not take (an `Origin`, a log level) is still answered, by rmcp.
+//! direct road does not take (an `Origin`, a log level) is still answered, by rmcp. A
+//! 2025-11-25 session's call takes the direct road too, answered as rmcp answers such a
+//! client, and its client's `notifications/cancelled` ends it.
 #![allow(deprecated)]
 
 mod common;
@@ -39,6 +41,8 @@ const WAIT: Duration = Duration::from_secs(20);
 #[derive(Clone, Default)]
 struct Seen {
     calls: Arc<Mutex<Vec<String>>>,
+    /// Told of each call recorded.
+    heard: Arc<tokio::sync::Notify>,
     failing: Arc<AtomicBool>,
     refusing: Arc<AtomicBool>,
 }
@@ -56,6 +60,7 @@ async fn record(State(seen): State<Seen>, request: Request, next: Next) -> Respo
     let text = String::from_utf8_lossy(&body).into_owned();
     if text.contains("\"tools/call\"") {
         seen.calls.lock().unwrap().push(text.clone());
+        seen.heard.notify_one();
         if seen.failing.load(Ordering::SeqCst) {
             return (axum::http::StatusCode::SERVICE_UNAVAILABLE, "down").into_response();
         }
@@ -187,6 +192,66 @@ impl Stack {
         (status, kind, response.text().await.unwrap())
     }
 
+    /// A 2025-11-25 session whose client declares `capabilities`, initialized: its id.
+    async fn session(&self, capabilities: Value) -> String {
+        let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": capabilities,
+            "clientInfo": {"name": "raw", "version": "1"}}});
+        let response = self
+            .http
+            .post(&self.mcp)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(initialize.to_string())
+            .send()
+            .await
+            .expect("the gateway answers");
+        assert_eq!(response.status(), 200);
+        let session = response.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let text = response.text().await.unwrap();
+        assert!(text.contains("2025-11-25"), "{text}");
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let (status, _, text) = self.in_session(&session, &initialized.to_string()).await;
+        assert_eq!(status, 202, "{text}");
+        session
+    }
+
+    /// A POST of `body` in 2025-11-25 session `session`: its status, content type and text.
+    async fn in_session(&self, session: &str, body: &str) -> (u16, String, String) {
+        let response = self
+            .http
+            .post(&self.mcp)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-session-id", session)
+            .body(body.to_owned())
+            .send()
+            .await
+            .expect("the gateway answers");
+        let status = response.status().as_u16();
+        let kind = response
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        (status, kind, response.text().await.unwrap())
+    }
+
+    /// Calls `up.echo` with `arguments` (as text) in `session`: the content type of the answer
+    /// and its JSON.
+    async fn echo_in_session(&self, session: &str, id: u64, arguments: &str) -> (String, Value) {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"up.echo","arguments":{arguments}}}}}"#
+        );
+        let (status, kind, text) = self.in_session(session, &body).await;
+        assert_eq!(status, 200, "{text}");
+        (kind, answer_in(&text, id))
+    }
+
     /// Calls `up.echo` with `arguments` (as text), with extra `headers`: the answer's JSON.
     async fn echo(&self, id: u64, arguments: &str, headers: &[(&str, &str)]) -> Value {
         self.echo_answered(id, arguments, headers, 200).await
@@ -206,20 +271,21 @@ impl Stack {
         );
         let mut all = vec![("mcp-method", "tools/call"), ("mcp-name", "up.echo")];
         all.extend_from_slice(headers);
-        let (status, kind, text) = self.post(&body, &all).await;
+        let (status, _, text) = self.post(&body, &all).await;
         assert_eq!(status, expected, "{text}");
-        let json = match kind.starts_with("text/event-stream") {
-            true => text
-                .lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .map(str::trim)
-                .rfind(|data| data.contains(&format!("\"id\":{id}")))
-                .unwrap_or_else(|| panic!("no answer in {text}"))
-                .to_owned(),
-            false => text,
-        };
-        serde_json::from_str(&json).unwrap()
+        answer_in(&text, id)
     }
+}
+
+/// The answer to request `id` in `text`: plain JSON, or the event of a stream that has it.
+fn answer_in(text: &str, id: u64) -> Value {
+    let json = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(str::trim)
+        .rfind(|data| data.contains(&format!("\"id\":{id}")))
+        .unwrap_or(text);
+    serde_json::from_str(json).unwrap_or_else(|_| panic!("no answer in {text}"))
 }
 
 fn meta() -> Value {
@@ -393,4 +459,151 @@ async fn as_many_calls_reach_the_upstream_at_once_as_clients_send_on_either_road
             assert!(text.contains("gathered"), "origin {origin:?}: {text}");
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_call_takes_the_direct_road_and_reads_as_2025_11_25_wants() {
+    let stack = Stack::start().await;
+    let session = stack.session(json!({})).await;
+    let written = r#"{"text": "in a session",   "n": 1.50}"#;
+    let (kind, answer) = stack.echo_in_session(&session, 1, written).await;
+    assert_eq!(kind, "application/json", "{answer}");
+    assert_eq!(answer["id"], 1, "{answer}");
+    let result = &answer["result"];
+    assert_eq!(result["content"][0]["text"], "in a session", "{answer}");
+    assert!(
+        result.get("resultType").is_none(),
+        "2025-11-25 has none: {answer}"
+    );
+    let calls = stack.seen.calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert!(calls[0].contains(written), "not as written: {}", calls[0]);
+    let sent: Value = serde_json::from_str(&calls[0]).unwrap();
+    assert_eq!(
+        sent["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
+        json!({}),
+        "the session's client's: {sent}"
+    );
+    // An unknown session is rmcp's to refuse.
+    let (status, _, text) = stack
+        .in_session(
+            "no-such-session",
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up.echo"}}"#,
+        )
+        .await;
+    assert_eq!(status, 404, "{text}");
+    assert_eq!(stack.seen.calls().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_an_upstream_could_ask_or_that_set_a_log_level_is_served_by_rmcp() {
+    let stack = Stack::start().await;
+    let written = r#"{"text": "by rmcp",   "n": 1.50}"#;
+    // Its client could be asked for a sample during the call: rmcp's road asks it.
+    let sampling = stack.session(json!({"sampling": {}})).await;
+    let (_, answer) = stack.echo_in_session(&sampling, 1, written).await;
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "by rmcp",
+        "{answer}"
+    );
+    // A log level: the call's log messages go to rmcp's stream.
+    let logging = stack.session(json!({})).await;
+    let level = json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel",
+        "params": {"level": "debug"}});
+    let (status, _, text) = stack.in_session(&logging, &level.to_string()).await;
+    assert_eq!(status, 200, "{text}");
+    let (_, answer) = stack.echo_in_session(&logging, 3, written).await;
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "by rmcp",
+        "{answer}"
+    );
+    let calls = stack.seen.calls();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(
+        calls.iter().all(|call| !call.contains(written)),
+        "rmcp's road writes the arguments anew: {calls:?}"
+    );
+}
+
+/// An upstream whose `hang` answers only once the test says so (or fails after [`WAIT`]).
+#[derive(Clone)]
+struct Hang(tokio::sync::watch::Receiver<bool>);
+
+impl ServerHandler for Hang {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let schema = serde_json::from_value(json!({"type": "object"})).unwrap();
+        Ok(ListToolsResult::with_all_items(vec![Tool::new(
+            "hang",
+            "Answers when told",
+            Arc::new(schema),
+        )]))
+    }
+
+    async fn call_tool(
+        &self,
+        _: CallToolRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let mut told = self.0.clone();
+        match tokio::time::timeout(WAIT, told.wait_for(|told| *told)).await {
+            Ok(Ok(_)) => Ok(CallToolResult::success(vec![ContentBlock::text("answered")]).into()),
+            _ => Err(ErrorData::internal_error("never told", None)),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_client_cancels_its_call_on_the_direct_road() {
+    let (told, upstream) = tokio::sync::watch::channel(false);
+    let stack = Arc::new(Stack::start_with(move || Hang(upstream.clone()), "hang").await);
+    let session = stack.session(json!({})).await;
+    let call = |id: &'static str| {
+        let (stack, session) = (Arc::clone(&stack), session.clone());
+        tokio::spawn(async move {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":"{id}","method":"tools/call","params":{{"name":"up.hang","arguments":{{}}}}}}"#
+            );
+            stack.in_session(&session, &body).await
+        })
+    };
+    let (cancelled, kept) = (call("c-1"), call("c-2"));
+    // Both calls are upstream (each by the direct road: the upstream sees what was written).
+    let mut seen = 0;
+    for _ in 0..200 {
+        seen = stack.seen.calls().len();
+        if seen == 2 {
+            break;
+        }
+        stack.seen.heard.notified().await;
+    }
+    assert_eq!(seen, 2, "{:?}", stack.seen.calls());
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": "c-1", "reason": "the user left"}});
+    let (status, _, text) = stack.in_session(&session, &cancel.to_string()).await;
+    assert_eq!(status, 202, "{text}");
+    // The cancelled call ends with no answer, as rmcp's road ends its stream.
+    let (status, kind, text) = cancelled.await.unwrap();
+    assert_eq!(
+        (status, kind.as_str()),
+        (200, "text/event-stream"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("result") && !text.contains("error"),
+        "{text}"
+    );
+    // The other goes on, and is answered.
+    told.send_replace(true);
+    let (status, _, text) = kept.await.unwrap();
+    assert_eq!(status, 200, "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(answer["result"]["content"][0]["text"], "answered", "{text}");
 }

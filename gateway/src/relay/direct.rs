@@ -1,24 +1,33 @@
-//! The relay's direct road for a 2026-07-28 client's `tools/call`: the gateway's
-//! [`Shortcut`], offered each plain 2026-07-28 POST before rmcp's transport.
+//! The relay's direct road for a client's `tools/call`: the gateway's [`Shortcut`], offered
+//! each plain 2026-07-28 POST, and each POST of a 2025-11-25 session it may serve
+//! ([`LegacySession`]), before rmcp's transport.
 //!
 //! It takes a request only when it can answer it exactly as the road through rmcp would:
-//! a `tools/call` whose params are only `name`, `arguments` (an object) and `_meta`, whose
-//! `_meta` carries the revision and the client's capabilities and asks for no progress and no
-//! log messages (the answer then is the result and nothing else), whose `Mcp-Name` is its
-//! name, of a tool an upstream shows whose connection has a direct road (a 2026-07-28 server
-//! over HTTP: [`Upstream::direct_link`]). Everything else (another method, a retry with a
-//! `requestState`, progress asked for, a tool on a 2025-11-25 or stdio upstream, an unknown
-//! tool, an upstream not connected yet) goes through rmcp, unchanged.
+//! a `tools/call` whose params are only `name`, `arguments` (an object) and `_meta`, of a tool
+//! an upstream shows whose connection has a direct road (a 2026-07-28 server over HTTP:
+//! [`Upstream::direct_link`]), and
+//! - from a 2026-07-28 client: whose `_meta` carries the revision and the client's
+//!   capabilities and asks for no log messages, whose `Mcp-Name` is its name;
+//! - from a 2025-11-25 session's client: whose `_meta` has none of MCP's own keys (the
+//!   client's capabilities are its session's).
+//!
+//! Everything else (another method, a retry with a `requestState`, a log level, a tool on a
+//! 2025-11-25 or stdio upstream, an unknown tool, an upstream not connected yet) goes through
+//! rmcp, unchanged.
 //!
 //! What it does then is what [`Core::call_tool`] does, with less in between: the breaker
 //! admits the call before any byte goes upstream, the per-call timeout and the
 //! classification are the same, and so are the metrics and the words a refused call gives
 //! the model. The arguments go upstream, and the upstream's final answer comes back, as the
-//! raw JSON they came in (with `resultType: "complete"` said outright, as the revision asks).
-//! The answer is plain JSON, unless the client asked for progress and the upstream sends some
-//! before its answer: then an event stream, the progress (under the client's token) first.
+//! raw JSON they came in: for a 2026-07-28 client with `resultType: "complete"` said outright,
+//! as the revision asks; for a 2025-11-25 one without it (and a `structuredContent` that is not
+//! an object moved into the content, as rmcp does for such a client). The answer is plain
+//! JSON, unless the client asked for progress and the upstream sends some before its answer:
+//! then an event stream, the progress (under the client's token) first. A 2025-11-25 client's
+//! `notifications/cancelled` ends its call: the answer then ends with nothing in it.
 //!
 //! [`Core::call_tool`]: super::core::Core::call_tool
+//! [`LegacySession`]: crate::serve::LegacySession
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -29,7 +38,7 @@ use std::sync::Arc;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
-use rmcp::model::{CallToolResponse, ErrorCode};
+use rmcp::model::{CallToolResponse, ErrorCode, ServerResult};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
@@ -62,7 +71,7 @@ struct Params<'a> {
     name: &'a str,
     #[serde(borrow, default)]
     arguments: Option<&'a RawValue>,
-    #[serde(borrow, rename = "_meta")]
+    #[serde(borrow, rename = "_meta", default)]
     meta: BTreeMap<&'a str, &'a RawValue>,
 }
 
@@ -71,21 +80,20 @@ struct Read<'a> {
     call: Call<'a>,
     /// Its `_meta` keys that go upstream as they are.
     meta: Vec<(&'a str, &'a RawValue)>,
-    /// The client's capabilities.
-    capabilities: &'a RawValue,
+    /// The client's capabilities, when the call says them (a 2026-07-28 client's).
+    capabilities: Option<&'a RawValue>,
     /// The client's progress token, when it asked for progress.
     token: Option<&'a RawValue>,
 }
 
-/// The call in `body`, if the direct road may take it (see the [module](self)).
-fn read<'a>(headers: &HeaderMap, body: &'a [u8]) -> Option<Read<'a>> {
+/// The call in `body`, if the direct road may take it (see the [module](self)): a 2025-11-25
+/// session's (`legacy`) or a 2026-07-28 client's.
+fn read<'a>(headers: &HeaderMap, body: &'a [u8], legacy: bool) -> Option<Read<'a>> {
     let call: Call<'a> = serde_json::from_slice(body).ok()?;
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if call.jsonrpc != "2.0"
         || call.method != "tools/call"
         || !is_id(call.id)
-        || header("mcp-method") != Some("tools/call")
-        || header("mcp-name") != Some(call.params.name)
         || call
             .params
             .arguments
@@ -94,16 +102,28 @@ fn read<'a>(headers: &HeaderMap, body: &'a [u8]) -> Option<Read<'a>> {
         return None;
     }
     let meta = &call.params.meta;
-    let version = meta.get("io.modelcontextprotocol/protocolVersion")?;
-    let capabilities = *meta.get("io.modelcontextprotocol/clientCapabilities")?;
     let token = meta.get(PROGRESS_TOKEN).copied();
-    if version.get() != r#""2026-07-28""#
-        || !capabilities.get().starts_with('{')
-        || token.is_some_and(|token| !is_id(token))
-        || meta.contains_key("io.modelcontextprotocol/logLevel")
-    {
+    if token.is_some_and(|token| !is_id(token)) {
         return None;
     }
+    let capabilities = match legacy {
+        // MCP's keys say what the session says already, or what only rmcp's road answers.
+        true if meta.keys().any(|key| key.starts_with(MCP_KEYS)) => return None,
+        true => None,
+        false => {
+            let version = meta.get("io.modelcontextprotocol/protocolVersion")?;
+            let capabilities = *meta.get("io.modelcontextprotocol/clientCapabilities")?;
+            if header("mcp-method") != Some("tools/call")
+                || header("mcp-name") != Some(call.params.name)
+                || version.get() != r#""2026-07-28""#
+                || !capabilities.get().starts_with('{')
+                || meta.contains_key("io.modelcontextprotocol/logLevel")
+            {
+                return None;
+            }
+            Some(capabilities)
+        }
+    };
     let own = meta
         .iter()
         .filter(|(key, _)| !key.starts_with(MCP_KEYS) && **key != PROGRESS_TOKEN)
@@ -126,10 +146,17 @@ fn is_id(value: &RawValue) -> bool {
 
 /// The gateway's shortcut: the direct road of `core`'s tool calls.
 pub(super) fn shortcut(core: Arc<Core>) -> Shortcut {
-    Arc::new(move |headers, body| {
-        let taken = read(headers, body)?;
+    Arc::new(move |headers, body, session| {
+        let legacy = session.is_some();
+        let taken = read(headers, body, legacy)?;
         let (upstream, own) = core.resolve_tool(taken.call.params.name)?;
         let link = upstream.direct_link(&own)?;
+        // A session's call can be cancelled by its client: by its id, one call at a time.
+        let cancellable = match session {
+            Some(session) => Some(session.cancellable(taken.call.id)?),
+            None => None,
+        };
+        let session = session.map(Arc::clone);
         let id: Box<[u8]> = taken.call.id.get().as_bytes().into();
         let token: Option<Box<str>> = taken.token.map(|token| token.get().into());
         let (notes, progress) = match token.is_some() {
@@ -143,7 +170,7 @@ pub(super) fn shortcut(core: Arc<Core>) -> Shortcut {
         let (headers, body) = (headers.clone(), body.clone());
         let call = async move {
             // Read again as it was read above: the same bytes, the same answer.
-            let Some(taken) = read(&headers, &body) else {
+            let Some(taken) = read(&headers, &body, legacy) else {
                 return Err(rmcp::ErrorData::internal_error(
                     "the call was not read",
                     None,
@@ -157,11 +184,15 @@ pub(super) fn shortcut(core: Arc<Core>) -> Shortcut {
                     }
                 }
             });
+            let capabilities = match &session {
+                Some(session) => Some(session.capabilities()),
+                None => taken.capabilities,
+            };
             let direct = DirectCall {
                 name: &own,
                 arguments: taken.call.params.arguments,
                 meta: &taken.meta,
-                capabilities: Some(taken.capabilities),
+                capabilities,
                 progress: tell.as_ref().map(|tell| tell as OnProgress<'_>),
             };
             let exposed = taken.call.params.name;
@@ -169,19 +200,35 @@ pub(super) fn shortcut(core: Arc<Core>) -> Shortcut {
                 .call_tool_direct(&core.run(), &link, exposed, direct)
                 .await
         };
-        Some(Box::pin(respond(id, call, progress)))
+        let call = async move {
+            let Some(cancellable) = cancellable else {
+                return Some(call.await);
+            };
+            tokio::select! {
+                relayed = call => Some(relayed),
+                () = cancellable.token().cancelled() => None,
+            }
+        };
+        Some(Box::pin(respond(Answer { id, legacy }, call, progress)))
     })
+}
+
+/// How the answer to a request is written: its JSON-RPC id (its JSON text), and whether its
+/// client speaks 2025-11-25.
+struct Answer {
+    id: Box<[u8]>,
+    legacy: bool,
 }
 
 /// The answer to the client: plain JSON when the call's answer comes first (no progress
 /// before it); an event stream as soon as a progress notification does (the progress, then
-/// the answer, then the end).
-async fn respond<F>(id: Box<[u8]>, call: F, progress: Option<Progress>) -> Response
+/// the answer, then the end). A call cancelled by its client (`None`) ends with no answer.
+async fn respond<F>(answer: Answer, call: F, progress: Option<Progress>) -> Response
 where
-    F: Future<Output = Result<Relayed, rmcp::ErrorData>> + Send + 'static,
+    F: Future<Output = Option<Result<Relayed, rmcp::ErrorData>>> + Send + 'static,
 {
     let Some(mut progress) = progress else {
-        return plain(answer(&id, call.await));
+        return plain(answer.of(call.await));
     };
     let mut call: Pending = Box::pin(call);
     let (first, last) = tokio::select! {
@@ -189,21 +236,26 @@ where
         Some(note) = progress.recv() => (note, None),
         relayed = &mut call => match progress.try_recv() {
             Ok(note) => (note, Some(relayed)),
-            Err(_) => return plain(answer(&id, relayed)),
+            Err(_) => return plain(answer.of(relayed)),
         },
     };
-    let last = last.map(|relayed| event(&answer(&id, relayed).1));
+    let last = last.and_then(|relayed| answer.event(relayed));
     let streamed = Streamed {
         call: last.is_none().then_some(call),
         progress,
-        id,
+        answer,
         first: Some(event(&first)),
         last,
     };
-    let mut response = Response::new(Body::from_stream(futures::stream::unfold(
+    events(Body::from_stream(futures::stream::unfold(
         streamed,
         Streamed::next,
-    )));
+    )))
+}
+
+/// An event stream of `body`.
+fn events(body: Body) -> Response {
+    let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
@@ -216,15 +268,15 @@ where
 /// The progress notifications for the client, as JSON.
 type Progress = mpsc::UnboundedReceiver<Bytes>;
 
-/// A call on its way.
-type Pending = Pin<Box<dyn Future<Output = Result<Relayed, rmcp::ErrorData>> + Send>>;
+/// A call on its way (`None`: cancelled by its client).
+type Pending = Pin<Box<dyn Future<Output = Option<Result<Relayed, rmcp::ErrorData>>> + Send>>;
 
 /// A call answered as an event stream: the stream drives the call (dropped with it when the
 /// client goes).
 struct Streamed {
     call: Option<Pending>,
     progress: Progress,
-    id: Box<[u8]>,
+    answer: Answer,
     /// The event that opened the stream, not sent yet.
     first: Option<Bytes>,
     /// The answer's event, once the call has answered.
@@ -244,7 +296,7 @@ impl Streamed {
                 Some(note) = self.progress.recv() => return Some((Ok(event(&note)), self)),
                 relayed = call => {
                     self.call = None;
-                    self.last = Some(event(&answer(&self.id, relayed).1));
+                    self.last = self.answer.event(relayed);
                 }
             }
         }
@@ -285,8 +337,12 @@ fn progress_for(params: &RawValue, token: &str) -> Option<Bytes> {
     Some(Bytes::from(out))
 }
 
-/// A JSON answer.
-fn plain((status, body): (StatusCode, Vec<u8>)) -> Response {
+/// A JSON answer; an empty event stream for a call its client cancelled (`None`: rmcp's
+/// road ends the call's stream with nothing in it).
+fn plain(answer: Option<(StatusCode, Vec<u8>)>) -> Response {
+    let Some((status, body)) = answer else {
+        return events(Body::empty());
+    };
     let mut response = Response::new(Body::from(Bytes::from(body)));
     *response.status_mut() = status;
     response.headers_mut().insert(
@@ -296,7 +352,26 @@ fn plain((status, body): (StatusCode, Vec<u8>)) -> Response {
     response
 }
 
-/// The JSON-RPC answer to request `id` (its JSON text), with its HTTP status.
+impl Answer {
+    /// The JSON-RPC answer, with its HTTP status; `None` for a cancelled call.
+    fn of(
+        &self,
+        relayed: Option<Result<Relayed, rmcp::ErrorData>>,
+    ) -> Option<(StatusCode, Vec<u8>)> {
+        let relayed = relayed?;
+        Some(match self.legacy {
+            true => legacy_answer(&self.id, relayed),
+            false => answer(&self.id, relayed),
+        })
+    }
+
+    /// The answer as an event; `None` for a cancelled call.
+    fn event(&self, relayed: Option<Result<Relayed, rmcp::ErrorData>>) -> Option<Bytes> {
+        self.of(relayed).map(|(_, json)| event(&json))
+    }
+}
+
+/// The JSON-RPC answer to a 2026-07-28 request `id` (its JSON text), with its HTTP status.
 fn answer(id: &[u8], relayed: Result<Relayed, rmcp::ErrorData>) -> (StatusCode, Vec<u8>) {
     let mut out = Vec::with_capacity(256);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
@@ -339,6 +414,88 @@ fn status_of(code: ErrorCode) -> StatusCode {
     }
 }
 
+/// The JSON-RPC answer to a 2025-11-25 session's request `id` (its JSON text), as rmcp's
+/// road writes it for such a client: no `resultType: "complete"`, a `structuredContent` that
+/// is not an object moved into the content, an `input_required` result refused; HTTP 200.
+fn legacy_answer(id: &[u8], relayed: Result<Relayed, rmcp::ErrorData>) -> (StatusCode, Vec<u8>) {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    out.extend_from_slice(id);
+    let typed = match relayed {
+        Ok(Relayed::Raw { result, .. }) => match legacy_raw(result.json()) {
+            Some(raw) => {
+                out.extend_from_slice(br#","result":"#);
+                out.extend_from_slice(&raw);
+                out.push(b'}');
+                return (StatusCode::OK, out);
+            }
+            None => serde_json::from_slice(result.json())
+                .map(|result| Ok(ServerResult::CallToolResult(result)))
+                .unwrap_or_else(|_| {
+                    Err(rmcp::ErrorData::internal_error(
+                        "the upstream's result could not be read",
+                        None,
+                    ))
+                }),
+        },
+        Ok(Relayed::Response(CallToolResponse::Complete(result))) => {
+            Ok(ServerResult::CallToolResult(result))
+        }
+        Ok(Relayed::Response(CallToolResponse::InputRequired(_))) => {
+            Err(rmcp::ErrorData::invalid_request(
+                "InputRequiredResult requires negotiated protocol version 2026-07-28 or newer",
+                None,
+            ))
+        }
+        Ok(Relayed::Response(response)) => Ok(ServerResult::from(response)),
+        Err(error) => Err(error),
+    };
+    match typed {
+        Ok(mut result) => {
+            result.strip_result_type_for_legacy_peer();
+            result.strip_non_object_output_for_legacy_peer();
+            out.extend_from_slice(br#","result":"#);
+            // Writing to a Vec cannot fail; rmcp's results always serialise.
+            let _ = serde_json::to_writer(&mut out, &result);
+        }
+        Err(error) => {
+            out.extend_from_slice(br#","error":"#);
+            let _ = serde_json::to_writer(&mut out, &error);
+        }
+    }
+    out.push(b'}');
+    (StatusCode::OK, out)
+}
+
+/// A raw tool result (a JSON object) as a 2025-11-25 client reads it, when only its
+/// `resultType: "complete"` must go: its other members as they are. `None` when its
+/// `structuredContent` is not an object, or it cannot be read so (then rmcp's types do it).
+fn legacy_raw(result: &[u8]) -> Option<Vec<u8>> {
+    let members: BTreeMap<&str, &RawValue> = serde_json::from_slice(result).ok()?;
+    if members
+        .get("structuredContent")
+        .is_some_and(|content| !content.get().starts_with('{'))
+    {
+        return None;
+    }
+    let mut out = Vec::with_capacity(result.len());
+    out.push(b'{');
+    let kept = members
+        .iter()
+        .filter(|(key, value)| !(**key == "resultType" && value.get() == r#""complete""#));
+    for (n, (key, value)) in kept.enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        // Writing to a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut out, key);
+        out.push(b':');
+        out.extend_from_slice(value.get().as_bytes());
+    }
+    out.push(b'}');
+    Some(out)
+}
+
 /// `result` (a JSON object) into `out`, with `"resultType":"complete"` first unless it says a
 /// `resultType` of its own (`typed`, as the upstream's answer was read).
 fn said_complete(out: &mut Vec<u8>, result: &[u8], typed: bool) {
@@ -356,6 +513,7 @@ fn said_complete(out: &mut Vec<u8>, result: &[u8], typed: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::upstream::RawJson;
 
     fn headers(name: &'static str) -> HeaderMap {
         let mut headers = HeaderMap::new();
@@ -373,15 +531,15 @@ mod tests {
     #[test]
     fn a_plain_call_is_read_with_its_own_meta_only() {
         let body = body(&format!(r#""name":"echo","arguments":{{"a":1}},{META}"#));
-        let taken = read(&headers("echo"), body.as_bytes()).unwrap();
+        let taken = read(&headers("echo"), body.as_bytes(), false).unwrap();
         assert_eq!(taken.call.params.name, "echo");
         assert_eq!(taken.call.params.arguments.unwrap().get(), r#"{"a":1}"#);
         assert_eq!(taken.meta.len(), 1);
         assert_eq!(taken.meta[0].0, "traceparent");
-        assert_eq!(taken.capabilities.get(), "{}");
+        assert_eq!(taken.capabilities.unwrap().get(), "{}");
         assert!(taken.token.is_none());
         let asks = body.replace(r#""traceparent""#, r#""progressToken":"p","traceparent""#);
-        let taken = read(&headers("echo"), asks.as_bytes()).unwrap();
+        let taken = read(&headers("echo"), asks.as_bytes(), false).unwrap();
         assert_eq!(taken.token.unwrap().get(), r#""p""#);
         assert_eq!(taken.meta.len(), 1, "the gateway's own token goes upstream");
     }
@@ -403,8 +561,8 @@ mod tests {
     #[test]
     fn anything_the_direct_road_cannot_answer_as_rmcp_would_is_left_to_rmcp() {
         let plain = format!(r#""name":"echo",{META}"#);
-        assert!(read(&headers("echo"), body(&plain).as_bytes()).is_some());
-        assert!(read(&headers("other"), body(&plain).as_bytes()).is_none());
+        assert!(read(&headers("echo"), body(&plain).as_bytes(), false).is_some());
+        assert!(read(&headers("other"), body(&plain).as_bytes(), false).is_none());
         for params in [
             format!(r#""name":"echo","requestState":"s",{META}"#),
             format!(r#""name":"echo","arguments":[1],{META}"#),
@@ -416,14 +574,14 @@ mod tests {
             plain.replace(",\"io.modelcontextprotocol/clientCapabilities\":{}", ""),
         ] {
             assert!(
-                read(&headers("echo"), body(&params).as_bytes()).is_none(),
+                read(&headers("echo"), body(&params).as_bytes(), false).is_none(),
                 "{params}"
             );
         }
         let float_id = body(&plain).replace("\"id\":5", "\"id\":5.5");
-        assert!(read(&headers("echo"), float_id.as_bytes()).is_none());
+        assert!(read(&headers("echo"), float_id.as_bytes(), false).is_none());
         let escaped_name = body(&plain.replace("\"echo\"", "\"ech\\u006f\""));
-        assert!(read(&headers("echo"), escaped_name.as_bytes()).is_none());
+        assert!(read(&headers("echo"), escaped_name.as_bytes(), false).is_none());
     }
 
     #[test]
@@ -444,5 +602,46 @@ mod tests {
             assert_eq!(std::str::from_utf8(&out).unwrap(), said);
             let _: serde_json::Value = serde_json::from_slice(&out).unwrap();
         }
+    }
+
+    #[test]
+    fn a_sessions_call_needs_no_meta_and_says_none_of_mcps_keys() {
+        let none = body(r#""name":"echo","arguments":{"a":1}"#);
+        let taken = read(&HeaderMap::new(), none.as_bytes(), true).unwrap();
+        assert!(taken.capabilities.is_none(), "the session's");
+        assert!(taken.meta.is_empty());
+        let asks = body(r#""name":"echo","_meta":{"progressToken":"p","traceparent":"t"}"#);
+        let taken = read(&HeaderMap::new(), asks.as_bytes(), true).unwrap();
+        assert_eq!(taken.token.unwrap().get(), r#""p""#);
+        assert_eq!(taken.meta.len(), 1);
+        let modern = body(&format!(r#""name":"echo",{META}"#));
+        assert!(read(&HeaderMap::new(), modern.as_bytes(), true).is_none());
+    }
+
+    #[test]
+    fn a_sessions_result_loses_its_result_type_and_keeps_the_rest_as_it_came() {
+        let raw = br#"{"resultType":"complete","content":[{"type":"text","text":"a"}],"structuredContent":{"n":1.50}}"#;
+        let out = legacy_raw(raw).unwrap();
+        assert_eq!(
+            std::str::from_utf8(&out).unwrap(),
+            r#"{"content":[{"type":"text","text":"a"}],"structuredContent":{"n":1.50}}"#
+        );
+        assert!(legacy_raw(br#"{"content":[],"structuredContent":[1,2]}"#).is_none());
+        // A structured result that is not an object: rmcp's types move it into the content.
+        let raw = br#"{"resultType":"complete","content":[],"structuredContent":[1,2]}"#;
+        let result = RawJson::from(Bytes::from_static(raw));
+        let (status, out) = legacy_answer(
+            b"3",
+            Ok(Relayed::Raw {
+                result,
+                typed: true,
+            }),
+        );
+        assert_eq!(status, StatusCode::OK);
+        let out: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(out["id"], 3);
+        assert!(out["result"].get("resultType").is_none(), "{out}");
+        assert!(out["result"].get("structuredContent").is_none(), "{out}");
+        assert_eq!(out["result"]["content"][0]["text"], "[1,2]", "{out}");
     }
 }

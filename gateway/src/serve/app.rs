@@ -131,8 +131,8 @@ impl HttpApp {
             .with_max_request_body_bytes(options.max_request_bytes)
             .with_cancellation_token(sessions.clone());
         let limits = Limits::new(options.max_sessions, options.max_sessions_per_client);
-        let shortcuts = Shortcuts::default();
         let manager = Counted::new(Arc::clone(&limits), options.session_idle);
+        let shortcuts = Shortcuts::new(manager.legacy());
         let mcp = StreamableHttpService::new(factory, Arc::new(manager), config);
         let status = match &options.breakers {
             Some(control) => control.status(status),
@@ -195,7 +195,8 @@ impl HttpApp {
         self
     }
 
-    /// The app with `shortcut` offered each plain 2026-07-28 POST to `/mcp` before rmcp's
+    /// The app with `shortcut` offered each plain POST to `/mcp` (a 2026-07-28 request, or a
+    /// 2025-11-25 session's request it may serve) before rmcp's
     /// transport ([`Shortcut`]); the bearer token, the request size limit and the malformed
     /// body's refusal come first, as for any request. Given once: a second is ignored.
     pub fn with_shortcut(self, shortcut: Shortcut) -> HttpApp {

@@ -35,6 +35,7 @@ use rmcp::transport::streamable_http_server::session::{
 
 use super::in_flight::HeldBy;
 use super::jsonrpc::is_json;
+use super::legacy::LegacySessions;
 use super::log_limit::{LOG_INTERVAL, LogLimit};
 
 /// The `Retry-After` of a refusal, in seconds: a place frees when a session ends, which the
@@ -171,6 +172,7 @@ impl Limits {
 pub(crate) struct Counted {
     inner: LocalSessionManager,
     limits: Arc<Limits>,
+    legacy: Arc<LegacySessions>,
 }
 
 impl Counted {
@@ -178,7 +180,17 @@ impl Counted {
     pub(crate) fn new(limits: Arc<Limits>, idle: Duration) -> Counted {
         let mut inner = LocalSessionManager::default();
         inner.session_config.keep_alive = Some(idle);
-        Counted { inner, limits }
+        let legacy = Arc::new(LegacySessions::new(idle));
+        Counted {
+            inner,
+            limits,
+            legacy,
+        }
+    }
+
+    /// What the manager hears of its sessions, for the shortcut.
+    pub(crate) fn legacy(&self) -> Arc<LegacySessions> {
+        Arc::clone(&self.legacy)
     }
 }
 
@@ -197,7 +209,12 @@ impl SessionManager for Counted {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        self.inner.initialize_session(id, message).await
+        self.legacy.initialize(id, &message);
+        let answer = self.inner.initialize_session(id, message).await;
+        if answer.is_err() {
+            self.legacy.closed(id);
+        }
+        answer
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
@@ -205,6 +222,7 @@ impl SessionManager for Counted {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.legacy.closed(id);
         let closed = self.inner.close_session(id).await;
         self.limits.closed(id);
         closed
@@ -215,6 +233,7 @@ impl SessionManager for Counted {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.legacy.heard(id, Some(&message));
         self.inner.create_stream(id, message).await
     }
 
@@ -223,6 +242,7 @@ impl SessionManager for Counted {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
+        self.legacy.heard(id, Some(&message));
         self.inner.accept_message(id, message).await
     }
 
@@ -230,6 +250,7 @@ impl SessionManager for Counted {
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.legacy.heard(id, None);
         self.inner.create_standalone_stream(id).await
     }
 
@@ -238,6 +259,7 @@ impl SessionManager for Counted {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        self.legacy.heard(id, None);
         self.inner.resume(id, last_event_id).await
     }
 

@@ -1,12 +1,16 @@
 //! The requests `/mcp` answers before rmcp's transport does: a [`Shortcut`] given to the app
 //! ([`HttpApp::with_shortcut`](super::HttpApp::with_shortcut)) is offered each POST whose
-//! body is a message JSON-RPC can read and whose headers are a plain 2026-07-28 request's
-//! (what rmcp would serve as it is, every check of its own passed): the `Host` admitted, no
-//! `Origin` (a browser's request goes to rmcp, which checks it), no session, the revision
-//! 2026-07-28 in `MCP-Protocol-Version`, an `Accept` of JSON and event streams with no
-//! parameters, one `Mcp-Method` and at most one `Mcp-Name`, no `Mcp-Param-*`. The shortcut
-//! takes the request (its future is the answer) or leaves it to rmcp; anything it is not sure
-//! of it leaves.
+//! body is a message JSON-RPC can read and whose headers are a plain request's (what rmcp
+//! would serve as it is, every check of its own passed): the `Host` admitted, no `Origin` (a
+//! browser's request goes to rmcp, which checks it), an `Accept` of JSON and event streams
+//! with no parameters, and either
+//! - the revision 2026-07-28 in `MCP-Protocol-Version`, no session, one `Mcp-Method` and at
+//!   most one `Mcp-Name`, no `Mcp-Param-*`; or
+//! - the revision 2025-11-25 and one `Mcp-Session-Id`, of a session rmcp holds whose client
+//!   the shortcut may serve ([`LegacySession`], given with the request).
+//!
+//! The shortcut takes the request (its future is the answer) or leaves it to rmcp; anything it
+//! is not sure of it leaves.
 
 use std::sync::{Arc, OnceLock};
 
@@ -16,20 +20,35 @@ use axum::response::Response;
 use futures::future::BoxFuture;
 
 use super::hosts::AdmittedHosts;
+use super::legacy::{LegacySession, LegacySessions};
 
-/// Offered a POST to `/mcp` (its headers and its whole body, read within the size limit):
-/// `Some` with the answer's future to take it, `None` to leave it to rmcp's transport.
-pub type Shortcut =
-    Arc<dyn Fn(&HeaderMap, &Bytes) -> Option<BoxFuture<'static, Response>> + Send + Sync>;
+/// Offered a POST to `/mcp` (its headers, its whole body, read within the size limit, and its
+/// 2025-11-25 session, if it is a session's): `Some` with the answer's future to take it,
+/// `None` to leave it to rmcp's transport.
+pub type Shortcut = Arc<
+    dyn Fn(&HeaderMap, &Bytes, Option<&Arc<LegacySession>>) -> Option<BoxFuture<'static, Response>>
+        + Send
+        + Sync,
+>;
 
-/// The app's shortcut, once given.
-#[derive(Clone, Default)]
-pub(crate) struct Shortcuts(Arc<OnceLock<Shortcut>>);
+/// The app's shortcut, once given, and the sessions it may serve.
+#[derive(Clone)]
+pub(crate) struct Shortcuts {
+    shortcut: Arc<OnceLock<Shortcut>>,
+    legacy: Arc<LegacySessions>,
+}
 
 impl Shortcuts {
+    pub(crate) fn new(legacy: Arc<LegacySessions>) -> Shortcuts {
+        Shortcuts {
+            shortcut: Arc::default(),
+            legacy,
+        }
+    }
+
     pub(crate) fn set(&self, shortcut: Shortcut) {
         // Given once, before serving; a second is ignored.
-        let _ = self.0.set(shortcut);
+        let _ = self.shortcut.set(shortcut);
     }
 
     /// The answer of the shortcut, if there is one and it takes the request.
@@ -39,16 +58,26 @@ impl Shortcuts {
         headers: &HeaderMap,
         body: &Bytes,
     ) -> Option<BoxFuture<'static, Response>> {
-        let shortcut = self.0.get()?;
-        if !plain_modern(hosts, headers) {
-            return None;
+        let shortcut = self.shortcut.get()?;
+        match plain(hosts, headers)? {
+            Plain::Modern => shortcut(headers, body, None),
+            Plain::Session(id) => {
+                let session = self.legacy.offered(id)?;
+                shortcut(headers, body, Some(&session))
+            }
         }
-        shortcut(headers, body)
     }
 }
 
-/// Whether `headers` are a plain 2026-07-28 request's that rmcp would serve as it is.
-fn plain_modern(hosts: &AdmittedHosts, headers: &HeaderMap) -> bool {
+/// A plain request: a 2026-07-28 one, or one of 2025-11-25 session (its id).
+#[derive(Debug, PartialEq, Eq)]
+enum Plain<'a> {
+    Modern,
+    Session(&'a str),
+}
+
+/// Whether `headers` are a plain request's that rmcp would serve as it is, and which.
+fn plain<'h>(hosts: &AdmittedHosts, headers: &'h HeaderMap) -> Option<Plain<'h>> {
     let one = |name: &str| {
         let mut values = headers.get_all(name).iter();
         match (values.next(), values.next()) {
@@ -64,18 +93,25 @@ fn plain_modern(hosts: &AdmittedHosts, headers: &HeaderMap) -> bool {
         }
         !accept.contains(';') && json && events
     };
-    // The revision first: a 2025-11-25 session's request, the most common other one, is left
-    // before the `Host` is parsed.
-    one("mcp-protocol-version") == Some("2026-07-28")
-        && !headers.contains_key("mcp-session-id")
-        && !headers.contains_key(header::ORIGIN)
+    // The revision first: a request of an older one leaves before the `Host` is parsed.
+    let plain = match one("mcp-protocol-version")? {
+        "2026-07-28"
+            if !headers.contains_key("mcp-session-id")
+                && one("mcp-method").is_some()
+                && headers.get_all("mcp-name").iter().count() <= 1
+                && !headers
+                    .keys()
+                    .any(|name| name.as_str().starts_with("mcp-param-")) =>
+        {
+            Plain::Modern
+        }
+        "2025-11-25" => Plain::Session(one("mcp-session-id")?),
+        _ => return None,
+    };
+    (!headers.contains_key(header::ORIGIN)
         && one(header::HOST.as_str()).is_some_and(|host| hosts.admits(host))
-        && one(header::ACCEPT.as_str()).is_some_and(accepts)
-        && one("mcp-method").is_some()
-        && headers.get_all("mcp-name").iter().count() <= 1
-        && !headers
-            .keys()
-            .any(|name| name.as_str().starts_with("mcp-param-"))
+        && one(header::ACCEPT.as_str()).is_some_and(accepts))
+    .then_some(plain)
 }
 
 #[cfg(test)]
@@ -84,7 +120,7 @@ mod tests {
 
     use super::*;
 
-    fn plain() -> HeaderMap {
+    fn modern() -> HeaderMap {
         let mut headers = HeaderMap::new();
         for (name, value) in [
             ("host", "127.0.0.1:8080"),
@@ -99,11 +135,11 @@ mod tests {
     }
 
     #[test]
-    fn only_a_plain_modern_request_is_offered() {
+    fn only_a_plain_request_is_offered() {
         let hosts = AdmittedHosts::new(&["127.0.0.1".to_owned()]);
-        assert!(plain_modern(&hosts, &plain()));
+        assert_eq!(plain(&hosts, &modern()), Some(Plain::Modern));
         let changed = |name: &'static str, value: Option<&'static str>| {
-            let mut headers = plain();
+            let mut headers = modern();
             match value {
                 Some(value) => {
                     headers.append(name, HeaderValue::from_static(value));
@@ -112,7 +148,7 @@ mod tests {
                     headers.remove(name);
                 }
             }
-            plain_modern(&hosts, &headers)
+            plain(&hosts, &headers).is_some()
         };
         assert!(!changed("origin", Some("http://localhost")));
         assert!(!changed("mcp-session-id", Some("s")));
@@ -120,17 +156,38 @@ mod tests {
         assert!(!changed("mcp-method", None));
         assert!(!changed("mcp-param-region", Some("eu")));
         assert!(!changed("host", None));
-        let mut other = plain();
+        let mut other = modern();
         other.insert("host", HeaderValue::from_static("evil.example"));
-        assert!(!plain_modern(&hosts, &other));
+        assert!(plain(&hosts, &other).is_none());
         for (name, value) in [
-            ("mcp-protocol-version", "2025-11-25"),
+            ("mcp-protocol-version", "2025-06-18"),
             ("accept", "application/json"),
             ("accept", "application/json, text/event-stream;q=0"),
         ] {
-            let mut headers = plain();
+            let mut headers = modern();
             headers.insert(name, HeaderValue::from_static(value));
-            assert!(!plain_modern(&hosts, &headers), "{name}: {value}");
+            assert!(plain(&hosts, &headers).is_none(), "{name}: {value}");
         }
+    }
+
+    #[test]
+    fn a_plain_session_request_names_its_session() {
+        let hosts = AdmittedHosts::new(&["127.0.0.1".to_owned()]);
+        let mut headers = modern();
+        headers.insert(
+            "mcp-protocol-version",
+            HeaderValue::from_static("2025-11-25"),
+        );
+        assert_eq!(plain(&hosts, &headers), None, "no session");
+        headers.insert("mcp-session-id", HeaderValue::from_static("s-1"));
+        assert_eq!(plain(&hosts, &headers), Some(Plain::Session("s-1")));
+        let mut two = headers.clone();
+        two.append("mcp-session-id", HeaderValue::from_static("s-2"));
+        assert_eq!(plain(&hosts, &two), None);
+        let mut browser = headers.clone();
+        browser.insert("origin", HeaderValue::from_static("http://localhost"));
+        assert_eq!(plain(&hosts, &browser), None);
+        headers.insert("accept", HeaderValue::from_static("application/json"));
+        assert_eq!(plain(&hosts, &headers), None);
     }
 }

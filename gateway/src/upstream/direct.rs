@@ -86,6 +86,14 @@ pub struct RawJson {
     range: Range<usize>,
 }
 
+impl From<Bytes> for RawJson {
+    /// All of `text`, one JSON value.
+    fn from(text: Bytes) -> RawJson {
+        let range = 0..text.len();
+        RawJson { text, range }
+    }
+}
+
 impl RawJson {
     /// The value's JSON text.
     pub fn json(&self) -> &[u8] {
