@@ -168,7 +168,9 @@ pub(super) fn shortcut(core: Arc<Core>) -> Shortcut {
         };
         let core = Arc::clone(&core);
         let (headers, body) = (headers.clone(), body.clone());
-        let call = async move {
+        // On the heap at once: the call's future is large (its upstream request's, the guard
+        // pipeline's), and the futures around it move it otherwise, a copy each time.
+        let call: Box<dyn Future<Output = _> + Send> = Box::new(async move {
             // Read again as it was read above: the same bytes, the same answer.
             let Some(taken) = read(&headers, &body, legacy) else {
                 return Err(rmcp::ErrorData::internal_error(
@@ -199,7 +201,8 @@ pub(super) fn shortcut(core: Arc<Core>) -> Shortcut {
             upstream
                 .call_tool_direct(&core.run(), &link, exposed, direct)
                 .await
-        };
+        });
+        let call = Pin::from(call);
         let call = async move {
             let Some(cancellable) = cancellable else {
                 return Some(call.await);

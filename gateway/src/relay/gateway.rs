@@ -191,7 +191,7 @@ impl Gateway {
         Session::new(Arc::clone(&self.core))
     }
 
-    /// The direct road of 2026-07-28 clients' tool calls, for
+    /// The direct road of clients' tool calls (2026-07-28 requests, 2025-11-25 sessions'), for
     /// [`HttpApp::with_shortcut`](crate::serve::HttpApp::with_shortcut) (see
     /// `relay::direct`): a plain call to a tool of a 2026-07-28 upstream over HTTP is relayed
     /// without rmcp's transports in between, with the same breaker, timeout and metrics.

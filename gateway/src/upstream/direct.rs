@@ -18,7 +18,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::body::Bytes;
-use futures::StreamExt;
+use futures::{FutureExt as _, StreamExt};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use rmcp::model::{ClientCapabilities, Implementation, ProtocolVersion};
 use rmcp::service::{RoleClient, ServiceError};
@@ -35,6 +35,9 @@ use super::client_time::ClientTime;
 const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
 /// The most of an error answer's body kept for its words, as rmcp's client keeps.
 const MAX_ERROR_BYTES: usize = 64 * 1024;
+/// How long the rest of an answered event stream is read for, so that its connection goes
+/// back to the pool ([`finish`]); a server that keeps it open longer loses the connection.
+const FINISH_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A link's direct road to its upstream (a 2026-07-28 server over HTTP).
 #[derive(Debug)]
@@ -280,6 +283,7 @@ impl Direct {
                         return Err(not_mcp("an event that is not JSON-RPC".to_owned()));
                     };
                     if let Some(answer) = answer_of(&data, &message, id) {
+                        finish(events);
                         return answer;
                     }
                     about(&message, id, time, call.progress)?;
@@ -293,6 +297,22 @@ impl Direct {
             ))),
         }
     }
+}
+
+/// Reads what is left of an answered event stream (its end, as a rule), so that its
+/// connection goes back to the pool rather than closed for a body not read: here when it is
+/// here already, else in a task of its own, for at most [`FINISH_WAIT`].
+fn finish<S>(mut events: S)
+where
+    S: futures::Stream + Unpin + Send + 'static,
+{
+    if let Some(None) = events.next().now_or_never() {
+        return;
+    }
+    tokio::spawn(async move {
+        let rest = async { while events.next().await.is_some() {} };
+        let _ = tokio::time::timeout(FINISH_WAIT, rest).await;
+    });
 }
 
 /// The answer `message` gives to request `id`, if it is one: `None` when it is not an answer
@@ -464,6 +484,40 @@ fn sent(error: StreamableHttpError<reqwest::Error>) -> ServiceError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stream of nothing that ends once `end` resolves, and says so on `ended`.
+    fn ends_when(
+        end: tokio::sync::oneshot::Receiver<()>,
+        ended: tokio::sync::oneshot::Sender<()>,
+    ) -> impl futures::Stream<Item = ()> + Unpin + Send + 'static {
+        Box::pin(futures::stream::unfold(
+            Some((end, ended)),
+            |state| async move {
+                let (end, ended) = state?;
+                let _ = end.await;
+                let _ = ended.send(());
+                None
+            },
+        ))
+    }
+
+    #[tokio::test]
+    async fn an_answered_streams_end_is_read_at_once_when_here_and_later_else() {
+        // Its end is here: read before `finish` returns.
+        let (release, end) = tokio::sync::oneshot::channel();
+        let (ended, mut told) = tokio::sync::oneshot::channel();
+        release.send(()).unwrap();
+        finish(ends_when(end, ended));
+        assert_eq!(told.try_recv(), Ok(()));
+        // Its end comes later: read when it comes (the connection then goes back to the pool).
+        let (release, end) = tokio::sync::oneshot::channel();
+        let (ended, mut told) = tokio::sync::oneshot::channel();
+        finish(ends_when(end, ended));
+        assert!(told.try_recv().is_err(), "not ended yet");
+        release.send(()).unwrap();
+        let read = tokio::time::timeout(std::time::Duration::from_secs(20), told).await;
+        assert_eq!(read.ok(), Some(Ok(())));
+    }
 
     fn direct() -> Direct {
         let mut custom = HashMap::new();

@@ -971,7 +971,7 @@ impl Upstream {
     }
 
     /// [`call_tool`](Self::call_tool) by the direct road of `link`
-    /// ([`direct_link`](Self::direct_link)), for a 2026-07-28 client: the same breaker,
+    /// ([`direct_link`](Self::direct_link)), for a client of either era: the same breaker,
     /// timeout, classification, metrics and words; the upstream's final answer that is not an
     /// error comes back as the raw JSON it sent.
     ///
