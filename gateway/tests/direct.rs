@@ -41,8 +41,10 @@ const WAIT: Duration = Duration::from_secs(20);
 #[derive(Clone, Default)]
 struct Seen {
     calls: Arc<Mutex<Vec<String>>>,
-    /// Told of each call recorded.
+    /// Told of each call recorded, and of each answer read to its end.
     heard: Arc<tokio::sync::Notify>,
+    /// How many answers to calls were read to their end.
+    completed: Arc<std::sync::atomic::AtomicUsize>,
     failing: Arc<AtomicBool>,
     refusing: Arc<AtomicBool>,
 }
@@ -50,6 +52,17 @@ struct Seen {
 impl Seen {
     fn calls(&self) -> Vec<String> {
         self.calls.lock().unwrap().clone()
+    }
+
+    /// Until `done` holds of what was seen (or panics after 200 changes).
+    async fn until(&self, done: impl Fn(&Seen) -> bool) {
+        for _ in 0..200 {
+            if done(self) {
+                return;
+            }
+            let _ = tokio::time::timeout(WAIT, self.heard.notified()).await;
+        }
+        assert!(done(self), "never seen: {:?}", self.calls());
     }
 }
 
@@ -76,7 +89,30 @@ async fn record(State(seen): State<Seen>, request: Request, next: Next) -> Respo
                 .into_response();
         }
     }
-    next.run(Request::from_parts(parts, body.into())).await
+    let call = text.contains("\"tools/call\"");
+    let response = next.run(Request::from_parts(parts, body.into())).await;
+    if !call {
+        return response;
+    }
+    // Its answer's body, counted once the gateway has read it to its end.
+    let (parts, body) = response.into_parts();
+    let body = futures::stream::unfold(
+        (body.into_data_stream(), Some(seen)),
+        |(mut body, seen)| async move {
+            use futures::StreamExt as _;
+            match body.next().await {
+                Some(chunk) => Some((chunk, (body, seen))),
+                None => {
+                    if let Some(seen) = seen {
+                        seen.completed.fetch_add(1, Ordering::SeqCst);
+                        seen.heard.notify_one();
+                    }
+                    None
+                }
+            }
+        },
+    );
+    Response::from_parts(parts, axum::body::Body::from_stream(body))
 }
 
 struct Stack {
@@ -576,15 +612,7 @@ async fn a_sessions_client_cancels_its_call_on_the_direct_road() {
     };
     let (cancelled, kept) = (call("c-1"), call("c-2"));
     // Both calls are upstream (each by the direct road: the upstream sees what was written).
-    let mut seen = 0;
-    for _ in 0..200 {
-        seen = stack.seen.calls().len();
-        if seen == 2 {
-            break;
-        }
-        stack.seen.heard.notified().await;
-    }
-    assert_eq!(seen, 2, "{:?}", stack.seen.calls());
+    stack.seen.until(|seen| seen.calls().len() == 2).await;
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": "c-1", "reason": "the user left"}});
     let (status, _, text) = stack.in_session(&session, &cancel.to_string()).await;
@@ -606,4 +634,95 @@ async fn a_sessions_client_cancels_its_call_on_the_direct_road() {
     assert_eq!(status, 200, "{text}");
     let answer: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(answer["result"]["content"][0]["text"], "answered", "{text}");
+}
+
+/// A call of `up.hang` with id `id` in `session`, on its way.
+fn hang_in(
+    stack: &Arc<Stack>,
+    session: &str,
+    id: &'static str,
+) -> tokio::task::JoinHandle<(u16, String, String)> {
+    let (stack, session) = (Arc::clone(stack), session.to_owned());
+    tokio::spawn(async move {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":"{id}","method":"tools/call","params":{{"name":"up.hang","arguments":{{}}}}}}"#
+        );
+        stack.in_session(&session, &body).await
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sessions_call_goes_on_when_its_client_goes_away_and_ends_with_the_session() {
+    let (told, upstream) = tokio::sync::watch::channel(false);
+    let stack = Arc::new(Stack::start_with(move || Hang(upstream.clone()), "hang").await);
+    let session = stack.session(json!({})).await;
+    // The client goes away: 2025-11-25 does not read that as a cancellation, and the call is
+    // answered upstream (its answer read to the end).
+    let gone = hang_in(&stack, &session, "gone");
+    stack.seen.until(|seen| seen.calls().len() == 1).await;
+    gone.abort();
+    assert!(gone.await.is_err(), "aborted");
+    told.send_replace(true);
+    stack
+        .seen
+        .until(|seen| seen.completed.load(Ordering::SeqCst) == 1)
+        .await;
+    // The session ends (`DELETE`) while a call is in it: the call ends with no answer, as
+    // rmcp ends its own.
+    told.send_replace(false);
+    let ended = hang_in(&stack, &session, "ended");
+    stack.seen.until(|seen| seen.calls().len() == 2).await;
+    let deleted = stack
+        .http
+        .delete(&stack.mcp)
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    let (status, kind, text) = ended.await.unwrap();
+    assert_eq!(
+        (status, kind.as_str()),
+        (200, "text/event-stream"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("result") && !text.contains("error"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arguments_rmcps_road_refuses_are_refused_alike_on_either_road_and_never_sent() {
+    let stack = Stack::start().await;
+    let session = stack.session(json!({})).await;
+    let deep = format!("{}1{}", "[".repeat(130), "]".repeat(130));
+    for (n, arguments) in [
+        r#"{"text": "\ud800"}"#.to_owned(),
+        r#"{"text": "x", "n": 1e400}"#.to_owned(),
+        format!(r#"{{"d": {deep}}}"#),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let id = n as u64;
+        // 2026-07-28, without and with an `Origin` (rmcp's road).
+        let direct = stack.echo_answered(id, arguments, &[], 400).await;
+        let browser = stack
+            .echo_answered(id, arguments, &[("origin", "http://localhost:3000")], 400)
+            .await;
+        assert_eq!(direct["error"]["code"], -32602, "{direct}");
+        assert_eq!(
+            direct["error"]["code"], browser["error"]["code"],
+            "{browser}"
+        );
+        // 2025-11-25.
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"up.echo","arguments":{arguments}}}}}"#
+        );
+        let (_, _, text) = stack.in_session(&session, &body).await;
+        assert_eq!(answer_in(&text, id)["error"]["code"], -32602, "{text}");
+    }
+    assert!(stack.seen.calls().is_empty(), "{:?}", stack.seen.calls());
 }

@@ -23,8 +23,17 @@
 //! as the revision asks; for a 2025-11-25 one without it (and a `structuredContent` that is not
 //! an object moved into the content, as rmcp does for such a client). The answer is plain
 //! JSON, unless the client asked for progress and the upstream sends some before its answer:
-//! then an event stream, the progress (under the client's token) first. A 2025-11-25 client's
-//! `notifications/cancelled` ends its call: the answer then ends with nothing in it.
+//! then an event stream, the progress (under the client's token) first.
+//!
+//! The call's raw JSON is read as rmcp's road reads it ([`whole`]): a value that road refuses
+//! (a lone surrogate, a number beyond `f64`, nesting past serde_json's limit) leaves the call
+//! to rmcp, which refuses it; never sent upstream as it is.
+//!
+//! A 2025-11-25 session's call ends as on rmcp's road: its client's `notifications/cancelled`
+//! or the session's end cancels it (counted as rmcp's road counts a cancelled call) and its
+//! answer ends with nothing in it; its client going away does not (that revision does not read
+//! a closed connection as a cancellation: the call runs in a task of its own to its end). A
+//! 2026-07-28 client's call ends when its request does, as that revision says.
 //!
 //! [`Core::call_tool`]: super::core::Core::call_tool
 //! [`LegacySession`]: crate::serve::LegacySession
@@ -45,7 +54,7 @@ use tokio::sync::mpsc;
 
 use super::core::Core;
 use super::session::complete;
-use crate::serve::Shortcut;
+use crate::serve::{Cancellable, Shortcut};
 use crate::upstream::{DirectCall, OnProgress, Relayed};
 
 /// MCP's per-request `_meta` keys: the gateway sets its own for its connection.
@@ -137,6 +146,67 @@ fn read<'a>(headers: &HeaderMap, body: &'a [u8], legacy: bool) -> Option<Read<'a
     })
 }
 
+/// Whether every value the call carries as raw JSON (its `arguments`, its `_meta`'s) is one
+/// rmcp's road reads too: a JSON value within serde_json's nesting limit, with no lone
+/// surrogate in a string and no number beyond `f64`'s range. The road reads them as text, which
+/// checks none of that; a call that fails it is left to rmcp, which refuses it.
+fn whole(read: &Read<'_>) -> bool {
+    let reads = |value: &RawValue| serde_json::from_str::<Check>(value.get()).is_ok();
+    read.call.params.arguments.is_none_or(reads) && read.call.params.meta.values().all(|v| reads(v))
+}
+
+/// Any JSON value, read as `serde_json::Value` reads it (every string decoded, every number
+/// parsed, every level counted) and kept nowhere.
+struct Check;
+
+impl<'de> Deserialize<'de> for Check {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Check, D::Error> {
+        deserializer.deserialize_any(Check)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Check {
+    type Value = Check;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Check, E> {
+        Ok(Check)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Check, E> {
+        Ok(Check)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Check, E> {
+        Ok(Check)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Check, E> {
+        Ok(Check)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Check, E> {
+        Ok(Check)
+    }
+
+    fn visit_unit<E>(self) -> Result<Check, E> {
+        Ok(Check)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut items: A) -> Result<Check, A::Error> {
+        while items.next_element::<Check>()?.is_some() {}
+        Ok(Check)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut members: A) -> Result<Check, A::Error> {
+        while members.next_entry::<Check, Check>()?.is_some() {}
+        Ok(Check)
+    }
+}
+
 /// Whether `value` is a JSON-RPC id (or progress token) as MCP has them: a string or an
 /// integer.
 fn is_id(value: &RawValue) -> bool {
@@ -148,7 +218,7 @@ fn is_id(value: &RawValue) -> bool {
 pub(super) fn shortcut(core: Arc<Core>) -> Shortcut {
     Arc::new(move |headers, body, session| {
         let legacy = session.is_some();
-        let taken = read(headers, body, legacy)?;
+        let taken = read(headers, body, legacy).filter(whole)?;
         let (upstream, own) = core.resolve_tool(taken.call.params.name)?;
         let link = upstream.direct_link(&own)?;
         // A session's call can be cancelled by its client: by its id, one call at a time.
@@ -173,10 +243,10 @@ pub(super) fn shortcut(core: Arc<Core>) -> Shortcut {
         let call: Box<dyn Future<Output = _> + Send> = Box::new(async move {
             // Read again as it was read above: the same bytes, the same answer.
             let Some(taken) = read(&headers, &body, legacy) else {
-                return Err(rmcp::ErrorData::internal_error(
+                return Some(Err(rmcp::ErrorData::internal_error(
                     "the call was not read",
                     None,
-                ));
+                )));
             };
             let tell = notes.map(|notes| {
                 move |params: &RawValue| {
@@ -196,21 +266,35 @@ pub(super) fn shortcut(core: Arc<Core>) -> Shortcut {
                 meta: &taken.meta,
                 capabilities,
                 progress: tell.as_ref().map(|tell| tell as OnProgress<'_>),
+                cancel: cancellable.as_ref().map(Cancellable::token),
             };
             let exposed = taken.call.params.name;
-            upstream
+            let relayed = upstream
                 .call_tool_direct(&core.run(), &link, exposed, direct)
-                .await
+                .await;
+            // A call its client cancelled (or whose session ended) has no answer, as on rmcp's
+            // road.
+            let cancelled = cancellable
+                .as_ref()
+                .is_some_and(|c| c.token().is_cancelled());
+            (!cancelled).then_some(relayed)
         });
-        let call = Pin::from(call);
-        let call = async move {
-            let Some(cancellable) = cancellable else {
-                return Some(call.await);
-            };
-            tokio::select! {
-                relayed = call => Some(relayed),
-                () = cancellable.token().cancelled() => None,
+        let call: Pending = Pin::from(call);
+        // A 2025-11-25 client's call goes on when its client goes away (that revision does not
+        // read a closed connection as a cancellation); a 2026-07-28 client's ends with it.
+        let call: Pending = match legacy {
+            true => {
+                let task = tokio::spawn(call);
+                Box::pin(async move {
+                    task.await.unwrap_or_else(|_| {
+                        Some(Err(rmcp::ErrorData::internal_error(
+                            "the call ended before its answer",
+                            None,
+                        )))
+                    })
+                })
             }
+            false => call,
         };
         Some(Box::pin(respond(Answer { id, legacy }, call, progress)))
     })
@@ -646,5 +730,32 @@ mod tests {
         assert!(out["result"].get("resultType").is_none(), "{out}");
         assert!(out["result"].get("structuredContent").is_none(), "{out}");
         assert_eq!(out["result"]["content"][0]["text"], "[1,2]", "{out}");
+    }
+
+    #[test]
+    fn a_call_whose_raw_json_rmcp_would_refuse_is_left_to_rmcp() {
+        let deep = format!("{}1{}", "[".repeat(130), "]".repeat(130));
+        let shallow = format!("{}1{}", "[".repeat(100), "]".repeat(100));
+        let taken = |arguments: &str, meta: &str| {
+            let body = body(&format!(
+                r#""name":"echo","arguments":{arguments},"_meta":{meta}"#
+            ));
+            read(&HeaderMap::new(), body.as_bytes(), true)
+                .filter(whole)
+                .is_some()
+        };
+        assert!(taken(r#"{"t":"\u00e9\ud83d\ude00","n":1e300}"#, "{}"));
+        assert!(taken(&format!(r#"{{"d":{shallow}}}"#), "{}"));
+        for arguments in [
+            r#"{"t":"\ud800"}"#,
+            r#"{"t":"\udc00"}"#,
+            r#"{"t":"\ud800\u0041"}"#,
+            r#"{"n":1e400}"#,
+            r#"{"\ud800":1}"#,
+            &format!(r#"{{"d":{deep}}}"#),
+        ] {
+            assert!(!taken(arguments, "{}"), "{arguments}");
+        }
+        assert!(!taken("{}", r#"{"traceparent":"\ud800"}"#));
     }
 }

@@ -13,7 +13,8 @@
 //!   next request goes to rmcp, which starts the idle time again.
 //!
 //! A `notifications/cancelled` of a call the shortcut holds cancels it
-//! ([`LegacySession::cancellable`]); rmcp never knew the call.
+//! ([`LegacySession::cancellable`]); rmcp never knew the call. So does the session's end (its
+//! `DELETE`, its idle expiry, the shutdown).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -193,9 +194,15 @@ impl LegacySessions {
         }
     }
 
-    /// Session `id` ended.
+    /// Session `id` ended: its calls the shortcut holds end too, with no answer (as rmcp ends
+    /// the streams of its own).
     pub(crate) fn closed(&self, id: &str) {
-        self.live.pin().remove(id);
+        let Some(session) = self.live.pin().remove(id).map(Arc::clone) else {
+            return;
+        };
+        for token in session.lock().values() {
+            token.cancel();
+        }
     }
 
     /// Session `id`, if the shortcut may serve its request now (see the [module](self)).
@@ -351,5 +358,13 @@ mod tests {
         assert!(session.cancellable(&id).is_some(), "forgotten once done");
         sessions.heard("s", Some(&cancel(RequestId::Number(7))));
         assert!(kept.token().is_cancelled());
+        drop(kept);
+        // The session's end ends every call it holds.
+        let (one, two) = (
+            session.cancellable(&id).unwrap(),
+            session.cancellable(&other).unwrap(),
+        );
+        sessions.closed("s");
+        assert!(one.token().is_cancelled() && two.token().is_cancelled());
     }
 }

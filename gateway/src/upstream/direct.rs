@@ -71,6 +71,9 @@ pub struct DirectCall<'a> {
     pub capabilities: Option<&'a RawValue>,
     /// Told each progress notification about the call (the client asked for progress).
     pub progress: Option<OnProgress<'a>>,
+    /// The client's cancellation of the call (a 2025-11-25 session's `notifications/cancelled`),
+    /// if it can send one: the call then ends as on rmcp's road.
+    pub cancel: Option<&'a tokio_util::sync::CancellationToken>,
 }
 
 /// What the upstream answered.
@@ -562,6 +565,7 @@ mod tests {
             meta: &[("traceparent", trace)],
             capabilities: Some(caps),
             progress: None,
+            cancel: None,
         };
         let body = direct.body(7, &call);
         let text = std::str::from_utf8(&body).unwrap();
@@ -596,6 +600,7 @@ mod tests {
                 meta: &[],
                 capabilities: None,
                 progress: None,
+                cancel: None,
             },
         );
         let value: serde_json::Value = serde_json::from_slice(&bare).unwrap();

@@ -990,8 +990,18 @@ impl Upstream {
             return Err(rmcp::ErrorData::internal_error("no direct road", None));
         };
         self.guarded(run, call.name, exposed, &time, || async {
+            let answer = match call.cancel {
+                Some(cancel) => tokio::select! {
+                    answer = direct.call(&call, &time) => answer,
+                    // As `send` ends a call its client cancelled.
+                    () = cancel.cancelled() => return Err(ServiceError::Cancelled {
+                        reason: Some("cancelled by the client".into()),
+                    }),
+                },
+                None => direct.call(&call, &time).await,
+            };
             // A JSON-RPC error, in a 2xx answer or not, is read as on rmcp's road.
-            match self.settle(link, direct.call(&call, &time).await) {
+            match self.settle(link, answer) {
                 Ok(Answered::Result(raw)) => reply_of(raw),
                 Ok(Answered::Error(error)) | Err(ServiceError::McpError(error))
                     if for_the_client(&error, false) =>
