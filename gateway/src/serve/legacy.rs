@@ -34,6 +34,8 @@ pub struct LegacySession {
     capabilities: Box<RawValue>,
     /// Whether the client said `notifications/initialized`.
     ready: AtomicBool,
+    /// Whether the client set a log level (`logging/setLevel`): its calls are rmcp's since.
+    logs: AtomicBool,
     /// When rmcp last heard from the session: milliseconds after its registry began.
     heard: AtomicU64,
     /// The calls the shortcut holds, by request id: cancelled by the client's
@@ -150,6 +152,7 @@ impl LegacySessions {
         let session = LegacySession {
             capabilities,
             ready: AtomicBool::new(false),
+            logs: AtomicBool::new(false),
             heard: AtomicU64::new(self.now()),
             calls: Mutex::default(),
         };
@@ -174,7 +177,8 @@ impl LegacySessions {
             Some(ClientJsonRpcMessage::Request(request))
                 if matches!(request.request, ClientRequest::SetLevelRequest(_)) =>
             {
-                live.remove(id);
+                // Kept, not offered: a call the shortcut holds can still be cancelled.
+                session.logs.store(true, Ordering::Relaxed);
             }
             Some(ClientJsonRpcMessage::Notification(notification)) => {
                 match &notification.notification {
@@ -217,7 +221,8 @@ impl LegacySessions {
         let quiet = now.saturating_sub(session.heard.load(Ordering::Relaxed));
         let half = u64::try_from(self.idle.as_millis() / 2).unwrap_or(u64::MAX);
         // Acquire: pairs with the Release that said it ready.
-        (session.ready.load(Ordering::Acquire) && quiet < half).then(|| Arc::clone(session))
+        let plain = session.ready.load(Ordering::Acquire) && !session.logs.load(Ordering::Relaxed);
+        (plain && quiet < half).then(|| Arc::clone(session))
     }
 }
 
@@ -276,8 +281,19 @@ mod tests {
                 LoggingLevel::Debug,
             ))),
         ));
+        let id: Box<RawValue> = serde_json::from_str("9").unwrap();
+        let held = session.cancellable(&id).unwrap();
         sessions.heard("s", Some(&level));
         assert!(sessions.offered("s").is_none(), "a log level is rmcp's");
+        // A call the shortcut took before can still be cancelled.
+        let cancel = notification(ClientNotification::CancelledNotification(
+            CancelledNotification::new(CancelledNotificationParam::new(
+                Some(RequestId::Number(9)),
+                None,
+            )),
+        ));
+        sessions.heard("s", Some(&cancel));
+        assert!(held.token().is_cancelled());
         sessions.initialize(
             "t",
             &initialize(ProtocolVersion::V_2025_11_25, ClientCapabilities::default()),
