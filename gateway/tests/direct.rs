@@ -432,15 +432,51 @@ async fn an_upstreams_refusal_for_the_client_reaches_it_as_its_error() {
     assert_eq!(stack.gateway.upstreams()[0].last_failure(), None);
 }
 
-/// An upstream whose `gather` answers once `GATHERED` calls are in it at once (or fails after
-/// [`WAIT`]).
-#[derive(Clone)]
-struct Gather(Arc<tokio::sync::Barrier>);
-
 /// More calls at once than any fixed pool of 16 lets through.
 const GATHERED: usize = 24;
 
-impl ServerHandler for Gather {
+/// An upstream with one tool, `name`, that answers `text` once `ready` resolves (or fails
+/// after [`WAIT`]).
+#[derive(Clone)]
+struct Waiting {
+    name: &'static str,
+    text: &'static str,
+    ready: Arc<dyn Fn() -> futures::future::BoxFuture<'static, ()> + Send + Sync>,
+}
+
+impl Waiting {
+    /// `gather`: answers once [`GATHERED`] calls are in it at once.
+    fn gather(barrier: Arc<tokio::sync::Barrier>) -> Waiting {
+        let ready = move || {
+            let barrier = Arc::clone(&barrier);
+            Box::pin(async move {
+                barrier.wait().await;
+            }) as futures::future::BoxFuture<'static, ()>
+        };
+        Waiting {
+            name: "gather",
+            text: "gathered",
+            ready: Arc::new(ready),
+        }
+    }
+
+    /// `hang`: answers once the test says so.
+    fn hang(told: tokio::sync::watch::Receiver<bool>) -> Waiting {
+        let ready = move || {
+            let mut told = told.clone();
+            Box::pin(async move {
+                let _ = told.wait_for(|told| *told).await;
+            }) as futures::future::BoxFuture<'static, ()>
+        };
+        Waiting {
+            name: "hang",
+            text: "answered",
+            ready: Arc::new(ready),
+        }
+    }
+}
+
+impl ServerHandler for Waiting {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
     }
@@ -452,8 +488,8 @@ impl ServerHandler for Gather {
     ) -> Result<ListToolsResult, ErrorData> {
         let schema = serde_json::from_value(json!({"type": "object"})).unwrap();
         Ok(ListToolsResult::with_all_items(vec![Tool::new(
-            "gather",
-            "Answers once enough calls are in at once",
+            self.name,
+            "Answers once it is ready",
             Arc::new(schema),
         )]))
     }
@@ -463,9 +499,9 @@ impl ServerHandler for Gather {
         _: CallToolRequestParams,
         _: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        match tokio::time::timeout(WAIT, self.0.wait()).await {
-            Ok(_) => Ok(CallToolResult::success(vec![ContentBlock::text("gathered")]).into()),
-            Err(_) => Err(ErrorData::internal_error("never gathered", None)),
+        match tokio::time::timeout(WAIT, (self.ready)()).await {
+            Ok(()) => Ok(CallToolResult::success(vec![ContentBlock::text(self.text)]).into()),
+            Err(_) => Err(ErrorData::internal_error("never ready", None)),
         }
     }
 }
@@ -473,7 +509,7 @@ impl ServerHandler for Gather {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn as_many_calls_reach_the_upstream_at_once_as_clients_send_on_either_road() {
     let barrier = Arc::new(tokio::sync::Barrier::new(GATHERED));
-    let stack = Stack::start_with(move || Gather(Arc::clone(&barrier)), "gather").await;
+    let stack = Stack::start_with(move || Waiting::gather(Arc::clone(&barrier)), "gather").await;
     let stack = Arc::new(stack);
     // The direct road, then rmcp's (a browser's `Origin` sends the same call through it).
     for origin in [None, Some("http://localhost:3000")] {
@@ -561,45 +597,10 @@ async fn a_session_an_upstream_could_ask_or_that_set_a_log_level_is_served_by_rm
     );
 }
 
-/// An upstream whose `hang` answers only once the test says so (or fails after [`WAIT`]).
-#[derive(Clone)]
-struct Hang(tokio::sync::watch::Receiver<bool>);
-
-impl ServerHandler for Hang {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-    }
-
-    async fn list_tools(
-        &self,
-        _: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let schema = serde_json::from_value(json!({"type": "object"})).unwrap();
-        Ok(ListToolsResult::with_all_items(vec![Tool::new(
-            "hang",
-            "Answers when told",
-            Arc::new(schema),
-        )]))
-    }
-
-    async fn call_tool(
-        &self,
-        _: CallToolRequestParams,
-        _: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let mut told = self.0.clone();
-        match tokio::time::timeout(WAIT, told.wait_for(|told| *told)).await {
-            Ok(Ok(_)) => Ok(CallToolResult::success(vec![ContentBlock::text("answered")]).into()),
-            _ => Err(ErrorData::internal_error("never told", None)),
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sessions_client_cancels_its_call_on_the_direct_road() {
     let (told, upstream) = tokio::sync::watch::channel(false);
-    let stack = Arc::new(Stack::start_with(move || Hang(upstream.clone()), "hang").await);
+    let stack = Arc::new(Stack::start_with(move || Waiting::hang(upstream.clone()), "hang").await);
     let session = stack.session(json!({})).await;
     let call = |id: &'static str| {
         let (stack, session) = (Arc::clone(&stack), session.clone());
@@ -654,7 +655,7 @@ fn hang_in(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sessions_call_goes_on_when_its_client_goes_away_and_ends_with_the_session() {
     let (told, upstream) = tokio::sync::watch::channel(false);
-    let stack = Arc::new(Stack::start_with(move || Hang(upstream.clone()), "hang").await);
+    let stack = Arc::new(Stack::start_with(move || Waiting::hang(upstream.clone()), "hang").await);
     let session = stack.session(json!({})).await;
     // The client goes away: 2025-11-25 does not read that as a cancellation, and the call is
     // answered upstream (its answer read to the end).

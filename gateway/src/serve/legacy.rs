@@ -178,6 +178,8 @@ impl LegacySessions {
                 if matches!(request.request, ClientRequest::SetLevelRequest(_)) =>
             {
                 // Kept, not offered: a call the shortcut holds can still be cancelled.
+                // Relaxed: a request that reads the old value still takes the direct road, as
+                // one that came just before the `setLevel` would; nothing else is ordered by it.
                 session.logs.store(true, Ordering::Relaxed);
             }
             Some(ClientJsonRpcMessage::Notification(notification)) => {
@@ -221,6 +223,7 @@ impl LegacySessions {
         let quiet = now.saturating_sub(session.heard.load(Ordering::Relaxed));
         let half = u64::try_from(self.idle.as_millis() / 2).unwrap_or(u64::MAX);
         // Acquire: pairs with the Release that said it ready.
+        // Relaxed `logs`: see where it is stored.
         let plain = session.ready.load(Ordering::Acquire) && !session.logs.load(Ordering::Relaxed);
         (plain && quiet < half).then(|| Arc::clone(session))
     }
@@ -264,6 +267,18 @@ mod tests {
 
     const IDLE: Duration = Duration::from_secs(60);
 
+    /// Session `id`, its client's `initialize` (for `version`, declaring `capabilities`) and
+    /// `notifications/initialized` heard.
+    fn opened(
+        sessions: &LegacySessions,
+        id: &str,
+        version: ProtocolVersion,
+        capabilities: ClientCapabilities,
+    ) {
+        sessions.initialize(id, &initialize(version, capabilities));
+        sessions.heard(id, Some(&initialized()));
+    }
+
     #[test]
     fn a_session_is_offered_once_initialized_and_until_it_sets_a_level_or_ends() {
         let sessions = LegacySessions::new(IDLE);
@@ -294,11 +309,12 @@ mod tests {
         ));
         sessions.heard("s", Some(&cancel));
         assert!(held.token().is_cancelled());
-        sessions.initialize(
+        opened(
+            &sessions,
             "t",
-            &initialize(ProtocolVersion::V_2025_11_25, ClientCapabilities::default()),
+            ProtocolVersion::V_2025_11_25,
+            ClientCapabilities::default(),
         );
-        sessions.heard("t", Some(&initialized()));
         sessions.closed("t");
         assert!(sessions.offered("t").is_none(), "ended");
     }
@@ -313,18 +329,15 @@ mod tests {
         ];
         for (n, capabilities) in asks.into_iter().enumerate() {
             let id = n.to_string();
-            sessions.initialize(
-                &id,
-                &initialize(ProtocolVersion::V_2025_11_25, capabilities),
-            );
-            sessions.heard(&id, Some(&initialized()));
+            opened(&sessions, &id, ProtocolVersion::V_2025_11_25, capabilities);
             assert!(sessions.offered(&id).is_none(), "{id}");
         }
-        sessions.initialize(
+        opened(
+            &sessions,
             "old",
-            &initialize(ProtocolVersion::V_2025_06_18, ClientCapabilities::default()),
+            ProtocolVersion::V_2025_06_18,
+            ClientCapabilities::default(),
         );
-        sessions.heard("old", Some(&initialized()));
         assert!(sessions.offered("old").is_none());
     }
 
@@ -351,11 +364,12 @@ mod tests {
     #[test]
     fn a_cancelled_call_is_told_and_forgotten_once_done() {
         let sessions = LegacySessions::new(IDLE);
-        sessions.initialize(
+        opened(
+            &sessions,
             "s",
-            &initialize(ProtocolVersion::V_2025_11_25, ClientCapabilities::default()),
+            ProtocolVersion::V_2025_11_25,
+            ClientCapabilities::default(),
         );
-        sessions.heard("s", Some(&initialized()));
         let session = sessions.offered("s").unwrap();
         let id: Box<RawValue> = serde_json::from_str(r#""call-1""#).unwrap();
         let other: Box<RawValue> = serde_json::from_str("7").unwrap();
